@@ -1,0 +1,60 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/llamacpp"
+	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/runtime/worker"
+)
+
+// workerCommand is the hidden `superfluid worker`: it loads one model, prints a hello line
+// on stdout (the model info or the load error) and serves the socket until killed.
+func workerCommand(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("worker", stderr)
+	var opts llamacpp.Options
+	var socket string
+	fs.StringVar(&opts.ModelPath, "model", "", "GGUF file")
+	fs.StringVar(&socket, "socket", "", "unix socket to serve")
+	fs.IntVar(&opts.ContextLength, "ctx", 0, "context per lane")
+	fs.IntVar(&opts.Parallel, "parallel", 0, "lanes")
+	fs.IntVar(&opts.Threads, "threads", 0, "threads")
+	if err := fs.Parse(args); err != nil {
+		return &UsageError{err.Error()}
+	}
+	hello := func(v any) { _ = json.NewEncoder(stdout).Encode(v) }
+	// llama.cpp aborts on some malformed files; the strict reader catches them first.
+	if _, err := gguf.ReadFile(opts.ModelPath); err != nil {
+		hello(map[string]string{"error": err.Error()})
+		return fmt.Errorf("worker: %w", err)
+	}
+	engine, err := llamacpp.Load(opts)
+	if err != nil {
+		hello(map[string]string{"error": err.Error()})
+		return fmt.Errorf("worker: %w", err)
+	}
+	defer engine.Close()
+	l, err := net.Listen("unix", socket)
+	if err != nil {
+		hello(map[string]string{"error": "listen on the worker socket: " + err.Error()})
+		return err
+	}
+	info := engine.Info()
+	hello(map[string]*llm.ModelInfo{"info": &info})
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		l.Close()
+	}()
+	return worker.Serve(l, engine)
+}

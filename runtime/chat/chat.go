@@ -1,0 +1,199 @@
+// Package chat renders conversations into prompts with the model's own Jinja
+// chat template (the GGUF key tokenizer.chat_template), the way Hugging Face
+// transformers and llama.cpp's server do it.
+//
+// # Template environment
+//
+// A template sees the variables HF's apply_chat_template provides:
+//
+//   - messages: a list of dicts with keys role and content, plus name and
+//     tool_call_id when the message sets them (absent, not empty, otherwise);
+//   - bos_token, eos_token: the text of the model's BOS/EOS tokens;
+//   - add_generation_prompt: whether to end with the assistant header;
+//   - tools: none (tool definitions are not passed yet);
+//   - every entry of Options.Kwargs (chat_template_kwargs such as
+//     enable_thinking) as a top-level variable. A kwarg cannot replace the
+//     variables above.
+//
+// Functions and filters come from github.com/ardanlabs/jinja, which already
+// has what chat templates use: raise_exception, strftime_now, namespace,
+// tojson, trim, and the string methods strip, split, startswith, endswith,
+// upper, lower, replace and friends. Whitespace follows HF's Jinja2
+// environment exactly (this package applies it itself; see whitespace.go):
+// trim_blocks and lstrip_blocks are on, the "-" and "+" markers work, line
+// endings in the template are normalized to "\n" and a single trailing
+// newline of the template is dropped.
+//
+// Templates that start with {{ bos_token }} put the BOS text into the prompt;
+// a caller whose tokenizer adds BOS itself should strip that leading
+// Options.BOSToken (as llama.cpp does) or tokenize without adding BOS.
+//
+// # Fallback template
+//
+// A model without a chat template (a base model such as stories260K, trained
+// on plain TinyStories text) gets a built-in fallback, designed so that the
+// model simply continues the text it is given:
+//
+//   - A lone user message, optionally after one system message, renders as
+//     the bare text: the system content, a blank line ("\n\n"), then the user
+//     content. There is no scaffold at all, with or without
+//     AddGenerationPrompt, so "Once upon a time" continues as a story.
+//   - Any longer conversation renders as a plain transcript: one entry per
+//     message, "System: ...", "User: ...", "Assistant: ..." (the role with
+//     its first letter upper-cased), entries separated by a blank line. With
+//     AddGenerationPrompt the transcript ends with a blank line and
+//     "Assistant:" (no trailing space) for the model to complete.
+//
+// The fallback never emits BOS text; the tokenizer adds BOS. Its Jinja source
+// is available from Source, like any other template.
+package chat
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// ErrTemplate is wrapped by every error from Parse and Render: a template
+// that does not compile, fails while rendering, or refuses the conversation
+// with raise_exception.
+var ErrTemplate = errors.New("chat template")
+
+// Message is one turn of a conversation.
+type Message struct {
+	Role       string // system, user, assistant, tool
+	Content    string
+	Name       string // optional
+	ToolCallID string // optional, for role tool
+}
+
+// Options are the per-request inputs of a render besides the messages.
+type Options struct {
+	// BOSToken and EOSToken are the text of the model's BOS/EOS tokens (from
+	// the GGUF vocab); templates use {{ bos_token }} and {{ eos_token }}.
+	BOSToken, EOSToken string
+	// AddGenerationPrompt is true for a chat completion: end the prompt with
+	// the assistant header.
+	AddGenerationPrompt bool
+	// Kwargs are chat_template_kwargs (e.g. enable_thinking), passed to the
+	// template as top-level variables.
+	Kwargs map[string]any
+}
+
+// Template is a compiled chat template. It is safe for concurrent use.
+type Template struct {
+	src      string
+	tmpl     *jinja.Template
+	fallback bool
+}
+
+// Parse compiles a Jinja chat template once. An empty (or all-whitespace)
+// source returns the fallback template described in the package doc.
+func Parse(source string) (t *Template, err error) {
+	fallback := strings.TrimSpace(source) == ""
+	if fallback {
+		source = fallbackSource
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			t, err = nil, fmt.Errorf("%w: parse: %v", ErrTemplate, r)
+		}
+	}()
+	rewritten, err := rewrite(source)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrTemplate, err)
+	}
+	tmpl, err := jinja.Compile(rewritten)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrTemplate, err)
+	}
+	return &Template{src: source, tmpl: tmpl, fallback: fallback}, nil
+}
+
+// IsFallback reports whether the template is the built-in fallback (the
+// model had no template).
+func (t *Template) IsFallback() bool { return t.fallback }
+
+// Source returns the template text: the model's, or the fallback's.
+func (t *Template) Source() string { return t.src }
+
+// Render renders msgs into a prompt. Template errors, including
+// raise_exception('...') from templates that refuse a role order, come back
+// as an error wrapping ErrTemplate whose message quotes the template's own
+// message, e.g. "chat template: Conversation roles must alternate ...".
+func (t *Template) Render(msgs []Message, opts Options) (out string, err error) {
+	defer func() {
+		// The jinja library panics on a few malformed inputs (for example
+		// a select filter without a test); a bad template must cost one
+		// request, never the process.
+		if r := recover(); r != nil {
+			out, err = "", fmt.Errorf("%w: render failed: %v", ErrTemplate, r)
+		}
+	}()
+	out, err = t.tmpl.RenderValues(environment(msgs, opts))
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrTemplate, err)
+	}
+	return out, nil
+}
+
+// environment builds the template variables. Values are built fresh for
+// every render because templates may mutate them (dict.update,
+// list.append).
+func environment(msgs []Message, opts Options) map[string]jinja.Value {
+	env := make(map[string]jinja.Value, len(opts.Kwargs)+5)
+	for k, v := range opts.Kwargs {
+		env[k] = jinja.FromGoValue(v)
+	}
+	list := make([]jinja.Value, len(msgs))
+	for i, m := range msgs {
+		list[i] = messageValue(m)
+	}
+	env["messages"] = jinja.NewList(list)
+	env["bos_token"] = jinja.NewString(opts.BOSToken)
+	env["eos_token"] = jinja.NewString(opts.EOSToken)
+	env["add_generation_prompt"] = jinja.NewBool(opts.AddGenerationPrompt)
+	env["tools"] = jinja.None()
+	return env
+}
+
+// messageValue converts m to a dict with HF's key order (role, content,
+// then the optional keys), which tojson and items() expose.
+func messageValue(m Message) jinja.Value {
+	v := jinja.NewDict()
+	d := v.AsDict()
+	d.Set("role", jinja.NewString(m.Role))
+	d.Set("content", jinja.NewString(m.Content))
+	if m.Name != "" {
+		d.Set("name", jinja.NewString(m.Name))
+	}
+	if m.ToolCallID != "" {
+		d.Set("tool_call_id", jinja.NewString(m.ToolCallID))
+	}
+	return v
+}
+
+// fallbackSource is the template for models without one; see the package
+// doc for what it renders.
+const fallbackSource = `{#- superfluid fallback: plain text for base models without a chat template -#}
+{%- set n = messages | length -%}
+{%- if (n == 1 and messages[0].role in ['system', 'user']) or (n == 2 and messages[0].role == 'system' and messages[1].role == 'user') -%}
+    {{- messages[0].content -}}
+    {%- if n == 2 -%}
+        {%- if messages[0].content and messages[1].content -%}{{- '\n\n' -}}{%- endif -%}
+        {{- messages[1].content -}}
+    {%- endif -%}
+{%- else -%}
+    {%- for message in messages -%}
+        {%- if not loop.first -%}{{- '\n\n' -}}{%- endif -%}
+        {{- message.role | capitalize ~ ':' -}}
+        {%- if message.content -%}{{- ' ' ~ message.content -}}{%- endif -%}
+    {%- endfor -%}
+    {%- if add_generation_prompt -%}
+        {%- if n > 0 -%}{{- '\n\n' -}}{%- endif -%}
+        {{- 'Assistant:' -}}
+    {%- endif -%}
+{%- endif -%}
+`

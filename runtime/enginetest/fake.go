@@ -1,0 +1,122 @@
+// Package enginetest is a deterministic fake llm.Engine for fast server tests: one token per
+// byte, a scripted reply, no model file. It exercises the same stop handling as the real
+// engine (llm.TextStream) so dialect tests see realistic event streams.
+package enginetest
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/superfluid/superfluid/runtime/llm"
+)
+
+// Engine is the fake. The zero value is not usable; call New.
+type Engine struct {
+	// Reply is the text every generation produces, one token per byte.
+	Reply string
+	// TokenDelay is slept before each token, to test streaming and cancellation.
+	TokenDelay time.Duration
+	// Fail, when set, is returned by Generate after FailAfter tokens.
+	Fail      error
+	FailAfter int
+
+	info llm.ModelInfo
+
+	mu       sync.Mutex
+	requests []llm.Request
+}
+
+// New returns a fake with a context window of ctx tokens.
+func New(ctx int, reply string) *Engine {
+	return &Engine{
+		Reply: reply,
+		info: llm.ModelInfo{
+			Path: "fake.gguf", Architecture: "fake", ContextLength: ctx, TrainContextLength: ctx,
+			VocabSize: 258, Parallel: 1, Threads: 1, Runtime: "fake", AddBOS: true,
+		},
+	}
+}
+
+// BOS is the fake's begin-of-sequence token id; bytes are ids 2..257.
+const BOS = 1
+
+// Info describes the fake model.
+func (e *Engine) Info() llm.ModelInfo { return e.info }
+
+// Tokenize maps each byte b to token b+2, with BOS first when addSpecial.
+func (e *Engine) Tokenize(_ context.Context, text string, addSpecial, _ bool) ([]int, error) {
+	var tokens []int
+	if addSpecial {
+		tokens = append(tokens, BOS)
+	}
+	for i := 0; i < len(text); i++ {
+		tokens = append(tokens, int(text[i])+2)
+	}
+	return tokens, nil
+}
+
+// Requests returns the requests Generate has seen.
+func (e *Engine) Requests() []llm.Request {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]llm.Request(nil), e.requests...)
+}
+
+// Generate streams Reply byte by byte, honouring MaxTokens, Stop and the context window.
+func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.Event) error) error {
+	e.mu.Lock()
+	e.requests = append(e.requests, *req)
+	e.mu.Unlock()
+	prompt, _ := e.Tokenize(ctx, req.Prompt, req.AddSpecial, true)
+	if len(prompt) > e.info.ContextLength {
+		return &llm.ContextLengthError{PromptTokens: len(prompt), ContextLength: e.info.ContextLength}
+	}
+	limit := e.info.ContextLength - len(prompt)
+	if req.MaxTokens > 0 && req.MaxTokens < limit {
+		limit = req.MaxTokens
+	}
+	if err := emit(llm.Event{Started: &llm.Started{PromptTokens: len(prompt)}}); err != nil {
+		return err
+	}
+	text := llm.NewTextStream(req.Stop)
+	reason, generated := llm.FinishStop, 0
+	for i := 0; i < len(e.Reply); i++ {
+		if generated >= limit {
+			reason = llm.FinishLength
+			break
+		}
+		if e.Fail != nil && generated >= e.FailAfter {
+			return e.Fail
+		}
+		if e.TokenDelay > 0 {
+			select {
+			case <-time.After(e.TokenDelay):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		generated++
+		out, stopped := text.Push([]byte{e.Reply[i]})
+		if out != "" {
+			if err := emit(llm.Event{Text: out, Tokens: 1}); err != nil {
+				return err
+			}
+		}
+		if stopped {
+			break
+		}
+	}
+	if rest := text.Flush(); rest != "" {
+		if err := emit(llm.Event{Text: rest}); err != nil {
+			return err
+		}
+	}
+	return emit(llm.Event{Done: &llm.Done{
+		FinishReason: reason,
+		Usage:        llm.Usage{PromptTokens: len(prompt), CompletionTokens: generated},
+	}})
+}
+
+// Close does nothing.
+func (e *Engine) Close() error { return nil }

@@ -1,0 +1,10 @@
+// Package llamacpp runs GGUF models through llama.cpp (github.com/ollama/ollama/llama). It is
+// the only package in the module that imports that cgo package; it lives inside the worker
+// process so that an abort inside llama.cpp costs one request, never the app.
+//
+// One Engine owns one llama.cpp context. Requests become jobs; each job runs in a lane (one
+// llama.cpp sequence), and one loop goroutine builds every batch: a token for each decoding
+// lane plus prompt chunks for lanes still in prefill, so a long prompt never stalls running
+// decodes. A lane keeps the tokens of its last sequence in the KV cache; a new job takes the
+// free lane with the longest common token prefix and only prefills the rest.
+package llamacpp

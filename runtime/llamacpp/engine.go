@@ -1,0 +1,213 @@
+package llamacpp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+
+	"github.com/ollama/ollama/llama"
+	"github.com/ollama/ollama/ml"
+
+	"github.com/superfluid/superfluid/runtime/llm"
+)
+
+// Options configure one loaded model.
+type Options struct {
+	ModelPath string
+	// ContextLength is the window of one lane; 0 picks the model's trained window capped at 4096.
+	ContextLength int
+	// Parallel is the number of lanes (sequences decoded together); 0 means 4.
+	Parallel int
+	// Threads is the CPU thread count; 0 picks one from the model size.
+	Threads int
+	// BatchSize is the most tokens one tick sends to llama.cpp; 0 means 512.
+	BatchSize int
+}
+
+// Engine is a loaded model with its context and scheduling loop. It implements llm.Engine.
+type Engine struct {
+	model *llama.Model
+	lctx  *llama.Context
+	batch *llama.Batch
+	info  llm.ModelInfo
+	eog   []int
+
+	submit chan *job
+	quit   chan struct{}
+	done   chan struct{}
+
+	lanes     []*lane
+	queue     []*job
+	batchSize int
+
+	closeOnce sync.Once
+}
+
+var backendOnce sync.Once
+
+// Load reads the model and creates its context. It fails with a message naming the file when
+// llama.cpp cannot load it.
+func Load(opts Options) (*Engine, error) {
+	if opts.Parallel <= 0 {
+		opts.Parallel = 4
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 512
+	}
+	st, err := os.Stat(opts.ModelPath)
+	if err != nil {
+		return nil, fmt.Errorf("load model: %w", err)
+	}
+	if opts.Threads <= 0 {
+		opts.Threads = threadsFor(st.Size())
+	}
+	backendOnce.Do(llama.BackendInit)
+
+	model, err := llama.LoadModelFromFile(opts.ModelPath, llama.ModelParams{UseMmap: true})
+	if err != nil {
+		return nil, fmt.Errorf("load model %s: llama.cpp could not read it (see the log above for why)", opts.ModelPath)
+	}
+	meta, err := readMeta(opts.ModelPath)
+	if err != nil {
+		llama.FreeModel(model)
+		return nil, err
+	}
+	if opts.ContextLength <= 0 {
+		opts.ContextLength = defaultContext(meta.trainContext)
+	}
+	// Without a unified KV cache llama.cpp splits n_ctx evenly between sequences, so the
+	// context holds one full window per lane.
+	params := llama.NewContextParams(opts.ContextLength*opts.Parallel, opts.BatchSize, opts.Parallel,
+		opts.Threads, ml.FlashAttentionDisabled, "")
+	lctx, err := llama.NewContextWithModel(model, params)
+	if err != nil {
+		llama.FreeModel(model)
+		return nil, fmt.Errorf("create context for %s (ctx %d × %d lanes): %w", opts.ModelPath, opts.ContextLength, opts.Parallel, err)
+	}
+	batch, err := llama.NewBatch(opts.BatchSize, opts.Parallel, 0)
+	if err != nil {
+		llama.FreeModel(model)
+		return nil, fmt.Errorf("allocate batch: %w", err)
+	}
+	e := &Engine{
+		model: model,
+		lctx:  lctx,
+		batch: batch,
+		info: llm.ModelInfo{
+			Path:               opts.ModelPath,
+			Architecture:       meta.architecture,
+			ContextLength:      opts.ContextLength,
+			TrainContextLength: meta.trainContext,
+			VocabSize:          model.NumVocab(),
+			Parallel:           opts.Parallel,
+			Threads:            opts.Threads,
+			Runtime:            "llamacpp-cpu",
+			AddBOS:             model.AddBOSToken(),
+		},
+		submit:    make(chan *job),
+		quit:      make(chan struct{}),
+		done:      make(chan struct{}),
+		batchSize: opts.BatchSize,
+	}
+	for id := range model.NumVocab() {
+		if model.TokenIsEog(id) {
+			e.eog = append(e.eog, id)
+		}
+	}
+	e.lanes = make([]*lane, opts.Parallel)
+	for i := range e.lanes {
+		e.lanes[i] = &lane{id: i}
+	}
+	go e.loop()
+	return e, nil
+}
+
+// threadsFor picks a thread count from the model size: tiny graphs are dominated by thread
+// synchronisation (stories260K decodes 7× faster on one thread than two), big ones by math.
+func threadsFor(modelBytes int64) int {
+	if modelBytes < 64<<20 {
+		return 1
+	}
+	return max(1, runtime.NumCPU())
+}
+
+func defaultContext(train int) int {
+	if train <= 0 || train > 4096 {
+		return 4096
+	}
+	return train
+}
+
+// Info describes the loaded model.
+func (e *Engine) Info() llm.ModelInfo { return e.info }
+
+// Tokenize returns the token ids of text.
+func (e *Engine) Tokenize(_ context.Context, text string, addSpecial, parseSpecial bool) ([]int, error) {
+	if text == "" && !addSpecial {
+		return []int{}, nil
+	}
+	return e.model.Tokenize(text, addSpecial, parseSpecial)
+}
+
+// Piece returns the text of one token.
+func (e *Engine) Piece(token int) string { return e.model.TokenToPiece(token) }
+
+// Generate runs one completion through a lane.
+func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.Event) error) error {
+	prompt, err := e.Tokenize(ctx, req.Prompt, req.AddSpecial, true)
+	if err != nil {
+		return fmt.Errorf("%w: tokenize prompt: %v", llm.ErrInvalidInput, err)
+	}
+	if len(prompt) == 0 {
+		return fmt.Errorf("%w: the prompt is empty", llm.ErrInvalidInput)
+	}
+	if len(prompt) > e.info.ContextLength {
+		return &llm.ContextLengthError{PromptTokens: len(prompt), ContextLength: e.info.ContextLength}
+	}
+	for token := range req.Sampling.LogitBias {
+		if token < 0 || token >= e.info.VocabSize {
+			return fmt.Errorf("%w: logit_bias names token %d, outside the vocabulary (0-%d)", llm.ErrInvalidInput, token, e.info.VocabSize-1)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	j := newJob(ctx, req, prompt, e)
+	select {
+	case e.submit <- j:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-e.quit:
+		return fmt.Errorf("%w: the engine is shutting down", llm.ErrEngineFailure)
+	}
+	for {
+		events, finished, jobErr := j.out.take(ctx)
+		for _, ev := range events {
+			if err := emit(ev); err != nil {
+				cancel()
+				return err
+			}
+		}
+		if finished {
+			return jobErr
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// Close stops the loop and frees the model.
+func (e *Engine) Close() error {
+	e.closeOnce.Do(func() {
+		close(e.quit)
+		<-e.done
+		e.batch.Free()
+		llama.FreeModel(e.model)
+	})
+	return nil
+}
+
+var errShutdown = errors.New("engine closed")

@@ -1,0 +1,110 @@
+package llamacpp
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/runtime/sampling"
+)
+
+// job is one generation as the loop sees it.
+type job struct {
+	ctx     context.Context
+	req     *llm.Request
+	prompt  []int
+	sampler *sampling.Sampler
+	text    *llm.TextStream
+	out     *mailbox
+
+	maxTokens int
+	generated int
+	pending   int // tokens sampled but not yet reflected in an emitted event
+	cached    int
+	lane      int
+
+	submitted, started, firstToken time.Time
+}
+
+func newJob(ctx context.Context, req *llm.Request, prompt []int, e *Engine) *job {
+	maxTokens := e.info.ContextLength - len(prompt)
+	if req.MaxTokens > 0 && req.MaxTokens < maxTokens {
+		maxTokens = req.MaxTokens
+	}
+	return &job{
+		ctx:       ctx,
+		req:       req,
+		prompt:    prompt,
+		sampler:   sampling.New(req.Sampling, e.info.VocabSize, e.eog, req.IgnoreEOS),
+		text:      llm.NewTextStream(req.Stop),
+		out:       newMailbox(),
+		maxTokens: maxTokens,
+		submitted: time.Now(),
+	}
+}
+
+// mailbox hands events from the loop to the request goroutine without ever blocking the loop
+// on a slow client.
+type mailbox struct {
+	mu       sync.Mutex
+	events   []llm.Event
+	finished bool
+	err      error
+	notify   chan struct{}
+}
+
+func newMailbox() *mailbox { return &mailbox{notify: make(chan struct{}, 1)} }
+
+func (m *mailbox) put(ev llm.Event) {
+	m.mu.Lock()
+	m.events = append(m.events, ev)
+	m.mu.Unlock()
+	m.wake()
+}
+
+func (m *mailbox) finish(err error) {
+	m.mu.Lock()
+	m.finished, m.err = true, err
+	m.mu.Unlock()
+	m.wake()
+}
+
+func (m *mailbox) wake() {
+	select {
+	case m.notify <- struct{}{}:
+	default:
+	}
+}
+
+// take waits for events or the end and returns what is there.
+func (m *mailbox) take(ctx context.Context) ([]llm.Event, bool, error) {
+	for {
+		m.mu.Lock()
+		events, finished, err := m.events, m.finished, m.err
+		m.events = nil
+		m.mu.Unlock()
+		if len(events) > 0 || finished {
+			return events, finished, err
+		}
+		select {
+		case <-m.notify:
+		case <-ctx.Done():
+			return nil, false, nil
+		}
+	}
+}
+
+type modelMeta struct {
+	architecture string
+	trainContext int
+}
+
+func readMeta(path string) (modelMeta, error) {
+	f, err := gguf.ReadFile(path)
+	if err != nil {
+		return modelMeta{}, err
+	}
+	return modelMeta{architecture: f.Architecture(), trainContext: f.ContextLength()}, nil
+}

@@ -1,0 +1,187 @@
+package llamacpp
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/superfluid/superfluid/runtime/llm"
+)
+
+// lane is one llama.cpp sequence. cache holds the tokens its KV entries hold, in order.
+type lane struct {
+	id    int
+	cache []int
+	job   *job
+	next  int // the sampled token to feed on the next tick (decode phase)
+	// fed is what this tick put in the batch for the lane; logitIndex the batch row whose
+	// logits it samples from afterwards, or -1.
+	fed        []int
+	logitIndex int
+}
+
+func (l *lane) prefilling() bool { return len(l.cache) < len(l.job.prompt) }
+
+// loop owns the llama.cpp context: every KV and batch operation happens on this goroutine.
+func (e *Engine) loop() {
+	defer close(e.done)
+	for {
+		if !e.busy() {
+			select {
+			case j := <-e.submit:
+				e.queue = append(e.queue, j)
+			case <-e.quit:
+				return
+			}
+		}
+		if !e.drain() {
+			e.failAll(fmt.Errorf("%w: %v", llm.ErrEngineFailure, errShutdown))
+			return
+		}
+		e.dropCancelled()
+		e.assign()
+		e.tick()
+	}
+}
+
+func (e *Engine) busy() bool {
+	if len(e.queue) > 0 {
+		return true
+	}
+	for _, l := range e.lanes {
+		if l.job != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// drain takes every submission waiting right now; it reports false when the engine is closing.
+func (e *Engine) drain() bool {
+	for {
+		select {
+		case j := <-e.submit:
+			e.queue = append(e.queue, j)
+		case <-e.quit:
+			return false
+		default:
+			return true
+		}
+	}
+}
+
+func (e *Engine) dropCancelled() {
+	kept := e.queue[:0]
+	for _, j := range e.queue {
+		if err := j.ctx.Err(); err != nil {
+			j.out.finish(err)
+			continue
+		}
+		kept = append(kept, j)
+	}
+	e.queue = kept
+	for _, l := range e.lanes {
+		if l.job != nil && l.job.ctx.Err() != nil {
+			l.job.out.finish(l.job.ctx.Err())
+			l.job = nil
+		}
+	}
+}
+
+// assign moves queued jobs to free lanes, each to the free lane sharing the longest token
+// prefix with it, and drops the KV entries past that prefix.
+func (e *Engine) assign() {
+	for len(e.queue) > 0 {
+		best, bestCommon := -1, -1
+		for i, l := range e.lanes {
+			if l.job != nil {
+				continue
+			}
+			if c := commonPrefix(l.cache, e.queue[0].prompt); c > bestCommon {
+				best, bestCommon = i, c
+			}
+		}
+		if best < 0 {
+			return
+		}
+		j := e.queue[0]
+		e.queue = e.queue[1:]
+		e.start(e.lanes[best], j, bestCommon)
+	}
+}
+
+func (e *Engine) start(l *lane, j *job, common int) {
+	// At least one prompt token must be decoded to get logits for the first sample.
+	common = min(common, len(j.prompt)-1)
+	if !e.lctx.KvCacheSeqRm(l.id, common, -1) {
+		e.lctx.KvCacheSeqRm(l.id, 0, -1)
+		common = 0
+	}
+	l.cache = l.cache[:common]
+	l.job, l.logitIndex = j, -1
+	j.lane, j.cached, j.started = l.id, common, time.Now()
+	j.out.put(llm.Event{Started: &llm.Started{PromptTokens: len(j.prompt), CachedTokens: common, Lane: l.id}})
+	for _, t := range j.prompt[max(0, len(j.prompt)-llm.RepeatLastN):] {
+		j.sampler.Accept(t)
+	}
+	if j.maxTokens <= 0 {
+		e.finish(l, llm.FinishLength)
+	}
+}
+
+func commonPrefix(a, b []int) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// tick sends one batch: a token for every decoding lane, then prompt chunks within the budget.
+func (e *Engine) tick() {
+	e.batch.Clear()
+	rows := 0
+	for _, l := range e.lanes {
+		l.fed, l.logitIndex = l.fed[:0], -1
+		if l.job == nil || l.prefilling() {
+			continue
+		}
+		l.logitIndex = rows
+		l.fed = append(l.fed, l.next)
+		e.batch.Add(l.next, nil, len(l.cache), true, l.id)
+		rows++
+	}
+	for _, l := range e.lanes {
+		if l.job == nil || !l.prefilling() || rows >= e.batchSize {
+			continue
+		}
+		from := len(l.cache)
+		to := min(len(l.job.prompt), from+e.batchSize-rows)
+		for i := from; i < to; i++ {
+			last := i == len(l.job.prompt)-1
+			if last {
+				l.logitIndex = rows
+			}
+			e.batch.Add(l.job.prompt[i], nil, i, last, l.id)
+			rows++
+		}
+		l.fed = append(l.fed, l.job.prompt[from:to]...)
+	}
+	if rows == 0 {
+		return
+	}
+	if err := e.lctx.Decode(e.batch); err != nil {
+		e.failAll(fmt.Errorf("%w: llama_decode: %v", llm.ErrEngineFailure, err))
+		return
+	}
+	for _, l := range e.lanes {
+		if l.job == nil || len(l.fed) == 0 {
+			continue
+		}
+		l.cache = append(l.cache, l.fed...)
+		if l.logitIndex >= 0 {
+			e.sample(l, l.logitIndex)
+		}
+	}
+}

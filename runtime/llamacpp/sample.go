@@ -1,0 +1,78 @@
+package llamacpp
+
+import (
+	"time"
+
+	"github.com/superfluid/superfluid/runtime/llm"
+)
+
+// sample picks the lane's next token from batch row idx and streams its text.
+func (e *Engine) sample(l *lane, idx int) {
+	j := l.job
+	logits := e.lctx.GetLogitsIth(idx)
+	token := j.sampler.Sample(logits)
+	j.sampler.Accept(token)
+	if j.firstToken.IsZero() {
+		j.firstToken = time.Now()
+	}
+	if !j.req.IgnoreEOS && e.model.TokenIsEog(token) {
+		e.finish(l, llm.FinishStop)
+		return
+	}
+	j.generated++
+	j.pending++
+	out, stopped := j.text.Push([]byte(e.model.TokenToPiece(token)))
+	if out != "" {
+		j.out.put(llm.Event{Text: out, Tokens: j.pending})
+		j.pending = 0
+	}
+	switch {
+	case stopped:
+		e.finish(l, llm.FinishStop)
+	case j.generated >= j.maxTokens:
+		e.finish(l, llm.FinishLength)
+	default:
+		l.next = token
+	}
+}
+
+// finish ends the lane's job successfully: flushes held-back text and sends Done.
+func (e *Engine) finish(l *lane, reason string) {
+	j := l.job
+	l.job = nil
+	now := time.Now()
+	if rest := j.text.Flush(); rest != "" || j.pending > 0 {
+		j.out.put(llm.Event{Text: rest, Tokens: j.pending})
+	}
+	first := j.firstToken
+	if first.IsZero() {
+		first = now
+	}
+	j.out.put(llm.Event{Done: &llm.Done{
+		FinishReason: reason,
+		Usage:        llm.Usage{PromptTokens: len(j.prompt), CompletionTokens: j.generated, CachedTokens: j.cached},
+		Timings: llm.Timings{
+			Queue:   j.started.Sub(j.submitted),
+			Prefill: first.Sub(j.started),
+			Decode:  now.Sub(first),
+		},
+		Lane: l.id,
+	}})
+	j.out.finish(nil)
+}
+
+// failAll ends every job with err and forgets the lanes' caches, whose KV state is unknown.
+func (e *Engine) failAll(err error) {
+	for _, l := range e.lanes {
+		if l.job != nil {
+			l.job.out.finish(err)
+			l.job = nil
+		}
+		e.lctx.KvCacheSeqRm(l.id, 0, -1)
+		l.cache = l.cache[:0]
+	}
+	for _, j := range e.queue {
+		j.out.finish(err)
+	}
+	e.queue = nil
+}

@@ -1,0 +1,320 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/superfluid/superfluid/runtime/llm"
+)
+
+// Options say how to start a worker for one model.
+type Options struct {
+	// Command is the worker program and its leading arguments, e.g. {"/usr/bin/superfluid", "worker"}.
+	Command []string
+	// Env is added to the worker's environment.
+	Env           []string
+	ModelPath     string
+	ContextLength int
+	Parallel      int
+	Threads       int
+	// Log receives the worker's stderr (llama.cpp's log); nil discards it.
+	Log io.Writer
+	// StartTimeout bounds loading the model; 0 means 5 minutes.
+	StartTimeout time.Duration
+}
+
+// Client is the app's handle on a worker process. It implements llm.Engine and starts a new
+// worker on the next call after one has died.
+type Client struct {
+	opts Options
+
+	mu     sync.Mutex
+	proc   *process
+	info   llm.ModelInfo
+	closed bool
+}
+
+// NewClient returns a client; the worker starts on Start or the first call.
+func NewClient(opts Options) *Client {
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 5 * time.Minute
+	}
+	return &Client{opts: opts}
+}
+
+// Start makes sure a worker is running with the model loaded.
+func (c *Client) Start(ctx context.Context) error {
+	_, err := c.running(ctx)
+	return err
+}
+
+// Info describes the model as the last started worker reported it.
+func (c *Client) Info() llm.ModelInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.info
+}
+
+// Loaded reports whether a worker is running with the model loaded.
+func (c *Client) Loaded() bool { return c.PID() != 0 }
+
+// PID is the running worker's process id, or 0.
+func (c *Client) PID() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.proc == nil || c.proc.hasExited() {
+		return 0
+	}
+	return c.proc.cmd.Process.Pid
+}
+
+// Tokenize asks the worker for the token ids of text.
+func (c *Client) Tokenize(ctx context.Context, text string, addSpecial, parseSpecial bool) ([]int, error) {
+	var tokens []int
+	err := c.do(ctx, call{Op: opTokenize, Text: text, AddSpecial: addSpecial, ParseSpecial: parseSpecial}, func(r reply) error {
+		tokens = r.Tokens
+		return nil
+	})
+	return tokens, err
+}
+
+// Generate runs one generation in the worker.
+func (c *Client) Generate(ctx context.Context, req *llm.Request, emit func(llm.Event) error) error {
+	return c.do(ctx, call{Op: opGenerate, Generate: req}, func(r reply) error {
+		if r.Event != nil {
+			return emit(*r.Event)
+		}
+		return nil
+	})
+}
+
+// Close stops the worker.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	p := c.proc
+	c.proc = nil
+	c.mu.Unlock()
+	if p != nil {
+		p.stop()
+	}
+	return nil
+}
+
+func (c *Client) do(ctx context.Context, cl call, onReply func(reply) error) error {
+	p, err := c.running(ctx)
+	if err != nil {
+		return err
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", p.socket)
+	if err != nil {
+		return p.failure(err)
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+
+	line, err := json.Marshal(cl)
+	if err != nil {
+		return fmt.Errorf("encode worker call: %w", err)
+	}
+	if _, err := conn.Write(append(line, '\n')); err != nil {
+		return c.lost(ctx, p, err)
+	}
+	dec := json.NewDecoder(bufio.NewReader(conn))
+	for {
+		var r reply
+		if err := dec.Decode(&r); err != nil {
+			return c.lost(ctx, p, err)
+		}
+		if r.Error != nil {
+			return r.Error.err()
+		}
+		if err := onReply(r); err != nil {
+			return err
+		}
+		if r.End {
+			return nil
+		}
+	}
+}
+
+// lost explains a broken connection: the caller went away, or the worker died.
+func (c *Client) lost(ctx context.Context, p *process, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return p.failure(err)
+}
+
+// running returns the live worker, starting one if there is none.
+func (c *Client) running(ctx context.Context) (*process, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, engineFailure("the worker for %s is shut down", c.opts.ModelPath)
+	}
+	if c.proc != nil && !c.proc.hasExited() {
+		return c.proc, nil
+	}
+	p, info, err := startProcess(ctx, c.opts)
+	if err != nil {
+		return nil, err
+	}
+	c.proc, c.info = p, info
+	return p, nil
+}
+
+func (o Options) args(socket string) []string {
+	args := append([]string{}, o.Command[1:]...)
+	return append(args,
+		"--model", o.ModelPath,
+		"--socket", socket,
+		"--ctx", strconv.Itoa(o.ContextLength),
+		"--parallel", strconv.Itoa(o.Parallel),
+		"--threads", strconv.Itoa(o.Threads))
+}
+
+func startProcess(ctx context.Context, o Options) (*process, llm.ModelInfo, error) {
+	if len(o.Command) == 0 {
+		return nil, llm.ModelInfo{}, engineFailure("no worker command configured")
+	}
+	// A private 0700 directory: only this user can reach the socket.
+	dir, err := os.MkdirTemp("", "superfluid-worker-")
+	if err != nil {
+		return nil, llm.ModelInfo{}, engineFailure("create worker socket directory: %v", err)
+	}
+	p := &process{dir: dir, socket: filepath.Join(dir, "w.sock"), exited: make(chan struct{}), log: &tail{max: 16 << 10}}
+	p.cmd = exec.Command(o.Command[0], o.args(p.socket)...)
+	p.cmd.Env = append(os.Environ(), o.Env...)
+	p.cmd.SysProcAttr = workerProcAttr()
+	p.cmd.Stderr = p.log
+	if o.Log != nil {
+		p.cmd.Stderr = io.MultiWriter(p.log, o.Log)
+	}
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, llm.ModelInfo{}, engineFailure("worker stdout: %v", err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, llm.ModelInfo{}, engineFailure("start worker %s: %v", o.Command[0], err)
+	}
+	go p.wait()
+
+	helloCh := make(chan hello, 1)
+	go func() {
+		var h hello
+		line, err := bufio.NewReader(stdout).ReadBytes('\n')
+		if err == nil {
+			_ = json.Unmarshal(line, &h) // a garbled hello reads as none: the worker died loading
+		}
+		helloCh <- h
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	timer := time.NewTimer(o.StartTimeout)
+	defer timer.Stop()
+	select {
+	case h := <-helloCh:
+		if h.Info != nil && h.Error == "" {
+			return p, *h.Info, nil
+		}
+		p.stop()
+		if h.Error != "" {
+			return nil, llm.ModelInfo{}, engineFailure("load model %s: %s", o.ModelPath, h.Error)
+		}
+		return nil, llm.ModelInfo{}, engineFailure("the worker for %s exited while loading (%v); last log: %s", o.ModelPath, p.exitErr, p.log.last())
+	case <-timer.C:
+		p.stop()
+		return nil, llm.ModelInfo{}, engineFailure("the worker for %s did not load within %s", o.ModelPath, o.StartTimeout)
+	case <-ctx.Done():
+		p.stop()
+		return nil, llm.ModelInfo{}, ctx.Err()
+	}
+}
+
+// process is one running worker.
+type process struct {
+	cmd     *exec.Cmd
+	dir     string
+	socket  string
+	log     *tail
+	exited  chan struct{}
+	exitErr error
+}
+
+func (p *process) wait() {
+	p.exitErr = p.cmd.Wait()
+	os.RemoveAll(p.dir)
+	close(p.exited)
+}
+
+func (p *process) hasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *process) stop() {
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
+// failure describes a call that broke; if the worker died, it says so with its last log line.
+func (p *process) failure(err error) error {
+	select {
+	case <-p.exited:
+	case <-time.After(2 * time.Second):
+		return engineFailure("lost the connection to the worker: %v", err)
+	}
+	msg := "the worker exited during the request"
+	if p.exitErr != nil {
+		msg += " (" + p.exitErr.Error() + ")"
+	}
+	if last := p.log.last(); last != "" {
+		msg += "; last log: " + last
+	}
+	return engineFailure("%s; the next request starts a new worker", msg)
+}
+
+// tail keeps the end of a stream.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (t *tail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if len(t.buf) > t.max {
+		t.buf = t.buf[len(t.buf)-t.max:]
+	}
+	return len(b), nil
+}
+
+// last returns the last non-empty line.
+func (t *tail) last() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lines := strings.Split(strings.TrimSpace(string(t.buf)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+

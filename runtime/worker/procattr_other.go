@@ -1,0 +1,7 @@
+//go:build !linux
+
+package worker
+
+import "syscall"
+
+func workerProcAttr() *syscall.SysProcAttr { return nil }

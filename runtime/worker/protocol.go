@@ -1,0 +1,96 @@
+// Package worker runs an llm.Engine in a separate process and talks to it over a unix socket.
+//
+// The app process starts `superfluid worker`, which loads one model and serves it with Serve;
+// the app's Client implements llm.Engine by forwarding calls over the socket, restarting the
+// worker when it has died. A llama.cpp abort therefore costs the requests in flight (they get
+// llm.ErrEngineFailure), never the app.
+//
+// Protocol: one connection per call. The client writes one JSON call line; the worker answers
+// with JSON reply lines, the last one carrying End. Closing the connection cancels the call.
+// Before serving, the worker prints one JSON hello line on stdout: the model info, or the
+// load error.
+package worker
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/superfluid/superfluid/runtime/llm"
+)
+
+// Call kinds.
+const (
+	opGenerate = "generate"
+	opTokenize = "tokenize"
+)
+
+type call struct {
+	Op           string       `json:"op"`
+	Generate     *llm.Request `json:"generate,omitempty"`
+	Text         string       `json:"text,omitempty"`
+	AddSpecial   bool         `json:"add_special,omitempty"`
+	ParseSpecial bool         `json:"parse_special,omitempty"`
+}
+
+type reply struct {
+	Event  *llm.Event `json:"event,omitempty"`
+	Tokens []int      `json:"tokens,omitempty"`
+	End    bool       `json:"end,omitempty"`
+	Error  *wireError `json:"error,omitempty"`
+}
+
+// hello is the worker's first stdout line.
+type hello struct {
+	Info  *llm.ModelInfo `json:"info,omitempty"`
+	Error string         `json:"error,omitempty"`
+}
+
+// wireError carries a typed engine error across the socket.
+type wireError struct {
+	Kind          string `json:"kind"`
+	Message       string `json:"message"`
+	PromptTokens  int    `json:"prompt_tokens,omitempty"`
+	ContextLength int    `json:"context_length,omitempty"`
+}
+
+const (
+	kindContextLength = "context_length"
+	kindInvalidInput  = "invalid_input"
+	kindEngine        = "engine"
+)
+
+func toWire(err error) *wireError {
+	var cl *llm.ContextLengthError
+	switch {
+	case errors.As(err, &cl):
+		return &wireError{Kind: kindContextLength, Message: err.Error(), PromptTokens: cl.PromptTokens, ContextLength: cl.ContextLength}
+	case errors.Is(err, llm.ErrInvalidInput):
+		return &wireError{Kind: kindInvalidInput, Message: err.Error()}
+	default:
+		return &wireError{Kind: kindEngine, Message: err.Error()}
+	}
+}
+
+func (w *wireError) err() error {
+	switch w.Kind {
+	case kindContextLength:
+		return &llm.ContextLengthError{PromptTokens: w.PromptTokens, ContextLength: w.ContextLength}
+	case kindInvalidInput:
+		return remoteError{sentinel: llm.ErrInvalidInput, msg: w.Message}
+	default:
+		return remoteError{sentinel: llm.ErrEngineFailure, msg: w.Message}
+	}
+}
+
+// remoteError keeps the worker's message while matching the sentinel with errors.Is.
+type remoteError struct {
+	sentinel error
+	msg      string
+}
+
+func (e remoteError) Error() string { return e.msg }
+func (e remoteError) Unwrap() error { return e.sentinel }
+
+func engineFailure(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", llm.ErrEngineFailure, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,132 @@
+// Package core is what the HTTP dialects call: it resolves models, renders conversations with
+// the model's chat template, runs generations on the model's engine and records every request.
+// It knows nothing of HTTP or of any dialect's wire format.
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/superfluid/superfluid/runtime/chat"
+	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/store"
+)
+
+// Model is one servable model.
+type Model struct {
+	// ID is what clients name it by: the file's base name without .gguf.
+	ID       string
+	Path     string
+	Engine   llm.Engine
+	Template *chat.Template
+	// BOS and EOS are the text of the model's special tokens, for templates.
+	BOS, EOS string
+	// ContextLength is the window known before the engine loads (flag or GGUF metadata).
+	ContextLength int
+	Architecture  string
+	Size          int64
+	Created       time.Time
+}
+
+// Matches reports whether name refers to this model: its id or its full path.
+func (m *Model) Matches(name string) bool {
+	return name == m.ID || name == m.Path || (filepath.IsAbs(name) && filepath.Clean(name) == m.Path)
+}
+
+// Loaded reports whether the model's engine is up.
+func (m *Model) Loaded() bool {
+	if l, ok := m.Engine.(interface{ Loaded() bool }); ok {
+		return l.Loaded()
+	}
+	return true
+}
+
+// Info is the engine's view of the model, filled in from what is known before loading.
+func (m *Model) Info() llm.ModelInfo {
+	info := m.Engine.Info()
+	if info.ContextLength == 0 {
+		info.ContextLength = m.ContextLength
+		info.Architecture = m.Architecture
+		info.Path = m.Path
+	}
+	return info
+}
+
+// Config holds the operator's generation defaults.
+type Config struct {
+	// MaxTokens caps completions that name no cap (--max-tokens); 0 fills the context.
+	MaxTokens int
+}
+
+// Service is the core.
+type Service struct {
+	cfg    Config
+	models []*Model
+	store  *store.Store
+}
+
+// New builds the core over the given models; st may be nil (nothing recorded).
+func New(cfg Config, st *store.Store, models ...*Model) *Service {
+	return &Service{cfg: cfg, models: models, store: st}
+}
+
+// Config returns the generation defaults.
+func (s *Service) Config() Config { return s.cfg }
+
+// Models lists the servable models.
+func (s *Service) Models() []*Model { return s.models }
+
+// Model resolves a client's model name.
+func (s *Service) Model(name string) (*Model, error) {
+	for _, m := range s.models {
+		if m.Matches(name) {
+			return m, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: the model %q does not exist; GET /v1/models lists the served models", llm.ErrModelNotFound, name)
+}
+
+// Tokenize returns the token ids of text, without chat scaffolding.
+func (s *Service) Tokenize(ctx context.Context, model, text string, addSpecial bool) ([]int, error) {
+	m, err := s.Model(model)
+	if err != nil {
+		return nil, err
+	}
+	return m.Engine.Tokenize(ctx, text, addSpecial, true)
+}
+
+// Prompt renders messages into the prompt text with the model's chat template.
+func (s *Service) Prompt(m *Model, msgs []chat.Message, kwargs map[string]any) (string, error) {
+	prompt, err := m.Template.Render(msgs, chat.Options{BOSToken: m.BOS, EOSToken: m.EOS, AddGenerationPrompt: true, Kwargs: kwargs})
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", llm.ErrInvalidInput, err)
+	}
+	return prompt, nil
+}
+
+// addSpecial tells the tokenizer to add BOS unless the template already wrote it.
+func addSpecial(m *Model, prompt string) bool {
+	return m.BOS == "" || !strings.HasPrefix(prompt, m.BOS)
+}
+
+// statusOf is the HTTP status a request record gets for err (dialects agree on these).
+func statusOf(err error) int {
+	switch {
+	case err == nil:
+		return 200
+	case errors.Is(err, context.Canceled):
+		return 499 // client closed the request
+	case errors.Is(err, llm.ErrModelNotFound):
+		return 404
+	case errors.Is(err, llm.ErrContextLength), errors.Is(err, llm.ErrInvalidInput):
+		return 400
+	case errors.Is(err, llm.ErrOverloaded):
+		return 429
+	default:
+		return 500
+	}
+}

@@ -1,0 +1,152 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/superfluid/superfluid/runtime/chat"
+	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/store"
+)
+
+// ChatRequest is a conversation to complete, as any dialect describes it.
+type ChatRequest struct {
+	// ID names the request in records and replies (e.g. "chatcmpl-...").
+	ID       string
+	Endpoint string
+	Stream   bool
+	Model    string
+	Messages []chat.Message
+	// TemplateKwargs are extra chat template variables (chat_template_kwargs).
+	TemplateKwargs map[string]any
+	// Generation carries sampling, stops and caps; its Prompt is filled in by Chat.
+	Generation llm.Request
+	// N is the number of choices; 0 means 1.
+	N int
+}
+
+// Result is the outcome of each choice, in choice order.
+type Result struct {
+	Model   *Model
+	Choices []llm.Done
+}
+
+// Usage sums the choices' usage the OpenAI way: the prompt counted once.
+func (r *Result) Usage() llm.Usage {
+	var u llm.Usage
+	for i, d := range r.Choices {
+		if i == 0 {
+			u.PromptTokens, u.CachedTokens = d.Usage.PromptTokens, d.Usage.CachedTokens
+		}
+		u.CompletionTokens += d.Usage.CompletionTokens
+	}
+	return u
+}
+
+// Emit receives the events of choice i. Calls are serialized.
+type Emit func(choice int, ev llm.Event) error
+
+// Chat renders the conversation and generates N choices, running them side by side on the
+// engine's lanes. Every request is recorded, failed or not.
+func (s *Service) Chat(ctx context.Context, req *ChatRequest, emit Emit) (*Result, error) {
+	start := time.Now()
+	m, err := s.Model(req.Model)
+	var res *Result
+	if err == nil {
+		var prompt string
+		prompt, err = s.Prompt(m, req.Messages, req.TemplateKwargs)
+		if err == nil {
+			gen := req.Generation
+			gen.Prompt, gen.AddSpecial = prompt, addSpecial(m, prompt)
+			res, err = s.generate(ctx, m, &gen, max(1, req.N), emit)
+		}
+	}
+	s.record(ctx, req, res, err, start)
+	return res, err
+}
+
+func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n int, emit Emit) (*Result, error) {
+	if gen.MaxTokens == 0 {
+		gen.MaxTokens = s.cfg.MaxTokens
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	res := &Result{Model: m, Choices: make([]llm.Done, n)}
+	errs := make([]error, n)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range n {
+		choice := *gen
+		if choice.Sampling.Seed != 0 {
+			choice.Sampling.Seed += uint64(i) // distinct but reproducible choices
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = m.Engine.Generate(ctx, &choice, func(ev llm.Event) error {
+				if ev.Done != nil {
+					res.Choices[i] = *ev.Done
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				return emit(i, ev)
+			})
+			if errs[i] != nil {
+				cancel() // one failed choice fails the request; stop the others
+			}
+		}()
+	}
+	wg.Wait()
+	if err := firstRealError(errs); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// firstRealError prefers the error that caused a cancellation over the cancellations it caused.
+func firstRealError(errs []error) error {
+	var first error
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, context.Canceled) {
+			return err
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (s *Service) record(ctx context.Context, req *ChatRequest, res *Result, err error, start time.Time) {
+	if s.store == nil {
+		return
+	}
+	rec := store.RequestRecord{
+		ID: req.ID, Model: req.Model, Endpoint: req.Endpoint, Stream: req.Stream,
+		Status: statusOf(err), Total: time.Since(start), CreatedAt: start,
+		ClientDisconnected: errors.Is(err, context.Canceled) || ctx.Err() != nil,
+	}
+	if err != nil {
+		rec.Error = err.Error()
+	}
+	if res != nil {
+		rec.Model = res.Model.ID
+		u := res.Usage()
+		rec.PromptTokens, rec.CompletionTokens, rec.CachedTokens = u.PromptTokens, u.CompletionTokens, u.CachedTokens
+		if len(res.Choices) > 0 {
+			d := res.Choices[0]
+			rec.FinishReason, rec.Lane = d.FinishReason, d.Lane
+			rec.Queue, rec.Prefill, rec.Decode = d.Timings.Queue, d.Timings.Prefill, d.Timings.Decode
+		}
+	}
+	// The request's own context may be gone (client disconnected); the record must still land.
+	if werr := s.store.RecordRequest(context.WithoutCancel(ctx), rec); werr != nil {
+		slog.Error("record request", "id", req.ID, "err", werr)
+	}
+}

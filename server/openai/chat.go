@@ -1,0 +1,201 @@
+package openai
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/superfluid/superfluid/runtime/chat"
+	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/sse"
+)
+
+// WarmHeader carries the prompt tokens served from the prefix cache.
+const WarmHeader = "x-superfluid-warm"
+
+const fingerprint = "superfluid"
+
+// Options tune the dialect.
+type Options struct {
+	// KeepAlive is the interval of SSE comment keep-alives; 0 disables them.
+	KeepAlive time.Duration
+}
+
+type handlers struct {
+	svc  *core.Service
+	opts Options
+}
+
+// Routes registers the OpenAI routes on r.
+func Routes(r gin.IRouter, svc *core.Service, opts Options) {
+	h := &handlers{svc: svc, opts: opts}
+	r.POST("/v1/chat/completions", Handle(h.chatCompletions))
+	r.GET("/v1/models", Handle(h.listModels))
+	r.GET("/v1/models/*model", Handle(h.getModel))
+	r.POST("/v1/tokenize", Handle(h.tokenize))
+	h.routesLlamaCpp(r)
+}
+
+func newID(prefix string) string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+func (h *handlers) chatCompletions(c *gin.Context) error {
+	var req chatRequest
+	if err := decode(c.Request, &req); err != nil {
+		return err
+	}
+	creq, err := toCore(&req)
+	if err != nil {
+		return err
+	}
+	if req.Stream {
+		opts := streamOptions{}
+		if req.StreamOptions != nil {
+			opts = *req.StreamOptions
+		}
+		return h.streamChat(c, creq, opts)
+	}
+	texts := make([]strings.Builder, max(1, creq.N))
+	res, err := h.svc.Chat(c.Request.Context(), creq, func(i int, ev llm.Event) error {
+		texts[i].WriteString(ev.Text)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	reply := chatCompletion{
+		ID: creq.ID, Object: "chat.completion", Created: time.Now().Unix(), Model: res.Model.ID,
+		SystemFingerprint: fingerprint, Usage: toUsage(res.Usage()),
+	}
+	for i, d := range res.Choices {
+		reply.Choices = append(reply.Choices, choice{
+			Index: i, Message: replyMessage{Role: "assistant", Content: texts[i].String()}, FinishReason: d.FinishReason,
+		})
+	}
+	c.Header(WarmHeader, strconv.Itoa(res.Usage().CachedTokens))
+	c.JSON(http.StatusOK, reply)
+	return nil
+}
+
+func toUsage(u llm.Usage) usage {
+	return usage{
+		PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens,
+		PromptTokensDetails: &tokenDetails{CachedTokens: u.CachedTokens},
+	}
+}
+
+func (h *handlers) streamChat(c *gin.Context, creq *core.ChatRequest, opts streamOptions) error {
+	s := sse.New(c.Writer, h.opts.KeepAlive)
+	defer s.Close()
+	base := chunk{ID: creq.ID, Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: creq.Model, SystemFingerprint: fingerprint}
+	frame := func(d delta, finish *string) chunk {
+		ch := base
+		ch.Choices = []chunkChoice{{Index: 0, Delta: d, FinishReason: finish}}
+		return ch
+	}
+	var prompt, completion int
+	_, err := h.svc.Chat(c.Request.Context(), creq, func(_ int, ev llm.Event) error {
+		switch {
+		case ev.Started != nil:
+			prompt = ev.Started.PromptTokens
+			s.SetHeader(WarmHeader, strconv.Itoa(ev.Started.CachedTokens))
+			return s.Data(frame(delta{Role: "assistant"}, nil))
+		case ev.Done != nil:
+			reason := ev.Done.FinishReason
+			last := frame(delta{}, &reason)
+			u := toUsage(ev.Done.Usage)
+			last.Usage, last.Superfluid = &u, &chunkExtra{Warm: ev.Done.Usage.CachedTokens}
+			return s.Data(last)
+		case ev.Text != "":
+			completion += ev.Tokens
+			ch := frame(delta{Content: &ev.Text}, nil)
+			if opts.ContinuousUsageStats {
+				ch.Usage = &usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+			}
+			return s.Data(ch)
+		default:
+			completion += ev.Tokens
+			return nil
+		}
+	})
+	if err != nil {
+		if !s.Committed() {
+			return err
+		}
+		// The stream has begun: the error travels as a data frame, then the terminator.
+		_ = s.Data(toError(err).wire())
+	}
+	_ = s.Done()
+	return nil
+}
+
+// toCore validates the request and converts it to the core's form.
+func toCore(req *chatRequest) (*core.ChatRequest, error) {
+	if req.Model == nil || *req.Model == "" {
+		return nil, invalid("model", "you must provide a model parameter; GET /v1/models lists the served models")
+	}
+	if len(req.Messages) == 0 {
+		return nil, invalid("messages", "messages must be a non-empty array of {role, content} objects")
+	}
+	msgs, err := toMessages(req.Messages)
+	if err != nil {
+		return nil, err
+	}
+	gen, err := toGeneration(req)
+	if err != nil {
+		return nil, err
+	}
+	n := 1
+	if req.N != nil {
+		if *req.N < 1 || *req.N > 128 {
+			return nil, invalid("n", fmt.Sprintf("n must be between 1 and 128, got %d", *req.N))
+		}
+		n = *req.N
+	}
+	if req.Stream {
+		n = 1 // streaming serves one choice
+	}
+	kwargs := req.ChatTemplateKwargs
+	if req.EnableThinking != nil {
+		if kwargs == nil {
+			kwargs = map[string]any{}
+		}
+		if _, set := kwargs["enable_thinking"]; !set { // chat_template_kwargs wins
+			kwargs["enable_thinking"] = *req.EnableThinking
+		}
+	}
+	return &core.ChatRequest{
+		ID: newID("chatcmpl-"), Endpoint: "/v1/chat/completions", Stream: req.Stream, Model: *req.Model,
+		Messages: msgs, TemplateKwargs: kwargs, Generation: *gen, N: n,
+	}, nil
+}
+
+var roles = map[string]string{"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
+
+func toMessages(in []message) ([]chat.Message, error) {
+	out := make([]chat.Message, 0, len(in))
+	for i, m := range in {
+		role, ok := roles[m.Role]
+		if !ok {
+			return nil, invalid(fmt.Sprintf("messages[%d].role", i),
+				fmt.Sprintf("messages[%d].role is %q; use one of system, developer, user, assistant, tool", i, m.Role))
+		}
+		if m.Content.Unsupported != "" {
+			return nil, &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "unsupported_input",
+				Param:   fmt.Sprintf("messages[%d].content", i),
+				Message: fmt.Sprintf("messages[%d] has a %q part; this model takes text only", i, m.Content.Unsupported)}
+		}
+		out = append(out, chat.Message{Role: role, Content: m.Content.Text, Name: m.Name, ToolCallID: m.ToolCallID})
+	}
+	return out, nil
+}

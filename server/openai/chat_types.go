@@ -1,0 +1,205 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+)
+
+// chatRequest is the wire form of POST /v1/chat/completions.
+type chatRequest struct {
+	Model               *string            `json:"model"`
+	Messages            []message          `json:"messages"`
+	MaxCompletionTokens *int               `json:"max_completion_tokens"`
+	MaxTokens           *int               `json:"max_tokens"`
+	Stream              bool               `json:"stream"`
+	StreamOptions       *streamOptions     `json:"stream_options"`
+	N                   *int               `json:"n"`
+	Temperature         *float64           `json:"temperature"`
+	TopP                *float64           `json:"top_p"`
+	TopK                *int               `json:"top_k"`
+	MinP                *float64           `json:"min_p"`
+	Seed                *int64             `json:"seed"`
+	PresencePenalty     *float64           `json:"presence_penalty"`
+	FrequencyPenalty    *float64           `json:"frequency_penalty"`
+	RepeatPenalty       *float64           `json:"repeat_penalty"`
+	RepetitionPenalty   *float64           `json:"repetition_penalty"`
+	Stop                stopList           `json:"stop"`
+	LogitBias           map[string]float64 `json:"logit_bias"`
+	IgnoreEOS           bool               `json:"ignore_eos"`
+	ChatTemplateKwargs  map[string]any     `json:"chat_template_kwargs"`
+	EnableThinking      *bool              `json:"enable_thinking"`
+
+	// Accepted by OpenAI but not served yet: refused with a clear 400 rather than ignored.
+	Logprobs       *bool           `json:"logprobs"`
+	TopLogprobs    *int            `json:"top_logprobs"`
+	Tools          json.RawMessage `json:"tools"`
+	ResponseFormat *responseFormat `json:"response_format"`
+}
+
+type streamOptions struct {
+	IncludeUsage         bool `json:"include_usage"`
+	ContinuousUsageStats bool `json:"continuous_usage_stats"`
+}
+
+type responseFormat struct {
+	Type string `json:"type"`
+}
+
+type message struct {
+	Role       string  `json:"role"`
+	Content    content `json:"content"`
+	Name       string  `json:"name"`
+	ToolCallID string  `json:"tool_call_id"`
+}
+
+// content is a message's content: a string, null, or an array of parts of which only text
+// parts are served (image and audio parts are refused with unsupported_input).
+type content struct {
+	Text string
+	// Unsupported names a part type the model cannot take, found while decoding.
+	Unsupported string
+}
+
+func (c *content) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case bytes.Equal(b, []byte("null")):
+		return nil
+	case len(b) > 0 && b[0] == '"':
+		return json.Unmarshal(b, &c.Text)
+	case len(b) > 0 && b[0] == '[':
+		var parts []struct {
+			Type string  `json:"type"`
+			Text *string `json:"text"`
+		}
+		if err := json.Unmarshal(b, &parts); err != nil {
+			return &json.UnmarshalTypeError{Value: "content part", Type: reflect.TypeFor[[]map[string]any]()}
+		}
+		var sb strings.Builder
+		for _, p := range parts {
+			switch {
+			case p.Type == "text" && p.Text != nil:
+				sb.WriteString(*p.Text)
+			case p.Type == "text":
+				return &json.UnmarshalTypeError{Value: "text part without text", Type: reflect.TypeFor[string]()}
+			case c.Unsupported == "":
+				c.Unsupported = p.Type
+			}
+		}
+		c.Text = sb.String()
+		return nil
+	default:
+		return &json.UnmarshalTypeError{Value: jsonKind(b), Type: reflect.TypeFor[string]()}
+	}
+}
+
+// stopList is `stop`: a string or an array of strings.
+type stopList []string
+
+func (s *stopList) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case bytes.Equal(b, []byte("null")):
+		*s = nil
+		return nil
+	case len(b) > 0 && b[0] == '"':
+		var one string
+		if err := json.Unmarshal(b, &one); err != nil {
+			return err
+		}
+		*s = stopList{one}
+		return nil
+	default:
+		var many []string
+		if err := json.Unmarshal(b, &many); err != nil {
+			return &json.UnmarshalTypeError{Value: jsonKind(b), Type: reflect.TypeFor[[]string]()}
+		}
+		*s = many
+		return nil
+	}
+}
+
+func jsonKind(b []byte) string {
+	if len(b) == 0 {
+		return "nothing"
+	}
+	switch b[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	default:
+		return "number"
+	}
+}
+
+// chatCompletion is the non-streaming reply.
+type chatCompletion struct {
+	ID                string   `json:"id"`
+	Object            string   `json:"object"`
+	Created           int64    `json:"created"`
+	Model             string   `json:"model"`
+	SystemFingerprint string   `json:"system_fingerprint"`
+	Choices           []choice `json:"choices"`
+	Usage             usage    `json:"usage"`
+}
+
+type choice struct {
+	Index        int          `json:"index"`
+	Message      replyMessage `json:"message"`
+	Logprobs     *struct{}    `json:"logprobs"`
+	FinishReason string       `json:"finish_reason"`
+}
+
+type replyMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type usage struct {
+	PromptTokens        int           `json:"prompt_tokens"`
+	CompletionTokens    int           `json:"completion_tokens"`
+	TotalTokens         int           `json:"total_tokens"`
+	PromptTokensDetails *tokenDetails `json:"prompt_tokens_details,omitempty"`
+}
+
+type tokenDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+// chunk is one streaming frame.
+type chunk struct {
+	ID                string        `json:"id"`
+	Object            string        `json:"object"`
+	Created           int64         `json:"created"`
+	Model             string        `json:"model"`
+	SystemFingerprint string        `json:"system_fingerprint"`
+	Choices           []chunkChoice `json:"choices"`
+	Usage             *usage        `json:"usage,omitempty"`
+	Superfluid        *chunkExtra   `json:"superfluid,omitempty"`
+}
+
+type chunkChoice struct {
+	Index        int       `json:"index"`
+	Delta        delta     `json:"delta"`
+	Logprobs     *struct{} `json:"logprobs"`
+	FinishReason *string   `json:"finish_reason"`
+}
+
+type delta struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+}
+
+// chunkExtra is superfluid's own field on the terminal chunk.
+type chunkExtra struct {
+	Warm int `json:"warm"`
+}

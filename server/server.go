@@ -1,0 +1,57 @@
+// Package server is the HTTP front: one gin router carrying every dialect on one listener,
+// plus the middleware they share (panic recovery, unknown routes).
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/openai"
+)
+
+// Config tunes the HTTP layer.
+type Config struct {
+	// KeepAlive is the SSE keep-alive interval; 0 disables keep-alives.
+	KeepAlive time.Duration
+}
+
+func init() { gin.SetMode(gin.ReleaseMode) }
+
+// New returns the router serving svc in every dialect.
+func New(cfg Config, svc *core.Service) http.Handler {
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	r.Use(recovery)
+	openai.Routes(r, svc, openai.Options{KeepAlive: cfg.KeepAlive})
+	r.NoRoute(func(c *gin.Context) {
+		openai.WriteError(c, &openai.Error{Status: http.StatusNotFound, Type: "invalid_request_error",
+			Message: fmt.Sprintf("unknown route %s %s", c.Request.Method, c.Request.URL.Path)})
+	})
+	r.NoMethod(func(c *gin.Context) {
+		openai.WriteError(c, &openai.Error{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error",
+			Message: fmt.Sprintf("%s is not allowed on %s", c.Request.Method, c.Request.URL.Path)})
+	})
+	return r
+}
+
+// recovery turns a handler panic into a 500 so one bad request never takes the server down.
+func recovery(c *gin.Context) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			slog.Error("handler panic", "path", c.Request.URL.Path, "panic", v)
+			if !c.Writer.Written() {
+				openai.WriteError(c, fmt.Errorf("internal error: %v", v))
+			}
+			c.Abort()
+		}
+	}()
+	c.Next()
+}

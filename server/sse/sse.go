@@ -1,0 +1,145 @@
+// Package sse writes Server-Sent Events for the streaming dialects: data frames, comment
+// keep-alives while the model is busy, and headers committed late so that errors found before
+// the first token can still get a proper status code.
+package sse
+
+import (
+	"encoding/json"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Stream is one SSE response. Its methods are safe for concurrent use (the keep-alive timer
+// writes from its own goroutine).
+type Stream struct {
+	w http.ResponseWriter
+
+	mu        sync.Mutex
+	committed bool
+	closed    bool
+	err       error
+	stop      chan struct{}
+}
+
+// New prepares a stream on w; nothing is written until Commit, Data or a keep-alive.
+// Keep-alive comments go out every interval (0 disables) while no data flows; the first one
+// commits the headers, so a long queue or prefill never leaves the client with silence.
+func New(w http.ResponseWriter, interval time.Duration) *Stream {
+	s := &Stream{w: w, stop: make(chan struct{})}
+	if interval > 0 {
+		go s.keepAlive(interval)
+	}
+	return s
+}
+
+// Committed reports whether the status line and headers have been sent.
+func (s *Stream) Committed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.committed
+}
+
+// SetHeader sets a response header if the headers are not yet sent, and reports whether it did.
+func (s *Stream) SetHeader(key, value string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.committed {
+		return false
+	}
+	s.w.Header().Set(key, value)
+	return true
+}
+
+// Commit sends the 200 status and SSE headers if not yet sent.
+func (s *Stream) Commit() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.commitLocked()
+}
+
+func (s *Stream) commitLocked() {
+	if s.committed {
+		return
+	}
+	s.committed = true
+	h := s.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	s.w.WriteHeader(http.StatusOK)
+}
+
+// Data writes one `data: <json>` frame and flushes it.
+func (s *Stream) Data(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return s.write("data: " + string(b) + "\n\n")
+}
+
+// Done writes the OpenAI terminator `data: [DONE]`.
+func (s *Stream) Done() error { return s.write("data: [DONE]\n\n") }
+
+// Event writes a named event (Anthropic and Responses style).
+func (s *Stream) Event(name string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return s.write("event: " + name + "\ndata: " + string(b) + "\n\n")
+}
+
+// Close stops the keep-alives; the stream writes nothing after it.
+func (s *Stream) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		close(s.stop)
+	}
+}
+
+func (s *Stream) write(frame string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writeLocked(frame)
+}
+
+func (s *Stream) writeLocked(frame string) error {
+	if s.err != nil {
+		return s.err
+	}
+	s.commitLocked()
+	if _, err := s.w.Write([]byte(frame)); err != nil {
+		s.err = err
+		return err
+	}
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
+	}
+	return nil
+}
+
+func (s *Stream) keepAlive(interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			s.mu.Lock()
+			err := s.err
+			if !s.closed && err == nil {
+				err = s.writeLocked(": keep-alive\n\n")
+			}
+			s.mu.Unlock()
+			if err != nil {
+				return
+			}
+		case <-s.stop:
+			return
+		}
+	}
+}
