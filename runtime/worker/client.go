@@ -317,4 +317,3 @@ func (t *tail) last() string {
 	lines := strings.Split(strings.TrimSpace(string(t.buf)), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
 }
-

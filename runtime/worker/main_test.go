@@ -1,0 +1,229 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/superfluid/superfluid/runtime/enginetest"
+	"github.com/superfluid/superfluid/runtime/llm"
+)
+
+// The test binary doubles as the worker program: a Client started by these tests runs it again
+// with childEnv set, and TestMain then behaves like `superfluid worker` serving an enginetest
+// fake instead of llama.cpp.
+const childEnv = "WORKER_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		os.Exit(runChild(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// Child behaviours, chosen by the --model "path" (comma-separated words):
+//
+//	ok           reply childReply at once
+//	slow         reply a long text, one token every childDelay
+//	fail-load    print an error hello and exit
+//	exit-silent  write a log line to stderr and exit without a hello
+//	hang         never print a hello
+//	fail-after-N the engine fails with "kaboom" after N tokens (the worker survives)
+//	abort-after-N the worker process dies (like a llama.cpp abort) after N text events
+//
+// A prompt starting with "invalid" fails with llm.ErrInvalidInput, from Generate and Tokenize.
+const (
+	childReply = "Hello, world!"
+	childDelay = 10 * time.Millisecond
+)
+
+var childSlowReply = strings.Repeat("slow text ", 300)
+
+func runChild(args []string) int {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	model := fs.String("model", "", "")
+	socket := fs.String("socket", "", "")
+	ctxLen := fs.Int("ctx", 0, "")
+	parallel := fs.Int("parallel", 0, "")
+	threads := fs.Int("threads", 0, "")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	hello := func(v any) { _ = json.NewEncoder(os.Stdout).Encode(v) }
+
+	fake := enginetest.New(*ctxLen, childReply)
+	eng := &childEngine{Engine: fake, abortAfter: -1}
+	for _, word := range strings.Split(*model, ",") {
+		switch {
+		case word == "ok":
+		case word == "slow":
+			fake.Reply, fake.TokenDelay = childSlowReply, childDelay
+		case word == "fail-load":
+			fmt.Fprintln(os.Stderr, "llama_model_load: error loading model")
+			hello(map[string]string{"error": "bad magic in " + *model})
+			return 1
+		case word == "exit-silent":
+			fmt.Fprintln(os.Stderr, "GGML_ASSERT: boom while loading")
+			return 3
+		case word == "hang":
+			select {}
+		case strings.HasPrefix(word, "fail-after-"):
+			fake.Fail = errors.New("kaboom")
+			fake.FailAfter, _ = strconv.Atoi(strings.TrimPrefix(word, "fail-after-"))
+		case strings.HasPrefix(word, "abort-after-"):
+			eng.abortAfter, _ = strconv.Atoi(strings.TrimPrefix(word, "abort-after-"))
+		default:
+			hello(map[string]string{"error": "unknown test model " + word})
+			return 1
+		}
+	}
+	// The test reads the socket path from Info().Path.
+	eng.info = fake.Info()
+	eng.info.Path, eng.info.Parallel, eng.info.Threads = *socket, *parallel, *threads
+
+	l, err := net.Listen("unix", *socket)
+	if err != nil {
+		hello(map[string]string{"error": "listen: " + err.Error()})
+		return 1
+	}
+	hello(map[string]*llm.ModelInfo{"info": &eng.info})
+	if err := Serve(l, eng); err != nil {
+		fmt.Fprintln(os.Stderr, "serve:", err)
+		return 1
+	}
+	return 0
+}
+
+// childEngine wraps the fake: it logs the end of every generation to stderr (the tests read it
+// through Options.Log to see what the worker side saw), rejects "invalid" prompts and can die
+// mid-generation.
+type childEngine struct {
+	*enginetest.Engine
+	info       llm.ModelInfo
+	abortAfter int
+}
+
+func (e *childEngine) Info() llm.ModelInfo { return e.info }
+
+func (e *childEngine) Tokenize(ctx context.Context, text string, addSpecial, parseSpecial bool) ([]int, error) {
+	if strings.HasPrefix(text, "invalid") {
+		return nil, fmt.Errorf("%w: the text is invalid", llm.ErrInvalidInput)
+	}
+	return e.Engine.Tokenize(ctx, text, addSpecial, parseSpecial)
+}
+
+func (e *childEngine) Generate(ctx context.Context, req *llm.Request, emit func(llm.Event) error) error {
+	if strings.HasPrefix(req.Prompt, "invalid") {
+		return fmt.Errorf("%w: the prompt is invalid", llm.ErrInvalidInput)
+	}
+	texts := 0
+	err := e.Engine.Generate(ctx, req, func(ev llm.Event) error {
+		if ev.Text != "" {
+			texts++
+			if e.abortAfter >= 0 && texts > e.abortAfter {
+				fmt.Fprintln(os.Stderr, "GGML_ASSERT: simulated abort")
+				os.Exit(134)
+			}
+		}
+		return emit(ev)
+	})
+	fmt.Fprintf(os.Stderr, "generate %q ended: %v\n", firstWord(req.Prompt), err)
+	return err
+}
+
+func firstWord(s string) string {
+	if f := strings.Fields(s); len(f) > 0 {
+		return f[0]
+	}
+	return ""
+}
+
+// syncBuffer is a bytes.Buffer safe for the client's stderr copier and the test together.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// newClient returns a client for a test worker of the given behaviour, closed at cleanup.
+func newClient(t *testing.T, model string) (*Client, *syncBuffer) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &syncBuffer{}
+	c := NewClient(Options{
+		Command:       []string{exe},
+		Env:           []string{childEnv + "=1"},
+		ModelPath:     model,
+		ContextLength: 64,
+		Parallel:      2,
+		Threads:       1,
+		Log:           log,
+		StartTimeout:  time.Minute,
+	})
+	t.Cleanup(func() { c.Close() })
+	return c, log
+}
+
+// started returns a client whose worker is running.
+func started(t *testing.T, model string) (*Client, *syncBuffer) {
+	t.Helper()
+	c, log := newClient(t, model)
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	return c, log
+}
+
+// waitFor polls cond until it holds or a generous deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// collect runs a generation and returns its events.
+func collect(ctx context.Context, e llm.Engine, req *llm.Request) ([]llm.Event, error) {
+	var events []llm.Event
+	err := e.Generate(ctx, req, func(ev llm.Event) error {
+		events = append(events, ev)
+		return nil
+	})
+	return events, err
+}
+
+func textOf(events []llm.Event) string {
+	var b strings.Builder
+	for _, ev := range events {
+		b.WriteString(ev.Text)
+	}
+	return b.String()
+}
