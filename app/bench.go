@@ -1,5 +1,235 @@
 package app
 
-import "io"
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"time"
 
-func benchCommand(args []string, stdout, stderr io.Writer) error { return nil }
+	"github.com/superfluid/superfluid/runtime/llamacpp"
+	"github.com/superfluid/superfluid/runtime/llm"
+)
+
+// benchOptions are the bench's own flags.
+type benchOptions struct {
+	repeat        int
+	decodeTokens  int
+	prefillTokens int
+}
+
+// benchCommand measures single-stream decode and prefill speed through the HTTP API (server +
+// worker process) and through the engine called directly in this process, interleaving the
+// two so drift on a noisy machine hits both alike, and prints their ratio.
+func benchCommand(args []string, stdout, stderr io.Writer) error {
+	cfg := DefaultConfig()
+	cfg.Parallel = 1
+	opts := benchOptions{repeat: 5, decodeTokens: 128, prefillTokens: 256}
+	fs := newFlagSet("bench", stderr)
+	serverFlags(fs, &cfg)
+	fs.IntVar(&opts.repeat, "repeat", opts.repeat, "runs of each measurement (median and min reported)")
+	fs.IntVar(&opts.decodeTokens, "decode-tokens", opts.decodeTokens, "tokens generated per decode run")
+	fs.IntVar(&opts.prefillTokens, "prefill-tokens", opts.prefillTokens, "prompt tokens per prefill run")
+	model, err := parseWithModel(fs, args)
+	if err != nil {
+		return &UsageError{err.Error()}
+	}
+	cfg.ModelPath = model
+	if cfg.DataDir, err = os.MkdirTemp("", "superfluid-bench-"); err != nil {
+		return err
+	}
+	defer os.RemoveAll(cfg.DataDir)
+
+	direct, err := llamacpp.Load(llamacpp.Options{ModelPath: model, ContextLength: cfg.ContextLength, Parallel: 1, Threads: cfg.Threads})
+	if err != nil {
+		return err
+	}
+	defer direct.Close()
+	cfg.Threads = direct.Info().Threads // the same thread count on both sides
+	a, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if err := a.Worker().Start(context.Background()); err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go a.Serve(ctx, l)
+	api := &apiBench{url: "http://" + l.Addr().String(), model: a.Service().Models()[0].ID}
+
+	prompt, err := promptOfTokens(direct, opts.prefillTokens)
+	if err != nil {
+		return err
+	}
+	info := direct.Info()
+	fmt.Fprintf(stdout, "model %s (%s), ctx %d, threads %d, %d runs each\n", model, info.Architecture, info.ContextLength, info.Threads, opts.repeat)
+	var rows []benchRow
+	for _, m := range []struct {
+		name   string
+		prompt func(run int) string
+		tokens int
+		rate   func(s sample) float64
+	}{
+		{"decode tok/s", func(run int) string { return fmt.Sprintf("%d. Once upon a time", run) }, opts.decodeTokens, sample.decodeRate},
+		{"prefill tok/s", func(run int) string { return fmt.Sprintf("%d. %s", run, prompt) }, 1, sample.prefillRate},
+	} {
+		var engineRates, apiRates []float64
+		for run := range opts.repeat {
+			// A fresh leading number per run keeps the prefix cache from serving the prompt.
+			p := m.prompt(run)
+			s, err := directSample(direct, p, m.tokens)
+			if err != nil {
+				return fmt.Errorf("engine run: %w", err)
+			}
+			engineRates = append(engineRates, m.rate(s))
+			if s, err = api.sample(p, m.tokens); err != nil {
+				return fmt.Errorf("API run: %w", err)
+			}
+			apiRates = append(apiRates, m.rate(s))
+		}
+		rows = append(rows, benchRow{m.name, engineRates, apiRates})
+	}
+	printBench(stdout, rows)
+	return nil
+}
+
+// sample is one timed generation: when it started, its first and last token.
+type sample struct {
+	start, first, last time.Time
+	promptTokens       int
+	tokens             int
+}
+
+func (s sample) decodeRate() float64 {
+	if s.tokens < 2 {
+		return 0
+	}
+	return float64(s.tokens-1) / s.last.Sub(s.first).Seconds()
+}
+
+func (s sample) prefillRate() float64 { return float64(s.promptTokens) / s.first.Sub(s.start).Seconds() }
+
+func directSample(e *llamacpp.Engine, prompt string, tokens int) (sample, error) {
+	zero := 0.0
+	req := &llm.Request{Prompt: prompt, AddSpecial: true, MaxTokens: tokens, IgnoreEOS: true, Sampling: llm.Sampling{Temperature: &zero}}
+	s := sample{start: time.Now()}
+	err := e.Generate(context.Background(), req, func(ev llm.Event) error {
+		now := time.Now()
+		if ev.Tokens > 0 {
+			if s.first.IsZero() {
+				s.first = now
+			}
+			s.last = now
+		}
+		if ev.Done != nil {
+			s.promptTokens, s.tokens = ev.Done.Usage.PromptTokens, ev.Done.Usage.CompletionTokens
+		}
+		return nil
+	})
+	return s, err
+}
+
+// apiBench streams chat completions over HTTP, as a client would.
+type apiBench struct {
+	url, model string
+}
+
+func (b *apiBench) sample(prompt string, tokens int) (sample, error) {
+	body, _ := json.Marshal(map[string]any{
+		"model": b.model, "stream": true, "max_tokens": tokens, "ignore_eos": true, "temperature": 0,
+		"messages": []map[string]string{{"role": "user", "content": prompt}},
+	})
+	s := sample{start: time.Now()}
+	res, err := http.Post(b.url+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return s, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(res.Body)
+		return s, fmt.Errorf("status %d: %s", res.StatusCode, msg)
+	}
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok || line == "[DONE]" {
+			continue
+		}
+		var ch struct {
+			Choices []struct {
+				Delta struct{ Content string } `json:"delta"`
+			} `json:"choices"`
+			Usage *struct {
+				PromptTokens     int `json:"prompt_tokens"`
+				CompletionTokens int `json:"completion_tokens"`
+			} `json:"usage"`
+			Error *struct{ Message string } `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(line), &ch); err != nil {
+			return s, err
+		}
+		if ch.Error != nil {
+			return s, fmt.Errorf("stream error: %s", ch.Error.Message)
+		}
+		now := time.Now()
+		if len(ch.Choices) > 0 && ch.Choices[0].Delta.Content != "" {
+			if s.first.IsZero() {
+				s.first = now
+			}
+			s.last = now
+		}
+		if ch.Usage != nil {
+			s.promptTokens, s.tokens = ch.Usage.PromptTokens, ch.Usage.CompletionTokens
+		}
+	}
+	return s, sc.Err()
+}
+
+// promptOfTokens builds story text of about n tokens for this model's tokenizer.
+func promptOfTokens(e *llamacpp.Engine, n int) (string, error) {
+	const sentence = "The little dog ran to the park and played with a red ball in the sun. "
+	var sb strings.Builder
+	for {
+		sb.WriteString(sentence)
+		tokens, err := e.Tokenize(context.Background(), sb.String(), true, false)
+		if err != nil {
+			return "", err
+		}
+		if len(tokens) >= n {
+			return sb.String(), nil
+		}
+	}
+}
+
+type benchRow struct {
+	name        string
+	engine, api []float64
+}
+
+func printBench(w io.Writer, rows []benchRow) {
+	fmt.Fprintf(w, "%-14s %12s %12s %12s %12s %8s\n", "", "engine med", "engine min", "API med", "API min", "API/eng")
+	for _, r := range rows {
+		em, ei := medianMin(r.engine)
+		am, ai := medianMin(r.api)
+		fmt.Fprintf(w, "%-14s %12.1f %12.1f %12.1f %12.1f %7.1f%%\n", r.name, em, ei, am, ai, 100*am/em)
+	}
+}
+
+func medianMin(xs []float64) (float64, float64) {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2], s[0]
+}

@@ -120,7 +120,7 @@ func (c *Client) do(ctx context.Context, cl call, onReply func(reply) error) err
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", p.socket)
 	if err != nil {
-		return p.failure(err)
+		return c.lost(ctx, p, err)
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })

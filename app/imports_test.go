@@ -1,0 +1,74 @@
+package app
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestImportRules enforces the house rules on imports: only runtime/llamacpp imports the cgo
+// llama package; no server package depends on fyne or on llama.cpp; the core packages never
+// import gin, fyne or any non-standard package that uses cgo.
+const llamaPackage = "github.com/ollama/ollama/llama"
+
+func TestImportRules(t *testing.T) {
+	cgo := cgoPackages(t)
+	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}|{{join .Imports " "}}|{{join .Deps " "}}`, "github.com/superfluid/superfluid/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	const module = "github.com/superfluid/superfluid/"
+	const llama = llamaPackage
+	core := []string{"server/core", "server/store", "runtime/llm", "runtime/chat", "runtime/worker", "runtime/gguf", "runtime/sampling", "runtime/enginetest"}
+	seen := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		parts := strings.SplitN(line, "|", 3)
+		pkg, imports, deps := parts[0], strings.Fields(parts[1]), strings.Fields(parts[2])
+		if !strings.HasPrefix(pkg, module) {
+			continue
+		}
+		seen++
+		rel := strings.TrimPrefix(pkg, module)
+		for _, imp := range imports {
+			if imp == llama && rel != "runtime/llamacpp" {
+				t.Errorf("%s imports %s; only runtime/llamacpp may", rel, llama)
+			}
+		}
+		if strings.HasPrefix(rel, "server") {
+			for _, d := range deps {
+				if strings.HasPrefix(d, "fyne.io/") || d == llama {
+					t.Errorf("%s depends on %s; server packages must not", rel, d)
+				}
+			}
+		}
+		for _, c := range core {
+			if rel != c {
+				continue
+			}
+			for _, d := range deps {
+				if strings.HasPrefix(d, "github.com/gin-gonic/") || strings.HasPrefix(d, "fyne.io/") || d == llama || cgo[d] {
+					t.Errorf("core package %s depends on %s", rel, d)
+				}
+			}
+		}
+	}
+	if seen < 10 {
+		t.Fatalf("go list saw only %d of the module's packages", seen)
+	}
+}
+
+// cgoPackages lists the non-standard packages (in the module's dependency graph) with cgo files.
+func cgoPackages(t *testing.T) map[string]bool {
+	out, err := exec.Command("go", "list", "-deps", "-f", `{{if and (not .Standard) .CgoFiles}}{{.ImportPath}}{{end}}`, "github.com/superfluid/superfluid/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	set := map[string]bool{}
+	for _, p := range strings.Fields(string(out)) {
+		set[p] = true
+	}
+	if !set[llamaPackage] {
+		t.Fatalf("go list found no cgo in %s; the check would be blind", llamaPackage)
+	}
+	return set
+}

@@ -1,0 +1,104 @@
+package worker
+
+import (
+	"bufio"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/superfluid/superfluid/runtime/enginetest"
+	"github.com/superfluid/superfluid/runtime/llm"
+)
+
+// serveInProcess serves a fake on a unix socket in this process and returns its path.
+func serveInProcess(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "sf-serve-") // t.TempDir can exceed the 108-byte socket path limit
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	socket := filepath.Join(dir, "s.sock")
+	l, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- Serve(l, enginetest.New(64, "ok")) }()
+	t.Cleanup(func() {
+		l.Close()
+		if err := <-served; err != nil {
+			t.Errorf("Serve after closing the listener = %v, want nil", err)
+		}
+	})
+	return socket
+}
+
+// rawCall sends one line and returns the decoded replies up to End.
+func rawCall(t *testing.T, socket, line string) []reply {
+	t.Helper()
+	conn, err := net.Dial("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte(line + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	var replies []reply
+	dec := json.NewDecoder(bufio.NewReader(conn))
+	for {
+		var r reply
+		if err := dec.Decode(&r); err != nil {
+			t.Fatalf("after %d replies: %v", len(replies), err)
+		}
+		replies = append(replies, r)
+		if r.End {
+			return replies
+		}
+	}
+}
+
+func TestServeProtocol(t *testing.T) {
+	socket := serveInProcess(t)
+	tests := []struct {
+		name    string
+		line    string
+		replies int
+		kind    string // error kind of the last reply; "" for success
+	}{
+		{"generate", `{"op":"generate","generate":{"prompt":"hi","max_tokens":1}}`, 4, ""},
+		{"tokenize", `{"op":"tokenize","text":"hi","add_special":true}`, 1, ""},
+		{"generate without request", `{"op":"generate"}`, 1, kindInvalidInput},
+		{"unknown op", `{"op":"embed"}`, 1, kindInvalidInput},
+		{"context length", `{"op":"generate","generate":{"prompt":"` + strings.Repeat("x", 100) + `"}}`, 1, kindContextLength},
+		{"garbled call", `{"op":`, 1, kindEngine},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			replies := rawCall(t, socket, tt.line)
+			if len(replies) != tt.replies {
+				t.Errorf("got %d replies %+v, want %d", len(replies), replies, tt.replies)
+			}
+			last := replies[len(replies)-1]
+			switch {
+			case tt.kind == "" && last.Error != nil:
+				t.Errorf("error %+v, want success", *last.Error)
+			case tt.kind != "" && (last.Error == nil || last.Error.Kind != tt.kind):
+				t.Errorf("last reply %+v, want an error of kind %q", last, tt.kind)
+			}
+		})
+	}
+}
+
+func TestWireErrors(t *testing.T) {
+	cl := &llm.ContextLengthError{PromptTokens: 9, ContextLength: 8}
+	w := toWire(cl)
+	back := w.err()
+	if back.Error() != cl.Error() {
+		t.Errorf("context length error came back as %q, want %q", back, cl)
+	}
+}
