@@ -18,6 +18,8 @@ ifeq ($(TARGET),portable)
 else ifeq ($(HAS_AMX),yes)
   CPU_FLAGS := -march=native
   TAGS      := amx
+  GGML      := $(shell $(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama)/ml/backend/ggml/ggml
+  AMX_INC   := -I$(GGML)/src/ggml-cpu -I$(GGML)/src -I$(GGML)/include
 else
   CPU_FLAGS := -march=native
   TAGS      :=
@@ -26,7 +28,7 @@ endif
 export CGO_ENABLED  := 1
 export CGO_CFLAGS   := -O3 $(CPU_FLAGS)
 export CGO_CXXFLAGS := -O3 $(CPU_FLAGS)
-export CGO_CPPFLAGS := -I$(INCLUDE)
+export CGO_CPPFLAGS := -I$(INCLUDE) $(AMX_INC)
 
 GOFLAGS_BUILD := -tags '$(TAGS)'
 
