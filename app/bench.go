@@ -103,6 +103,21 @@ func benchCommand(args []string, stdout, stderr io.Writer) error {
 		rows = append(rows, benchRow{m.name, engineRates, apiRates})
 	}
 	printBench(stdout, rows)
+	// The worker's own timing of the API runs separates transport cost from engine slowdown.
+	recs, err := a.Store().RecentRequests(context.Background(), 2*opts.repeat)
+	if err != nil {
+		return err
+	}
+	var inWorker []float64
+	for _, r := range recs {
+		if r.CompletionTokens == opts.decodeTokens && r.Decode > 0 {
+			inWorker = append(inWorker, float64(r.CompletionTokens-1)/r.Decode.Seconds())
+		}
+	}
+	if len(inWorker) > 0 {
+		med, low := medianMin(inWorker)
+		fmt.Fprintf(stdout, "%-14s %12s %12s %12.1f %12.1f   (decode as timed inside the worker during the API runs)\n", "worker decode", "", "", med, low)
+	}
 	return nil
 }
 

@@ -81,6 +81,7 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 	}
 	text := llm.NewTextStream(req.Stop)
 	reason, generated := llm.FinishStop, 0
+	pending := 0 // tokens whose text the stream still holds back, as the real engine counts them
 	for i := 0; i < len(e.Reply); i++ {
 		if generated >= limit {
 			reason = llm.FinishLength
@@ -97,18 +98,20 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 			}
 		}
 		generated++
+		pending++
 		out, stopped := text.Push([]byte{e.Reply[i]})
 		if out != "" {
-			if err := emit(llm.Event{Text: out, Tokens: 1}); err != nil {
+			if err := emit(llm.Event{Text: out, Tokens: pending}); err != nil {
 				return err
 			}
+			pending = 0
 		}
 		if stopped {
 			break
 		}
 	}
-	if rest := text.Flush(); rest != "" {
-		if err := emit(llm.Event{Text: rest}); err != nil {
+	if rest := text.Flush(); rest != "" || pending > 0 {
+		if err := emit(llm.Event{Text: rest, Tokens: pending}); err != nil {
 			return err
 		}
 	}

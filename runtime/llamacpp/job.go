@@ -78,7 +78,9 @@ func (m *mailbox) wake() {
 	}
 }
 
-// take waits for events or the end and returns what is there.
+// take waits for events or the end and returns what is there. Text pieces that piled up
+// while the reader was busy are merged into one event, so a slow transport costs fewer, larger
+// chunks instead of falling further behind.
 func (m *mailbox) take(ctx context.Context) ([]llm.Event, bool, error) {
 	for {
 		m.mu.Lock()
@@ -86,7 +88,7 @@ func (m *mailbox) take(ctx context.Context) ([]llm.Event, bool, error) {
 		m.events = nil
 		m.mu.Unlock()
 		if len(events) > 0 || finished {
-			return events, finished, err
+			return mergeText(events), finished, err
 		}
 		select {
 		case <-m.notify:
@@ -108,3 +110,18 @@ func readMeta(path string) (modelMeta, error) {
 	}
 	return modelMeta{architecture: f.Architecture(), trainContext: f.ContextLength()}, nil
 }
+
+func mergeText(events []llm.Event) []llm.Event {
+	out := events[:0]
+	for _, ev := range events {
+		if n := len(out); n > 0 && isText(out[n-1]) && isText(ev) {
+			out[n-1].Text += ev.Text
+			out[n-1].Tokens += ev.Tokens
+			continue
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+func isText(ev llm.Event) bool { return ev.Started == nil && ev.Done == nil }
