@@ -68,7 +68,10 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 	e.mu.Lock()
 	e.requests = append(e.requests, *req)
 	e.mu.Unlock()
-	prompt, _ := e.Tokenize(ctx, req.Prompt, req.AddSpecial, true)
+	prompt := req.Tokens
+	if len(prompt) == 0 {
+		prompt, _ = e.Tokenize(ctx, req.Prompt, req.AddSpecial, true)
+	}
 	if len(prompt) > e.info.ContextLength {
 		return &llm.ContextLengthError{PromptTokens: len(prompt), ContextLength: e.info.ContextLength}
 	}

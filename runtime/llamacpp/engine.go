@@ -157,9 +157,9 @@ func (e *Engine) Piece(token int) string { return e.model.TokenToPiece(token) }
 
 // Generate runs one completion through a lane.
 func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.Event) error) error {
-	prompt, err := e.Tokenize(ctx, req.Prompt, req.AddSpecial, true)
+	prompt, err := e.promptTokens(ctx, req)
 	if err != nil {
-		return fmt.Errorf("%w: tokenize prompt: %v", llm.ErrInvalidInput, err)
+		return err
 	}
 	if len(prompt) == 0 {
 		return fmt.Errorf("%w: the prompt is empty", llm.ErrInvalidInput)
@@ -197,6 +197,23 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 			return ctx.Err()
 		}
 	}
+}
+
+// promptTokens is the request's prompt as token ids, checked against the vocabulary.
+func (e *Engine) promptTokens(ctx context.Context, req *llm.Request) ([]int, error) {
+	if len(req.Tokens) > 0 {
+		for _, t := range req.Tokens {
+			if t < 0 || t >= e.info.VocabSize {
+				return nil, fmt.Errorf("%w: token id %d is outside the vocabulary (0-%d)", llm.ErrInvalidInput, t, e.info.VocabSize-1)
+			}
+		}
+		return req.Tokens, nil
+	}
+	prompt, err := e.Tokenize(ctx, req.Prompt, req.AddSpecial, true)
+	if err != nil {
+		return nil, fmt.Errorf("%w: tokenize prompt: %v", llm.ErrInvalidInput, err)
+	}
+	return prompt, nil
 }
 
 // Close stops the loop and frees the model.

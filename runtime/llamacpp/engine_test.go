@@ -310,7 +310,8 @@ func TestLogitBias(t *testing.T) {
 		t.Errorf("with token %d boosted: %q, want %q", favourite, r.text, want)
 	}
 	// Banning the greedy choice changes the output.
-	plain := mustGenerate(t, testEngine, greedy("Logit bias test:", 5))
+	req.Sampling.LogitBias = nil
+	plain := mustGenerate(t, testEngine, req)
 	req.Sampling.LogitBias = map[int]float64{}
 	for _, id := range tokenize(t, testEngine, plain.text)[1:] {
 		req.Sampling.LogitBias[id] = -100

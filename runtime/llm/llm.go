@@ -5,6 +5,7 @@ package llm
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -43,7 +44,12 @@ type ModelInfo struct {
 // Request is one generation. The prompt is text; the engine tokenizes it so that the token
 // sequence, and hence the prefix cache, is the same whichever dialect built the text.
 type Request struct {
+	// ID names the request in lane snapshots (/slots) and logs.
+	ID     string `json:"id,omitempty"`
 	Prompt string `json:"prompt"`
+	// Tokens, when set, is the prompt as token ids and Prompt is ignored (fill-in-the-middle
+	// builds its prompt from special tokens around separately tokenized text).
+	Tokens []int `json:"tokens,omitempty"`
 	// AddSpecial asks the tokenizer to add BOS (false when the prompt text already starts with it).
 	AddSpecial bool `json:"add_special"`
 	// MaxTokens caps the completion; 0 means "fill the context".
@@ -51,7 +57,17 @@ type Request struct {
 	Stop      []string `json:"stop,omitempty"`
 	IgnoreEOS bool     `json:"ignore_eos,omitempty"`
 	Sampling  Sampling `json:"sampling"`
+	// Format constrains the output: "" (free text), "json" (any JSON value) or "schema"
+	// (JSON matching Schema).
+	Format string          `json:"format,omitempty"`
+	Schema json.RawMessage `json:"schema,omitempty"`
 }
+
+// Output formats.
+const (
+	FormatJSON   = "json"
+	FormatSchema = "schema"
+)
 
 // Sampling holds the sampler settings of one request. A nil pointer means "the default".
 type Sampling struct {

@@ -130,3 +130,17 @@ func statusOf(err error) int {
 		return 500
 	}
 }
+
+// LoadModel makes sure the model's engine is up (Ollama's empty generate, /v1/models/load).
+func (s *Service) LoadModel(ctx context.Context, name string) (*Model, error) {
+	m, err := s.Model(name)
+	if err != nil {
+		return nil, err
+	}
+	if starter, ok := m.Engine.(interface{ Start(context.Context) error }); ok {
+		if err := starter.Start(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}

@@ -60,12 +60,52 @@ func (s *Service) Chat(ctx context.Context, req *ChatRequest, emit Emit) (*Resul
 		prompt, err = s.Prompt(m, req.Messages, req.TemplateKwargs)
 		if err == nil {
 			gen := req.Generation
-			gen.Prompt, gen.AddSpecial = prompt, addSpecial(m, prompt)
+			gen.ID, gen.Prompt, gen.AddSpecial = req.ID, prompt, addSpecial(m, prompt)
 			res, err = s.generate(ctx, m, &gen, max(1, req.N), emit)
 		}
 	}
-	s.record(ctx, req, res, err, start)
+	s.record(ctx, recordKey{req.ID, req.Endpoint, req.Model, req.Stream}, res, err, start)
 	return res, err
+}
+
+// CompletionRequest is raw text to continue, with no chat template.
+type CompletionRequest struct {
+	ID       string
+	Endpoint string
+	Stream   bool
+	Model    string
+	// Generation carries the prompt (Prompt, or Tokens when the caller built token ids),
+	// sampling, stops and caps. BOS is added as the model wants.
+	Generation llm.Request
+	N          int
+}
+
+// Complete continues raw text (or token ids). Every request is recorded.
+func (s *Service) Complete(ctx context.Context, req *CompletionRequest, emit Emit) (*Result, error) {
+	start := time.Now()
+	m, err := s.Model(req.Model)
+	var res *Result
+	if err == nil {
+		gen := req.Generation
+		gen.ID, gen.AddSpecial = req.ID, len(gen.Tokens) == 0
+		res, err = s.generate(ctx, m, &gen, max(1, req.N), emit)
+	}
+	s.record(ctx, recordKey{req.ID, req.Endpoint, req.Model, req.Stream}, res, err, start)
+	return res, err
+}
+
+// CountTokens is the prompt length a conversation would have, chat template included.
+func (s *Service) CountTokens(ctx context.Context, model string, msgs []chat.Message, kwargs map[string]any) (int, error) {
+	m, err := s.Model(model)
+	if err != nil {
+		return 0, err
+	}
+	prompt, err := s.Prompt(m, msgs, kwargs)
+	if err != nil {
+		return 0, err
+	}
+	tokens, err := m.Engine.Tokenize(ctx, prompt, addSpecial(m, prompt), true)
+	return len(tokens), err
 }
 
 func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n int, emit Emit) (*Result, error) {
@@ -123,12 +163,18 @@ func firstRealError(errs []error) error {
 	return first
 }
 
-func (s *Service) record(ctx context.Context, req *ChatRequest, res *Result, err error, start time.Time) {
+// recordKey is what every request record starts from.
+type recordKey struct {
+	id, endpoint, model string
+	stream              bool
+}
+
+func (s *Service) record(ctx context.Context, key recordKey, res *Result, err error, start time.Time) {
 	if s.store == nil {
 		return
 	}
 	rec := store.RequestRecord{
-		ID: req.ID, Model: req.Model, Endpoint: req.Endpoint, Stream: req.Stream,
+		ID: key.id, Model: key.model, Endpoint: key.endpoint, Stream: key.stream,
 		Status: statusOf(err), Total: time.Since(start), CreatedAt: start,
 		ClientDisconnected: errors.Is(err, context.Canceled) || ctx.Err() != nil,
 	}
@@ -147,6 +193,6 @@ func (s *Service) record(ctx context.Context, req *ChatRequest, res *Result, err
 	}
 	// The request's own context may be gone (client disconnected); the record must still land.
 	if werr := s.store.RecordRequest(context.WithoutCancel(ctx), rec); werr != nil {
-		slog.Error("record request", "id", req.ID, "err", werr)
+		slog.Error("record request", "id", key.id, "err", werr)
 	}
 }
