@@ -35,15 +35,22 @@ type Engine struct {
 	info  llm.ModelInfo
 	eog   []int
 
-	submit chan *job
-	quit   chan struct{}
-	done   chan struct{}
+	submit    chan *job
+	snapshots chan chan llm.Slots
+	quit      chan struct{}
+	done      chan struct{}
 
 	lanes     []*lane
 	queue     []*job
 	batchSize int
+	stats     stats
+	clock     uint64 // advances on every lane assignment; orders lanes by recent use
 
 	closeOnce sync.Once
+	// modelMu keeps Close from freeing the model under a caller outside the loop (Tokenize,
+	// Piece), which holds it for reading; closed is set under it once the loop has stopped.
+	modelMu sync.RWMutex
+	closed  bool
 }
 
 var backendOnce sync.Once
@@ -108,6 +115,7 @@ func Load(opts Options) (*Engine, error) {
 			AddBOS:             model.AddBOSToken(),
 		},
 		submit:    make(chan *job),
+		snapshots: make(chan chan llm.Slots),
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
 		batchSize: opts.BatchSize,
@@ -149,11 +157,23 @@ func (e *Engine) Tokenize(_ context.Context, text string, addSpecial, parseSpeci
 	if text == "" && !addSpecial {
 		return []int{}, nil
 	}
+	e.modelMu.RLock()
+	defer e.modelMu.RUnlock()
+	if e.closed {
+		return nil, errClosed
+	}
 	return e.model.Tokenize(text, addSpecial, parseSpecial)
 }
 
-// Piece returns the text of one token.
-func (e *Engine) Piece(token int) string { return e.model.TokenToPiece(token) }
+// Piece returns the text of one token ("" once the engine is closed).
+func (e *Engine) Piece(token int) string {
+	e.modelMu.RLock()
+	defer e.modelMu.RUnlock()
+	if e.closed {
+		return ""
+	}
+	return e.model.TokenToPiece(token)
+}
 
 // Generate runs one completion through a lane.
 func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.Event) error) error {
@@ -210,6 +230,9 @@ func (e *Engine) promptTokens(ctx context.Context, req *llm.Request) ([]int, err
 		return req.Tokens, nil
 	}
 	prompt, err := e.Tokenize(ctx, req.Prompt, req.AddSpecial, true)
+	if errors.Is(err, errClosed) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: tokenize prompt: %v", llm.ErrInvalidInput, err)
 	}
@@ -221,6 +244,9 @@ func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
 		close(e.quit)
 		<-e.done
+		e.modelMu.Lock()
+		e.closed = true
+		e.modelMu.Unlock()
 		e.batch.Free()
 		llama.FreeModel(e.model)
 	})
@@ -228,3 +254,5 @@ func (e *Engine) Close() error {
 }
 
 var errShutdown = errors.New("engine closed")
+
+var errClosed = fmt.Errorf("%w: the engine is closed", llm.ErrEngineFailure)

@@ -111,50 +111,50 @@ func TestChunkedPrefill(t *testing.T) {
 	prompts := []string{
 		"Chunk test one. Once upon a time, there was a little girl named Lily. She loved to play outside with her friends in the park near her house",
 		"Chunk test two. Tom and his dog went to the beach. They saw a big crab and a shell and they ran and ran until the sun went down",
+		"Chunk test three. The old man had a small boat. Every morning he went out on the lake to catch fish for his family and friends",
+		"Chunk test four. Sue found a shiny key under a rock in the garden. She wondered what door it could open, so she asked her mom",
 	}
 	want := make([]string, len(prompts))
 	for i, p := range prompts {
 		req := greedy(p, 20)
 		req.IgnoreEOS = true
-		if n := len(tokenize(t, e, p)); n <= 16 {
-			t.Fatalf("prompt %d is %d tokens, want more than one batch", i, n)
+		if n := len(tokenize(t, e, p)); n <= 2*16 {
+			t.Fatalf("prompt %d is %d tokens, want several batches", i, n)
 		}
 		want[i] = mustGenerate(t, testEngine, req).text
+	}
+	for i, p := range prompts[:2] {
+		req := greedy(p, 20)
+		req.IgnoreEOS = true
 		if got := mustGenerate(t, e, req).text; got != want[i] {
 			t.Errorf("prompt %d with batch 16: %q, with batch 512: %q", i, got, want[i])
 		}
 	}
-	// Both at once, from an empty cache: one lane prefills in chunks while the other decodes.
-	e.lanesReset(t)
+	// The other two at once, new to this engine: one lane prefills in chunks while the other
+	// decodes.
 	var wg sync.WaitGroup
 	got := make([]string, len(prompts))
-	for i, p := range prompts {
+	for i := 2; i < len(prompts); i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req := greedy(p, 20)
+			req := greedy(prompts[i], 20)
 			req.IgnoreEOS = true
 			r, err := generate(t, e, req)
 			if err != nil {
 				t.Errorf("prompt %d: %v", i, err)
 			}
+			if r.done.Usage.PromptTokens-r.done.Usage.CachedTokens <= 16 {
+				t.Errorf("prompt %d: usage %+v, want more than one batch to prefill", i, r.done.Usage)
+			}
 			got[i] = r.text
 		}()
 	}
 	wg.Wait()
-	for i := range prompts {
+	for i := 2; i < len(prompts); i++ {
 		if got[i] != want[i] {
-			t.Errorf("prompt %d concurrently: %q, want %q", i, got[i], want[i])
+			t.Errorf("prompt %d concurrently with batch 16: %q, with batch 512: %q", i, got[i], want[i])
 		}
-	}
-}
-
-// lanesReset fills every lane's cache with unrelated text, so that the next requests prefill
-// their whole prompts.
-func (e *Engine) lanesReset(t *testing.T) {
-	t.Helper()
-	for i := range e.Info().Parallel {
-		mustGenerate(t, e, &llm.Request{Prompt: fmt.Sprintf("%d", i), MaxTokens: 1})
 	}
 }
 

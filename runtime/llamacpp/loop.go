@@ -17,6 +17,8 @@ type lane struct {
 	// logits it samples from afterwards, or -1.
 	fed        []int
 	logitIndex int
+	// lastUsed orders free lanes for eviction: the least recently used cache goes first.
+	lastUsed uint64
 }
 
 func (l *lane) prefilling() bool { return len(l.cache) < len(l.job.prompt) }
@@ -29,6 +31,9 @@ func (e *Engine) loop() {
 			select {
 			case j := <-e.submit:
 				e.queue = append(e.queue, j)
+			case reply := <-e.snapshots:
+				reply <- e.snapshot()
+				continue
 			case <-e.quit:
 				return
 			}
@@ -61,6 +66,8 @@ func (e *Engine) drain() bool {
 		select {
 		case j := <-e.submit:
 			e.queue = append(e.queue, j)
+		case reply := <-e.snapshots:
+			reply <- e.snapshot()
 		case <-e.quit:
 			return false
 		default:
@@ -84,47 +91,6 @@ func (e *Engine) dropCancelled() {
 			l.job.out.finish(l.job.ctx.Err())
 			l.job = nil
 		}
-	}
-}
-
-// assign moves queued jobs to free lanes, each to the free lane sharing the longest token
-// prefix with it, and drops the KV entries past that prefix.
-func (e *Engine) assign() {
-	for len(e.queue) > 0 {
-		best, bestCommon := -1, -1
-		for i, l := range e.lanes {
-			if l.job != nil {
-				continue
-			}
-			if c := commonPrefix(l.cache, e.queue[0].prompt); c > bestCommon {
-				best, bestCommon = i, c
-			}
-		}
-		if best < 0 {
-			return
-		}
-		j := e.queue[0]
-		e.queue = e.queue[1:]
-		e.start(e.lanes[best], j, bestCommon)
-	}
-}
-
-func (e *Engine) start(l *lane, j *job, common int) {
-	// At least one prompt token must be decoded to get logits for the first sample.
-	common = min(common, len(j.prompt)-1)
-	if !e.lctx.KvCacheSeqRm(l.id, common, -1) {
-		e.lctx.KvCacheSeqRm(l.id, 0, -1)
-		common = 0
-	}
-	l.cache = l.cache[:common]
-	l.job, l.logitIndex = j, -1
-	j.lane, j.cached, j.started = l.id, common, time.Now()
-	j.out.put(llm.Event{Started: &llm.Started{PromptTokens: len(j.prompt), CachedTokens: common, Lane: l.id}})
-	for _, t := range j.prompt[max(0, len(j.prompt)-llm.RepeatLastN):] {
-		j.sampler.Accept(t)
-	}
-	if j.maxTokens <= 0 {
-		e.finish(l, llm.FinishLength)
 	}
 }
 
@@ -152,6 +118,7 @@ func (e *Engine) tick() {
 		e.batch.Add(l.next, nil, len(l.cache), true, l.id)
 		rows++
 	}
+	decodeRows := rows
 	for _, l := range e.lanes {
 		if l.job == nil || !l.prefilling() || rows >= e.batchSize {
 			continue
@@ -171,10 +138,12 @@ func (e *Engine) tick() {
 	if rows == 0 {
 		return
 	}
+	began := time.Now()
 	if err := e.lctx.Decode(e.batch); err != nil {
 		e.failAll(fmt.Errorf("%w: llama_decode: %v", llm.ErrEngineFailure, err))
 		return
 	}
+	e.stats.observe(decodeRows, rows-decodeRows, e.batchSize, time.Since(began))
 	for _, l := range e.lanes {
 		if l.job == nil || len(l.fed) == 0 {
 			continue

@@ -148,20 +148,25 @@ func tokenize(t *testing.T, e *Engine, text string) []int {
 	return tokens
 }
 
-// textOfLength returns a text that tokenizes (with BOS) to exactly n tokens.
+// textOfLength returns a text that tokenizes (with BOS) to exactly n tokens: it appends the
+// first of a few short pieces that does not overshoot until the count is reached.
 func textOfLength(t *testing.T, e *Engine, n int) string {
 	t.Helper()
-	for words := 0; words <= 2*n; words++ {
-		base := strings.Repeat("once ", words)
-		for _, suffix := range []string{"", "a", "the", "dog", "a b", "x.", "!"} {
-			switch got := len(tokenize(t, e, base+suffix)); {
-			case got == n:
-				return base + suffix
-			case got > n+8:
-				t.Fatalf("no text of exactly %d tokens found", n)
+	text := "once"
+	for len(tokenize(t, e, text)) < n {
+		grew := false
+		for _, piece := range []string{" once upon a time", " once", " a", ".", "!", " x"} {
+			if len(tokenize(t, e, text+piece)) <= n {
+				text, grew = text+piece, true
+				break
 			}
 		}
+		if !grew {
+			t.Fatalf("no text of exactly %d tokens found (stuck at %d tokens)", n, len(tokenize(t, e, text)))
+		}
 	}
-	t.Fatalf("no text of exactly %d tokens found", n)
-	return ""
+	if got := len(tokenize(t, e, text)); got != n {
+		t.Fatalf("text of %d tokens, want %d", got, n)
+	}
+	return text
 }

@@ -89,6 +89,18 @@ func (c *Client) Tokenize(ctx context.Context, text string, addSpecial, parseSpe
 	return tokens, err
 }
 
+// Slots asks the worker for a snapshot of its lanes.
+func (c *Client) Slots(ctx context.Context) (llm.Slots, error) {
+	var slots llm.Slots
+	err := c.do(ctx, call{Op: opSlots}, func(r reply) error {
+		if r.Slots != nil {
+			slots = *r.Slots
+		}
+		return nil
+	})
+	return slots, err
+}
+
 // Generate runs one generation in the worker.
 func (c *Client) Generate(ctx context.Context, req *llm.Request, emit func(llm.Event) error) error {
 	return c.do(ctx, call{Op: opGenerate, Generate: req}, func(r reply) error {

@@ -22,6 +22,7 @@ import (
 const (
 	opGenerate = "generate"
 	opTokenize = "tokenize"
+	opSlots    = "slots"
 )
 
 type call struct {
@@ -35,6 +36,7 @@ type call struct {
 type reply struct {
 	Event  *llm.Event `json:"event,omitempty"`
 	Tokens []int      `json:"tokens,omitempty"`
+	Slots  *llm.Slots `json:"slots,omitempty"`
 	End    bool       `json:"end,omitempty"`
 	Error  *wireError `json:"error,omitempty"`
 }

@@ -60,6 +60,18 @@ func serveConn(conn net.Conn, engine llm.Engine) {
 			return
 		}
 		_ = enc.Encode(reply{End: true, Tokens: tokens})
+	case opSlots:
+		reporter, ok := engine.(llm.SlotsReporter)
+		if !ok {
+			_ = enc.Encode(reply{End: true, Error: &wireError{Kind: kindEngine, Message: "this engine does not report lanes"}})
+			return
+		}
+		slots, err := reporter.Slots(ctx)
+		if err != nil {
+			_ = enc.Encode(reply{End: true, Error: toWire(err)})
+			return
+		}
+		_ = enc.Encode(reply{End: true, Slots: &slots})
 	case opGenerate:
 		if c.Generate == nil {
 			_ = enc.Encode(reply{End: true, Error: &wireError{Kind: kindInvalidInput, Message: "generate call without a request"}})

@@ -144,3 +144,17 @@ func (s *Service) LoadModel(ctx context.Context, name string) (*Model, error) {
 	}
 	return m, nil
 }
+
+// Slots is a snapshot of the model's lanes; a model whose engine is not up reports none.
+func (s *Service) Slots(ctx context.Context, name string) (*Model, llm.Slots, error) {
+	m, err := s.Model(name)
+	if err != nil {
+		return nil, llm.Slots{}, err
+	}
+	reporter, ok := m.Engine.(llm.SlotsReporter)
+	if !ok || !m.Loaded() {
+		return m, llm.Slots{}, nil
+	}
+	slots, err := reporter.Slots(ctx)
+	return m, slots, err
+}

@@ -12,6 +12,48 @@ import (
 func (h *handlers) routesLlamaCpp(r gin.IRouter) {
 	r.GET("/health", h.health)
 	r.GET("/props", Handle(h.props))
+	r.GET("/slots", Handle(h.slots))
+	r.POST("/slots/:id", Handle(retired))
+	r.POST("/slots/:id/:action", Handle(retired))
+}
+
+// retired answers llama.cpp's slot save/restore, which lanes with a shared prefix cache replace.
+func retired(c *gin.Context) error {
+	return &Error{Status: http.StatusNotImplemented, Type: "invalid_request_error", Code: "route_retired",
+		Message: "saving and restoring slots is retired: every request is served warm from the prefix cache without it"}
+}
+
+// slots is llama.cpp's /slots with one aggregate entry for the model's lanes.
+func (h *handlers) slots(c *gin.Context) error {
+	name := c.Query("model")
+	if name == "" {
+		models := h.svc.Models()
+		if len(models) == 0 {
+			return &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Message: "no model is served"}
+		}
+		name = models[0].ID
+	}
+	m, s, err := h.svc.Slots(c.Request.Context(), name)
+	if err != nil {
+		return err
+	}
+	busy := false
+	for _, l := range s.Lanes {
+		busy = busy || l.State != "idle"
+	}
+	info := m.Info()
+	c.JSON(http.StatusOK, []gin.H{{
+		"id": 0, "id_task": -1, "model": m.ID, "n_ctx": info.ContextLength, "speculative": false,
+		"is_processing": busy, "loaded": m.Loaded(),
+		"lanes":                     s.Lanes,
+		"queued":                    s.Queued,
+		"kv_cache":                  gin.H{"used_cells": s.KVUsed, "total_cells": s.KVTotal},
+		"tick":                      s.Tick,
+		"decode_tokens_per_second":  s.DecodeRate,
+		"prefill_tokens_per_second": s.PrefillRate,
+		"totals":                    s.Totals,
+	}})
+	return nil
 }
 
 // health is liveness only: the server answers; models load on their own schedule.

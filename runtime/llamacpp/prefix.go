@@ -1,0 +1,111 @@
+package llamacpp
+
+import (
+	"time"
+
+	"github.com/superfluid/superfluid/runtime/llm"
+)
+
+// minShare is the shortest prefix worth copying from a busy lane or waiting for: below it,
+// recomputing is cheaper than the bookkeeping.
+const minShare = 32
+
+// assign moves queued jobs to free lanes. A job goes to the free lane whose cache shares the
+// longest token prefix with its prompt; when a busy lane holds a longer prefix, that prefix is
+// copied into a free lane instead of recomputed; when a busy lane is still prefilling a prefix
+// the job shares, the job waits for it, so N requests with one long system prompt compute it
+// once. Jobs that wait do not hold up the jobs behind them.
+func (e *Engine) assign() {
+	kept := e.queue[:0]
+	for _, j := range e.queue {
+		if !e.place(j) {
+			kept = append(kept, j)
+		}
+	}
+	e.queue = kept
+}
+
+// place starts j on a lane and reports whether it did.
+func (e *Engine) place(j *job) bool {
+	var free *lane
+	freeCommon := -1
+	for _, l := range e.lanes {
+		if l.job != nil {
+			continue
+		}
+		if c := commonPrefix(l.cache, j.prompt); c > freeCommon || (c == freeCommon && l.lastUsed < free.lastUsed) {
+			free, freeCommon = l, c
+		}
+	}
+	if free == nil {
+		return false
+	}
+	var donor *lane
+	donorCommon := freeCommon
+	for _, l := range e.lanes {
+		if l.job == nil {
+			continue
+		}
+		computed := commonPrefix(l.cache, j.prompt)
+		if computed > donorCommon {
+			donor, donorCommon = l, computed
+		}
+		// The busy lane will compute more of this prompt soon: wait rather than duplicate it.
+		if planned := commonPrefix(l.job.prompt, j.prompt); planned > computed && planned-max(freeCommon, computed) >= minShare {
+			return false
+		}
+	}
+	if donor != nil && donorCommon-freeCommon >= minShare {
+		target := e.evictable()
+		e.copyPrefix(donor, target, donorCommon)
+		e.start(target, j, donorCommon)
+		return true
+	}
+	e.start(free, j, freeCommon)
+	return true
+}
+
+// evictable is the free lane whose cache was used least recently.
+func (e *Engine) evictable() *lane {
+	var victim *lane
+	for _, l := range e.lanes {
+		if l.job == nil && (victim == nil || l.lastUsed < victim.lastUsed) {
+			victim = l
+		}
+	}
+	return victim
+}
+
+// copyPrefix makes dst hold the first n cached tokens of src. Without a unified KV cache
+// llama.cpp copies only whole sequences between streams, so copy all of src and trim.
+func (e *Engine) copyPrefix(src, dst *lane, n int) {
+	e.lctx.KvCacheSeqRm(dst.id, 0, -1)
+	e.lctx.KvCacheSeqCp(src.id, dst.id, -1, -1)
+	e.lctx.KvCacheSeqRm(dst.id, n, -1)
+	dst.cache = append(dst.cache[:0], src.cache[:n]...)
+	e.stats.copies++
+}
+
+// start binds j to lane l, keeping the first common tokens of l's cache.
+func (e *Engine) start(l *lane, j *job, common int) {
+	// At least one prompt token must be decoded to get logits for the first sample.
+	common = min(common, len(j.prompt)-1)
+	if !e.lctx.KvCacheSeqRm(l.id, common, -1) {
+		e.lctx.KvCacheSeqRm(l.id, 0, -1)
+		common = 0
+	}
+	e.clock++
+	l.cache = l.cache[:common]
+	l.job, l.logitIndex, l.lastUsed = j, -1, e.clock
+	j.lane, j.cached, j.started = l.id, common, time.Now()
+	e.stats.requests++
+	e.stats.promptTokens += len(j.prompt)
+	e.stats.cachedTokens += common
+	j.out.put(llm.Event{Started: &llm.Started{PromptTokens: len(j.prompt), CachedTokens: common, Lane: l.id}})
+	for _, t := range j.prompt[max(0, len(j.prompt)-llm.RepeatLastN):] {
+		j.sampler.Accept(t)
+	}
+	if j.maxTokens <= 0 {
+		e.finish(l, llm.FinishLength)
+	}
+}
