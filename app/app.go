@@ -49,7 +49,7 @@ func New(cfg Config) (*App, error) {
 		ContextLength: cfg.ContextLength, Parallel: cfg.Parallel, Threads: cfg.Threads, Log: cfg.WorkerLog,
 	})
 	model.Engine = engine
-	svc := core.New(core.Config{MaxTokens: cfg.MaxTokens}, st, model)
+	svc := core.New(core.Config{MaxTokens: cfg.MaxTokens, Queue: cfg.Queue}, st, model)
 	a := &App{cfg: cfg, store: st, engine: engine, svc: svc,
 		handler: server.New(server.Config{KeepAlive: cfg.KeepAlive}, svc)}
 	go func() {

@@ -66,6 +66,7 @@ func serverFlags(fs *flag.FlagSet, cfg *Config) {
 	fs.IntVar(&cfg.Parallel, "parallel", cfg.Parallel, "requests decoded together (lanes)")
 	fs.IntVar(&cfg.Threads, "threads", cfg.Threads, "CPU threads (0 = chosen from the model size)")
 	fs.IntVar(&cfg.MaxTokens, "max-tokens", cfg.MaxTokens, "default completion cap (0 = fill the context)")
+	fs.IntVar(&cfg.Queue, "queue", cfg.Queue, "requests that may wait for a lane; beyond it the answer is 429 (0 = unbounded)")
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "where the server keeps its data")
 }
 

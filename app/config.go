@@ -21,6 +21,8 @@ type Config struct {
 	Threads       int
 	// MaxTokens caps completions that name no cap; 0 fills the context.
 	MaxTokens int
+	// Queue bounds the generations waiting for a lane; past it requests get 429.
+	Queue int
 	// DataDir holds everything the server writes (the database, later files and caches).
 	DataDir string
 	// KeepAlive is the SSE keep-alive interval.
@@ -39,6 +41,7 @@ func DefaultConfig() Config {
 		Host:          "127.0.0.1",
 		Port:          8453,
 		Parallel:      4,
+		Queue:         64,
 		KeepAlive:     5 * time.Second,
 		DataDir:       defaultDataDir(),
 		WorkerCommand: selfCommand("worker"),

@@ -3,6 +3,7 @@ package llm
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Sentinel errors; dialects map them to their status codes and error types.
@@ -28,3 +29,25 @@ func (e *ContextLengthError) Error() string {
 
 // Unwrap lets errors.Is(err, ErrContextLength) match.
 func (e *ContextLengthError) Unwrap() error { return ErrContextLength }
+
+// OverloadedError says the model's lanes and queue are full, and when to try again.
+type OverloadedError struct {
+	Limit      int
+	RetryAfter time.Duration
+}
+
+func (e *OverloadedError) Error() string {
+	return fmt.Sprintf("the server is busy: %d requests are running or waiting for this model; retry after %s", e.Limit, e.RetryAfter)
+}
+
+// Unwrap lets errors.Is(err, ErrOverloaded) match.
+func (e *OverloadedError) Unwrap() error { return ErrOverloaded }
+
+// RetryAfterSeconds is the whole seconds a client should wait, at least 1.
+func RetryAfterSeconds(err error) int {
+	var oe *OverloadedError
+	if errors.As(err, &oe) {
+		return max(1, int((oe.RetryAfter+time.Second-1)/time.Second))
+	}
+	return 1
+}

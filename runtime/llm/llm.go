@@ -121,7 +121,10 @@ type Started struct {
 
 // Done closes a successful generation.
 type Done struct {
-	FinishReason string  `json:"finish_reason"`
+	FinishReason string `json:"finish_reason"`
+	// StopSequence is the stop string that ended the generation (FinishReason "stop"); "" when
+	// the model ended it (EOS) or it was cut.
+	StopSequence string  `json:"stop_sequence,omitempty"`
 	Usage        Usage   `json:"usage"`
 	Timings      Timings `json:"timings"`
 	Lane         int     `json:"lane"`

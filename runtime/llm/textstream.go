@@ -21,6 +21,7 @@ type TextStream struct {
 	pending []byte // pushed but not yet emitted
 	waiting int    // pushes since the last one that returned text
 	stopped bool
+	matched string // the stop string that ended the stream
 }
 
 // NewTextStream returns a stream that stops at any of stops.
@@ -43,8 +44,8 @@ func (t *TextStream) Push(piece []byte) (out string, stopped bool) {
 	}
 	t.waiting++
 	t.pending = append(t.pending, piece...)
-	if at, ok := t.firstStop(); ok {
-		t.stopped = true
+	if at, stop, ok := t.firstStop(); ok {
+		t.stopped, t.matched = true, stop
 		out = validText(t.pending[:at])
 		t.pending = t.pending[:0]
 		if out != "" {
@@ -76,15 +77,18 @@ func (t *TextStream) Flush() string {
 	return out
 }
 
+// StopSequence returns the stop string that ended the stream, or "" while none has.
+func (t *TextStream) StopSequence() string { return t.matched }
+
 // Pending returns how many pushed tokens the returned text does not yet account for: the number
 // of Push calls since the last Push (or Flush) that returned text. A Push that returns text
 // resets it to 0, so the count to attach to that text is Pending() before the Push, plus one.
 func (t *TextStream) Pending() int { return t.waiting }
 
-// firstStop finds where the stop string that completes first in pending starts. Text before
-// pending holds no stop string, and no part of one that continues into pending (Push held back
-// every such prefix), so searching pending alone is enough.
-func (t *TextStream) firstStop() (start int, found bool) {
+// firstStop finds where the stop string that completes first in pending starts, and which one
+// it is. Text before pending holds no stop string, and no part of one that continues into
+// pending (Push held back every such prefix), so searching pending alone is enough.
+func (t *TextStream) firstStop() (start int, stop string, found bool) {
 	bestEnd := 0
 	for _, s := range t.stops {
 		i := bytes.Index(t.pending, s)
@@ -93,10 +97,10 @@ func (t *TextStream) firstStop() (start int, found bool) {
 		}
 		end := i + len(s)
 		if !found || end < bestEnd || (end == bestEnd && i < start) {
-			start, bestEnd, found = i, end, true
+			start, stop, bestEnd, found = i, string(s), end, true
 		}
 	}
-	return start, found
+	return start, stop, found
 }
 
 // stopPrefix returns the length of the longest suffix of pending that is a proper prefix of a

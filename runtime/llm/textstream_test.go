@@ -142,3 +142,29 @@ func FuzzTextStream(f *testing.F) {
 		}
 	})
 }
+
+func TestTextStreamStopSequence(t *testing.T) {
+	tests := []struct {
+		name   string
+		stops  []string
+		pieces []string
+		want   string
+	}{
+		{"no stop", []string{"</s>"}, []string{"Hello"}, ""},
+		{"stop across pieces", []string{"x", "</s>"}, []string{"Hi<", "/s", ">more"}, "</s>"},
+		{"shorter stop completes first", []string{"abc", "ab"}, []string{"xa", "bc"}, "ab"},
+		{"same end: longer stop wins", []string{"bc", "abc"}, []string{"xab", "c"}, "abc"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := NewTextStream(tt.stops)
+			for _, p := range tt.pieces {
+				ts.Push([]byte(p))
+			}
+			ts.Flush()
+			if got := ts.StopSequence(); got != tt.want {
+				t.Errorf("StopSequence = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/chat"
@@ -30,6 +31,8 @@ type Model struct {
 	Architecture  string
 	Size          int64
 	Created       time.Time
+
+	inflight atomic.Int64 // generations running or queued on the engine
 }
 
 // Matches reports whether name refers to this model: its id or its full path.
@@ -56,10 +59,13 @@ func (m *Model) Info() llm.ModelInfo {
 	return info
 }
 
-// Config holds the operator's generation defaults.
+// Config holds the operator's generation defaults and limits.
 type Config struct {
 	// MaxTokens caps completions that name no cap (--max-tokens); 0 fills the context.
 	MaxTokens int
+	// Queue is how many generations may wait for a lane beyond the lanes themselves (--queue);
+	// past it requests are refused with llm.OverloadedError. 0 means no bound.
+	Queue int
 }
 
 // Service is the core.
@@ -157,4 +163,19 @@ func (s *Service) Slots(ctx context.Context, name string) (*Model, llm.Slots, er
 	}
 	slots, err := reporter.Slots(ctx)
 	return m, slots, err
+}
+
+// admit reserves n generations on m, or refuses when the lanes and the queue are full.
+func (s *Service) admit(m *Model, n int) (release func(), err error) {
+	total := m.inflight.Add(int64(n))
+	release = func() { m.inflight.Add(-int64(n)) }
+	if s.cfg.Queue <= 0 {
+		return release, nil
+	}
+	limit := max(1, m.Info().Parallel) + s.cfg.Queue
+	if total > int64(limit) {
+		release()
+		return nil, &llm.OverloadedError{Limit: limit, RetryAfter: time.Second}
+	}
+	return release, nil
 }

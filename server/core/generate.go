@@ -112,6 +112,11 @@ func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n in
 	if gen.MaxTokens == 0 {
 		gen.MaxTokens = s.cfg.MaxTokens
 	}
+	release, err := s.admit(m, n)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	res := &Result{Model: m, Choices: make([]llm.Done, n)}

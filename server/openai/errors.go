@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 
@@ -15,11 +16,13 @@ import (
 
 // Error is an OpenAI API error with its HTTP status.
 type Error struct {
-	Status  int
-	Type    string
-	Code    string
-	Param   string
-	Message string
+	Status int
+	// RetryAfter, when set, is sent as the Retry-After header (seconds).
+	RetryAfter int
+	Type       string
+	Code       string
+	Param      string
+	Message    string
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -60,7 +63,8 @@ func toError(err error) *Error {
 	case errors.Is(err, llm.ErrInvalidInput):
 		return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: err.Error()}
 	case errors.Is(err, llm.ErrOverloaded):
-		return &Error{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "concurrency_limit_exceeded", Message: err.Error()}
+		return &Error{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "concurrency_limit_exceeded",
+			Message: err.Error(), RetryAfter: llm.RetryAfterSeconds(err)}
 	case errors.Is(err, context.Canceled):
 		return &Error{Status: 499, Type: "invalid_request_error", Message: "the client closed the request"}
 	default:
@@ -95,5 +99,8 @@ func Handle(h Handler) gin.HandlerFunc {
 // WriteError renders err as an OpenAI error response.
 func WriteError(c *gin.Context, err error) {
 	e := toError(err)
+	if e.RetryAfter > 0 {
+		c.Header("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
 	c.JSON(e.Status, e.wire())
 }
