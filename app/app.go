@@ -51,7 +51,8 @@ func New(cfg Config) (*App, error) {
 	model.Engine = engine
 	svc := core.New(core.Config{MaxTokens: cfg.MaxTokens, Queue: cfg.Queue}, st, model)
 	a := &App{cfg: cfg, store: st, engine: engine, svc: svc,
-		handler: server.New(server.Config{KeepAlive: cfg.KeepAlive}, svc)}
+		handler: server.New(server.Config{KeepAlive: cfg.KeepAlive, CompletionBurst: cfg.CompletionBurst,
+			CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline}, svc)}
 	go func() {
 		// Load eagerly so the first request is fast; a failure is reported to that request.
 		if err := engine.Start(context.Background()); err != nil {
@@ -130,6 +131,9 @@ func describeModel(cfg Config) (*core.Model, error) {
 			m.ContextLength = min(f.ContextLength(), 4096)
 		}
 		m.BOS, m.EOS = specialText(f, "bos"), specialText(f, "eos")
+		if fim, ok := f.FIMTokens(); ok {
+			m.FIM = &core.FIMTokens{Prefix: fim.Prefix, Suffix: fim.Suffix, Middle: fim.Middle}
+		}
 	}
 	source := ""
 	if f != nil {

@@ -135,7 +135,9 @@ func (s sample) decodeRate() float64 {
 	return float64(s.tokens-1) / s.last.Sub(s.first).Seconds()
 }
 
-func (s sample) prefillRate() float64 { return float64(s.promptTokens) / s.first.Sub(s.start).Seconds() }
+func (s sample) prefillRate() float64 {
+	return float64(s.promptTokens) / s.first.Sub(s.start).Seconds()
+}
 
 func directSample(e *llamacpp.Engine, prompt string, tokens int) (sample, error) {
 	zero := 0.0

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 )
 
 const usage = `superfluid — a local LLM server speaking the OpenAI API
@@ -68,6 +69,16 @@ func serverFlags(fs *flag.FlagSet, cfg *Config) {
 	fs.IntVar(&cfg.MaxTokens, "max-tokens", cfg.MaxTokens, "default completion cap (0 = fill the context)")
 	fs.IntVar(&cfg.Queue, "queue", cfg.Queue, "requests that may wait for a lane; beyond it the answer is 429 (0 = unbounded)")
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "where the server keeps its data")
+	fs.IntVar(&cfg.CompletionBurst, "completion-burst", cfg.CompletionBurst, "fill-in-the-middle requests a client may send at once (0 = no limit)")
+	fs.Float64Var(&cfg.CompletionRate, "completion-rate", cfg.CompletionRate, "fill-in-the-middle requests per second a client's allowance refills at")
+	fs.Func("completion-deadline-ms", "cut fill-in-the-middle generations after this many milliseconds (0 = none)", func(v string) error {
+		ms, err := strconv.Atoi(v)
+		if err != nil || ms < 0 {
+			return fmt.Errorf("want a whole number of milliseconds, got %q", v)
+		}
+		cfg.CompletionDeadline = time.Duration(ms) * time.Millisecond
+		return nil
+	})
 }
 
 // parseWithModel parses flags placed before or after the one positional MODEL argument.

@@ -23,6 +23,11 @@ type Config struct {
 	MaxTokens int
 	// Queue bounds the generations waiting for a lane; past it requests get 429.
 	Queue int
+	// CompletionBurst and CompletionRate are the per-client fill-in-the-middle token bucket;
+	// CompletionDeadline cuts fill-in-the-middle generations (0 = none).
+	CompletionBurst    int
+	CompletionRate     float64
+	CompletionDeadline time.Duration
 	// DataDir holds everything the server writes (the database, later files and caches).
 	DataDir string
 	// KeepAlive is the SSE keep-alive interval.
@@ -38,13 +43,15 @@ type Config struct {
 // DefaultConfig is the configuration before flags.
 func DefaultConfig() Config {
 	return Config{
-		Host:          "127.0.0.1",
-		Port:          8453,
-		Parallel:      4,
-		Queue:         64,
-		KeepAlive:     5 * time.Second,
-		DataDir:       defaultDataDir(),
-		WorkerCommand: selfCommand("worker"),
+		Host:            "127.0.0.1",
+		Port:            8453,
+		Parallel:        4,
+		Queue:           64,
+		CompletionBurst: 20,
+		CompletionRate:  10,
+		KeepAlive:       5 * time.Second,
+		DataDir:         defaultDataDir(),
+		WorkerCommand:   selfCommand("worker"),
 	}
 }
 

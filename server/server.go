@@ -10,7 +10,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/superfluid/superfluid/server/anthropic"
 	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/ollama"
 	"github.com/superfluid/superfluid/server/openai"
 )
 
@@ -18,6 +20,10 @@ import (
 type Config struct {
 	// KeepAlive is the SSE keep-alive interval; 0 disables keep-alives.
 	KeepAlive time.Duration
+	// Fill-in-the-middle limits: per-client token bucket and generation deadline.
+	CompletionBurst    int
+	CompletionRate     float64
+	CompletionDeadline time.Duration
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -27,12 +33,23 @@ func New(cfg Config, svc *core.Service) http.Handler {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	r.Use(recovery)
-	openai.Routes(r, svc, openai.Options{KeepAlive: cfg.KeepAlive})
+	openai.Routes(r, svc, openai.Options{KeepAlive: cfg.KeepAlive, CompletionBurst: cfg.CompletionBurst,
+		CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline})
+	ollama.Routes(r, svc)
+	anthropic.Routes(r, svc, anthropic.Options{KeepAlive: cfg.KeepAlive})
 	r.NoRoute(func(c *gin.Context) {
+		if ollama.Owns(c.Request.URL.Path) {
+			ollama.NoRoute(c)
+			return
+		}
 		openai.WriteError(c, &openai.Error{Status: http.StatusNotFound, Type: "invalid_request_error",
 			Message: fmt.Sprintf("unknown route %s %s", c.Request.Method, c.Request.URL.Path)})
 	})
 	r.NoMethod(func(c *gin.Context) {
+		if ollama.Owns(c.Request.URL.Path) {
+			ollama.NoMethod(c)
+			return
+		}
 		openai.WriteError(c, &openai.Error{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error",
 			Message: fmt.Sprintf("%s is not allowed on %s", c.Request.Method, c.Request.URL.Path)})
 	})

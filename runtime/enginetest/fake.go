@@ -83,11 +83,15 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 		return err
 	}
 	text := llm.NewTextStream(req.Stop)
-	reason, generated := llm.FinishStop, 0
+	reason, generated, expired := llm.FinishStop, 0, false
 	pending := 0 // tokens whose text the stream still holds back, as the real engine counts them
 	for i := 0; i < len(e.Reply); i++ {
 		if generated >= limit {
 			reason = llm.FinishLength
+			break
+		}
+		if !req.Deadline.IsZero() && time.Now().After(req.Deadline) {
+			reason, expired = llm.FinishLength, true
 			break
 		}
 		if e.Fail != nil && generated >= e.FailAfter {
@@ -120,7 +124,9 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 	}
 	return emit(llm.Event{Done: &llm.Done{
 		FinishReason: reason,
+		StopSequence: text.StopSequence(),
 		Usage:        llm.Usage{PromptTokens: len(prompt), CompletionTokens: generated},
+		Expired:      expired,
 	}})
 }
 

@@ -24,6 +24,7 @@ type job struct {
 	pending   int // tokens sampled but not yet reflected in an emitted event
 	cached    int
 	lane      int
+	expired   bool
 
 	submitted, started, firstToken time.Time
 }
@@ -125,3 +126,7 @@ func mergeText(events []llm.Event) []llm.Event {
 }
 
 func isText(ev llm.Event) bool { return ev.Started == nil && ev.Done == nil }
+
+func (j *job) expiredAt(now time.Time) bool {
+	return !j.req.Deadline.IsZero() && now.After(j.req.Deadline)
+}

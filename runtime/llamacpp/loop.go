@@ -92,6 +92,29 @@ func (e *Engine) dropCancelled() {
 			l.job = nil
 		}
 	}
+	e.expire()
+}
+
+// expire finishes jobs whose deadline has passed, queued ones included, with what they have.
+func (e *Engine) expire() {
+	now := time.Now()
+	for _, l := range e.lanes {
+		if j := l.job; j != nil && j.expiredAt(now) {
+			j.expired = true
+			e.finish(l, llm.FinishLength)
+		}
+	}
+	kept := e.queue[:0]
+	for _, j := range e.queue {
+		if !j.expiredAt(now) {
+			kept = append(kept, j)
+			continue
+		}
+		j.expired, j.started, j.lane = true, now, -1
+		j.out.put(llm.Event{Started: &llm.Started{PromptTokens: len(j.prompt), Lane: -1}})
+		e.finish(&lane{id: -1, job: j}, llm.FinishLength)
+	}
+	e.queue = kept
 }
 
 func commonPrefix(a, b []int) int {

@@ -50,13 +50,15 @@ func (e *Engine) finish(l *lane, reason string) {
 	}
 	j.out.put(llm.Event{Done: &llm.Done{
 		FinishReason: reason,
+		StopSequence: j.text.StopSequence(),
 		Usage:        llm.Usage{PromptTokens: len(j.prompt), CompletionTokens: j.generated, CachedTokens: j.cached},
 		Timings: llm.Timings{
 			Queue:   j.started.Sub(j.submitted),
 			Prefill: first.Sub(j.started),
 			Decode:  now.Sub(first),
 		},
-		Lane: l.id,
+		Lane:    l.id,
+		Expired: j.expired,
 	}})
 	j.out.finish(nil)
 }

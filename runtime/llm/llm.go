@@ -57,6 +57,9 @@ type Request struct {
 	Stop      []string `json:"stop,omitempty"`
 	IgnoreEOS bool     `json:"ignore_eos,omitempty"`
 	Sampling  Sampling `json:"sampling"`
+	// Deadline, when set, cuts the generation: past it the engine finishes with "length" and
+	// Done.Expired (the completion scheduling class, --completion-deadline-ms).
+	Deadline time.Time `json:"deadline,omitzero"`
 	// Format constrains the output: "" (free text), "json" (any JSON value) or "schema"
 	// (JSON matching Schema).
 	Format string          `json:"format,omitempty"`
@@ -128,6 +131,8 @@ type Done struct {
 	Usage        Usage   `json:"usage"`
 	Timings      Timings `json:"timings"`
 	Lane         int     `json:"lane"`
+	// Expired reports whether the request's deadline cut the generation.
+	Expired bool `json:"expired,omitempty"`
 }
 
 // Usage counts tokens the OpenAI way.

@@ -28,9 +28,11 @@ type Model struct {
 	BOS, EOS string
 	// ContextLength is the window known before the engine loads (flag or GGUF metadata).
 	ContextLength int
-	Architecture  string
-	Size          int64
-	Created       time.Time
+	// FIM holds the fill-in-the-middle markers; nil when the model has none.
+	FIM          *FIMTokens
+	Architecture string
+	Size         int64
+	Created      time.Time
 
 	inflight atomic.Int64 // generations running or queued on the engine
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/ratelimit"
 	"github.com/superfluid/superfluid/server/sse"
 )
 
@@ -26,20 +27,29 @@ const fingerprint = "superfluid"
 type Options struct {
 	// KeepAlive is the interval of SSE comment keep-alives; 0 disables them.
 	KeepAlive time.Duration
+	// CompletionBurst and CompletionRate are the per-client fill-in-the-middle token bucket
+	// (--completion-burst, --completion-rate per second); a burst of 0 disables it.
+	CompletionBurst int
+	CompletionRate  float64
+	// CompletionDeadline cuts fill-in-the-middle generations (--completion-deadline-ms); 0 = none.
+	CompletionDeadline time.Duration
 }
 
 type handlers struct {
 	svc  *core.Service
 	opts Options
+	fim  *ratelimit.Buckets
 }
 
 // Routes registers the OpenAI routes on r.
 func Routes(r gin.IRouter, svc *core.Service, opts Options) {
-	h := &handlers{svc: svc, opts: opts}
+	h := &handlers{svc: svc, opts: opts, fim: ratelimit.New(opts.CompletionBurst, opts.CompletionRate)}
+	r.POST("/v1/completions", Handle(h.completions))
 	r.POST("/v1/chat/completions", Handle(h.chatCompletions))
 	r.GET("/v1/models", Handle(h.listModels))
 	r.GET("/v1/models/*model", Handle(h.getModel))
 	r.POST("/v1/tokenize", Handle(h.tokenize))
+	h.routesResponses(r)
 	h.routesLlamaCpp(r)
 }
 

@@ -9,33 +9,38 @@ import (
 
 // chatRequest is the wire form of POST /v1/chat/completions.
 type chatRequest struct {
-	Model               *string            `json:"model"`
-	Messages            []message          `json:"messages"`
-	MaxCompletionTokens *int               `json:"max_completion_tokens"`
-	MaxTokens           *int               `json:"max_tokens"`
-	Stream              bool               `json:"stream"`
-	StreamOptions       *streamOptions     `json:"stream_options"`
-	N                   *int               `json:"n"`
-	Temperature         *float64           `json:"temperature"`
-	TopP                *float64           `json:"top_p"`
-	TopK                *int               `json:"top_k"`
-	MinP                *float64           `json:"min_p"`
-	Seed                *int64             `json:"seed"`
-	PresencePenalty     *float64           `json:"presence_penalty"`
-	FrequencyPenalty    *float64           `json:"frequency_penalty"`
-	RepeatPenalty       *float64           `json:"repeat_penalty"`
-	RepetitionPenalty   *float64           `json:"repetition_penalty"`
-	Stop                stopList           `json:"stop"`
-	LogitBias           map[string]float64 `json:"logit_bias"`
-	IgnoreEOS           bool               `json:"ignore_eos"`
-	ChatTemplateKwargs  map[string]any     `json:"chat_template_kwargs"`
-	EnableThinking      *bool              `json:"enable_thinking"`
+	Model               *string   `json:"model"`
+	Messages            []message `json:"messages"`
+	MaxCompletionTokens *int      `json:"max_completion_tokens"`
+	MaxTokens           *int      `json:"max_tokens"`
+	Stream              bool      `json:"stream"`
+	samplingParams
+	StreamOptions      *streamOptions     `json:"stream_options"`
+	N                  *int               `json:"n"`
+	Stop               stopList           `json:"stop"`
+	LogitBias          map[string]float64 `json:"logit_bias"`
+	ChatTemplateKwargs map[string]any     `json:"chat_template_kwargs"`
+	EnableThinking     *bool              `json:"enable_thinking"`
 
 	// Accepted by OpenAI but not served yet: refused with a clear 400 rather than ignored.
 	Logprobs       *bool           `json:"logprobs"`
 	TopLogprobs    *int            `json:"top_logprobs"`
 	Tools          json.RawMessage `json:"tools"`
 	ResponseFormat *responseFormat `json:"response_format"`
+}
+
+// samplingParams are the sampler fields chat and text completions share.
+type samplingParams struct {
+	Temperature       *float64 `json:"temperature"`
+	TopP              *float64 `json:"top_p"`
+	TopK              *int     `json:"top_k"`
+	MinP              *float64 `json:"min_p"`
+	Seed              *int64   `json:"seed"`
+	PresencePenalty   *float64 `json:"presence_penalty"`
+	FrequencyPenalty  *float64 `json:"frequency_penalty"`
+	RepeatPenalty     *float64 `json:"repeat_penalty"`
+	RepetitionPenalty *float64 `json:"repetition_penalty"`
+	IgnoreEOS         bool     `json:"ignore_eos"`
 }
 
 type streamOptions struct {

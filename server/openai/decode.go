@@ -48,7 +48,8 @@ func decodeError(err error) *Error {
 	case errors.As(err, &e):
 		return e
 	case errors.As(err, &typeErr):
-		param := typeErr.Field
+		// Fields of embedded structs come with the Go type's name in front; clients know only the JSON path.
+		param := strings.ReplaceAll(typeErr.Field, "samplingParams.", "")
 		if param == "" {
 			return invalid("", "the request body must be a JSON object")
 		}

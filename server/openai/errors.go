@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/core"
 )
 
 // Error is an OpenAI API error with its HTTP status.
@@ -56,6 +57,8 @@ func toError(err error) *Error {
 	switch {
 	case errors.As(err, &e):
 		return e
+	case errors.Is(err, core.ErrFIMUnsupported):
+		return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "fim_unsupported", Param: "suffix", Message: err.Error()}
 	case errors.As(err, &cl):
 		return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "context_length_exceeded", Param: "messages", Message: err.Error()}
 	case errors.Is(err, llm.ErrModelNotFound):

@@ -14,58 +14,18 @@ func toGeneration(req *chatRequest) (*llm.Request, error) {
 		name string
 		v    *int
 	}{{"max_tokens", req.MaxTokens}, {"max_completion_tokens", req.MaxCompletionTokens}} {
-		if cap.v == nil {
-			continue
+		if err := checkCap(cap.name, cap.v); err != nil {
+			return nil, err
 		}
-		if *cap.v < 0 {
-			return nil, invalid(cap.name, fmt.Sprintf("%s must be a positive integer, got %d", cap.name, *cap.v))
+		if cap.v != nil {
+			gen.MaxTokens = *cap.v // max_completion_tokens comes second, so it wins
 		}
-		gen.MaxTokens = *cap.v // max_completion_tokens comes second, so it wins
+	}
+	var err error
+	if gen.Sampling, err = toSampling(&req.samplingParams); err != nil {
+		return nil, err
 	}
 	s := &gen.Sampling
-	checks := []struct {
-		name     string
-		v        *float64
-		min, max float64
-		dst      **float64
-	}{
-		{"temperature", req.Temperature, 0, 2, &s.Temperature},
-		{"top_p", req.TopP, 0, 1, &s.TopP},
-		{"min_p", req.MinP, 0, 1, &s.MinP},
-		{"repeat_penalty", req.RepetitionPenalty, 0, 10, &s.RepeatPenalty},
-		{"repeat_penalty", req.RepeatPenalty, 0, 10, &s.RepeatPenalty},
-	}
-	for _, c := range checks {
-		if c.v == nil {
-			continue
-		}
-		if *c.v < c.min || *c.v > c.max {
-			return nil, invalid(c.name, fmt.Sprintf("%s must be between %g and %g, got %g", c.name, c.min, c.max, *c.v))
-		}
-		*c.dst = c.v
-	}
-	for _, p := range []struct {
-		name string
-		v    *float64
-		dst  *float64
-	}{{"presence_penalty", req.PresencePenalty, &s.PresencePenalty}, {"frequency_penalty", req.FrequencyPenalty, &s.FrequencyPenalty}} {
-		if p.v == nil {
-			continue
-		}
-		if *p.v < -2 || *p.v > 2 {
-			return nil, invalid(p.name, fmt.Sprintf("%s must be between -2 and 2, got %g", p.name, *p.v))
-		}
-		*p.dst = *p.v
-	}
-	if req.TopK != nil {
-		if *req.TopK < 0 {
-			return nil, invalid("top_k", fmt.Sprintf("top_k must be 0 (off) or positive, got %d", *req.TopK))
-		}
-		s.TopK = req.TopK
-	}
-	if req.Seed != nil {
-		s.Seed = uint64(*req.Seed) // 0 stays "unseeded", as the spec says
-	}
 	if len(req.LogitBias) > 0 {
 		s.LogitBias = make(map[int]float64, len(req.LogitBias))
 		for k, v := range req.LogitBias {
@@ -100,4 +60,60 @@ func refuseUnserved(req *chatRequest) error {
 		return unsupported("response_format", fmt.Sprintf("response_format %q is not supported by this server yet; use text", req.ResponseFormat.Type))
 	}
 	return nil
+}
+
+func checkCap(name string, v *int) error {
+	if v != nil && *v < 0 {
+		return invalid(name, fmt.Sprintf("%s must be a positive integer, got %d", name, *v))
+	}
+	return nil
+}
+
+// toSampling validates the sampler fields; each bad value names its parameter.
+func toSampling(p *samplingParams) (llm.Sampling, error) {
+	var s llm.Sampling
+	checks := []struct {
+		name     string
+		v        *float64
+		min, max float64
+		dst      **float64
+	}{
+		{"temperature", p.Temperature, 0, 2, &s.Temperature},
+		{"top_p", p.TopP, 0, 1, &s.TopP},
+		{"min_p", p.MinP, 0, 1, &s.MinP},
+		{"repeat_penalty", p.RepetitionPenalty, 0, 10, &s.RepeatPenalty},
+		{"repeat_penalty", p.RepeatPenalty, 0, 10, &s.RepeatPenalty},
+	}
+	for _, c := range checks {
+		if c.v == nil {
+			continue
+		}
+		if *c.v < c.min || *c.v > c.max {
+			return s, invalid(c.name, fmt.Sprintf("%s must be between %g and %g, got %g", c.name, c.min, c.max, *c.v))
+		}
+		*c.dst = c.v
+	}
+	for _, pen := range []struct {
+		name string
+		v    *float64
+		dst  *float64
+	}{{"presence_penalty", p.PresencePenalty, &s.PresencePenalty}, {"frequency_penalty", p.FrequencyPenalty, &s.FrequencyPenalty}} {
+		if pen.v == nil {
+			continue
+		}
+		if *pen.v < -2 || *pen.v > 2 {
+			return s, invalid(pen.name, fmt.Sprintf("%s must be between -2 and 2, got %g", pen.name, *pen.v))
+		}
+		*pen.dst = *pen.v
+	}
+	if p.TopK != nil {
+		if *p.TopK < 0 {
+			return s, invalid("top_k", fmt.Sprintf("top_k must be 0 (off) or positive, got %d", *p.TopK))
+		}
+		s.TopK = p.TopK
+	}
+	if p.Seed != nil {
+		s.Seed = uint64(*p.Seed) // 0 stays "unseeded", as the spec says
+	}
+	return s, nil
 }

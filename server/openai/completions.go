@@ -1,0 +1,212 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/sse"
+)
+
+// completionRequest is POST /v1/completions. Per the spec it does not read stop, n,
+// logit_bias, response_format or tools.
+type completionRequest struct {
+	Model     *string         `json:"model"`
+	Prompt    json.RawMessage `json:"prompt"`
+	Suffix    *string         `json:"suffix"`
+	FIMMode   string          `json:"fim_mode"`
+	Stream    bool            `json:"stream"`
+	Echo      bool            `json:"echo"`
+	MaxTokens *int            `json:"max_tokens"`
+	Logprobs  *int            `json:"logprobs"`
+	samplingParams
+	StreamOptions *streamOptions `json:"stream_options"`
+}
+
+// defaultCompletionTokens caps a text completion that names no cap when --max-tokens is unset.
+const defaultCompletionTokens = 128
+
+type textCompletion struct {
+	ID                string       `json:"id"`
+	Object            string       `json:"object"`
+	Created           int64        `json:"created"`
+	Model             string       `json:"model"`
+	SystemFingerprint string       `json:"system_fingerprint"`
+	Choices           []textChoice `json:"choices"`
+	Usage             *usage       `json:"usage,omitempty"`
+	Superfluid        *fimExtra    `json:"superfluid,omitempty"`
+}
+
+type textChoice struct {
+	Text         string    `json:"text"`
+	Index        int       `json:"index"`
+	Logprobs     *struct{} `json:"logprobs"`
+	FinishReason *string   `json:"finish_reason"`
+}
+
+// fimExtra is superfluid's object on a completion reply.
+type fimExtra struct {
+	Cached   int    `json:"cached"`
+	Expired  bool   `json:"expired"`
+	ServedBy string `json:"served_by"`
+}
+
+func (h *handlers) completions(c *gin.Context) error {
+	var req completionRequest
+	if err := decode(c.Request, &req); err != nil {
+		return err
+	}
+	prompt, err := completionPrompt(&req)
+	if err != nil {
+		return err
+	}
+	gen := llm.Request{IgnoreEOS: req.IgnoreEOS}
+	if gen.Sampling, err = toSampling(&req.samplingParams); err != nil {
+		return err
+	}
+	if err := checkCap("max_tokens", req.MaxTokens); err != nil {
+		return err
+	}
+	gen.MaxTokens = h.svc.Config().MaxTokens
+	if req.MaxTokens != nil {
+		gen.MaxTokens = *req.MaxTokens
+	}
+	if gen.MaxTokens == 0 {
+		gen.MaxTokens = defaultCompletionTokens
+	}
+	id := newID("cmpl-")
+	run := func(emit core.Emit) (*core.Result, error) {
+		if req.Suffix == nil {
+			return h.svc.Complete(c.Request.Context(), &core.CompletionRequest{
+				ID: id, Endpoint: "/v1/completions", Stream: req.Stream, Model: *req.Model, Generation: withPrompt(gen, prompt),
+			}, emit)
+		}
+		if ok, wait := h.fim.Take(c.ClientIP()); !ok {
+			secs := max(1, int((wait+time.Second-1)/time.Second))
+			return nil, &Error{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "completion_rate_limited", RetryAfter: secs,
+				Message: fmt.Sprintf("too many fill-in-the-middle requests from this client; retry in %d s", secs)}
+		}
+		if h.opts.CompletionDeadline > 0 {
+			gen.Deadline = time.Now().Add(h.opts.CompletionDeadline)
+		}
+		return h.svc.Infill(c.Request.Context(), &core.InfillRequest{
+			ID: id, Endpoint: "/v1/completions", Stream: req.Stream, Model: *req.Model,
+			Prefix: prompt, Suffix: *req.Suffix, Mode: req.FIMMode, Generation: gen,
+		}, emit)
+	}
+	echo := ""
+	if req.Echo {
+		echo = prompt
+	}
+	base := textCompletion{ID: id, Object: "text_completion", Created: time.Now().Unix(), Model: *req.Model, SystemFingerprint: fingerprint}
+	if req.Stream {
+		return h.streamCompletion(c, base, echo, run)
+	}
+	var text strings.Builder
+	text.WriteString(echo)
+	res, err := run(func(_ int, ev llm.Event) error {
+		text.WriteString(ev.Text)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	d := res.Choices[0]
+	reply := base
+	reply.Model = res.Model.ID
+	u := toUsage(d.Usage)
+	reply.Usage, reply.Superfluid = &u, &fimExtra{Cached: d.Usage.CachedTokens, Expired: d.Expired, ServedBy: res.Model.ID}
+	reply.Choices = []textChoice{{Text: text.String(), FinishReason: &d.FinishReason}}
+	c.Header(WarmHeader, strconv.Itoa(d.Usage.CachedTokens))
+	c.JSON(http.StatusOK, reply)
+	return nil
+}
+
+func withPrompt(gen llm.Request, prompt string) llm.Request {
+	gen.Prompt = prompt
+	return gen
+}
+
+// completionPrompt validates the request shape and returns the prompt string.
+func completionPrompt(req *completionRequest) (string, error) {
+	if req.Model == nil || *req.Model == "" {
+		return "", invalid("model", "you must provide a model parameter; GET /v1/models lists the served models")
+	}
+	p := bytes.TrimSpace(req.Prompt)
+	if len(p) == 0 || p[0] != '"' {
+		return "", invalid("prompt", "prompt must be a string; arrays of strings and token ids are not accepted")
+	}
+	var prompt string
+	if err := json.Unmarshal(p, &prompt); err != nil {
+		return "", invalid("prompt", "prompt must be a string")
+	}
+	if req.Suffix != nil {
+		if req.Echo {
+			return "", unsupported("echo", "echo cannot be combined with suffix (fill-in-the-middle)")
+		}
+		if req.Logprobs != nil {
+			return "", unsupported("logprobs", "logprobs cannot be combined with suffix (fill-in-the-middle)")
+		}
+		if req.FIMMode != "" && req.FIMMode != core.FIMPrefixSuffixMiddle && req.FIMMode != core.FIMSuffixPrefixMiddle {
+			return "", invalid("fim_mode", fmt.Sprintf("fim_mode must be psm or spm, got %q", req.FIMMode))
+		}
+	}
+	if req.Logprobs != nil {
+		if *req.Logprobs < 0 || *req.Logprobs > 20 {
+			return "", invalid("logprobs", fmt.Sprintf("logprobs must be between 0 and 20, got %d", *req.Logprobs))
+		}
+		if *req.Logprobs > 0 {
+			return "", unsupported("logprobs", "logprobs are not supported by this server yet; remove logprobs")
+		}
+	}
+	if prompt == "" && req.Suffix == nil {
+		return "", invalid("prompt", "prompt is empty")
+	}
+	return prompt, nil
+}
+
+func (h *handlers) streamCompletion(c *gin.Context, base textCompletion, echo string, run func(core.Emit) (*core.Result, error)) error {
+	s := sse.New(c.Writer, h.opts.KeepAlive)
+	defer s.Close()
+	frame := func(text string, finish *string) textCompletion {
+		ch := base
+		ch.Choices = []textChoice{{Text: text, FinishReason: finish}}
+		return ch
+	}
+	_, err := run(func(_ int, ev llm.Event) error {
+		switch {
+		case ev.Started != nil:
+			s.SetHeader(WarmHeader, strconv.Itoa(ev.Started.CachedTokens))
+			if echo != "" {
+				return s.Data(frame(echo, nil))
+			}
+			s.Commit()
+			return nil
+		case ev.Done != nil:
+			last := frame("", &ev.Done.FinishReason)
+			u := toUsage(ev.Done.Usage)
+			last.Usage = &u
+			last.Superfluid = &fimExtra{Cached: ev.Done.Usage.CachedTokens, Expired: ev.Done.Expired, ServedBy: base.Model}
+			return s.Data(last)
+		case ev.Text != "":
+			return s.Data(frame(ev.Text, nil))
+		}
+		return nil
+	})
+	if err != nil {
+		if !s.Committed() {
+			return err
+		}
+		_ = s.Data(toError(err).wire())
+	}
+	_ = s.Done()
+	return nil
+}
