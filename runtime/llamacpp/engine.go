@@ -44,7 +44,9 @@ type Engine struct {
 	queue     []*job
 	batchSize int
 	stats     stats
-	clock     uint64 // advances on every lane assignment; orders lanes by recent use
+	// vocabulary is built on the first constrained request.
+	vocabulary vocabulary
+	clock      uint64 // advances on every lane assignment; orders lanes by recent use
 
 	closeOnce sync.Once
 	// modelMu keeps Close from freeing the model under a caller outside the loop (Tokenize,
@@ -192,9 +194,17 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 			return fmt.Errorf("%w: logit_bias names token %d, outside the vocabulary (0-%d)", llm.ErrInvalidInput, token, e.info.VocabSize-1)
 		}
 	}
+	grammar, err := e.newGrammar(req)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	j := newJob(ctx, req, prompt, e)
+	if grammar != nil {
+		j.grammar = grammar
+		defer grammar.Free()
+	}
 	select {
 	case e.submit <- j:
 	case <-ctx.Done():

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ollama/ollama/llama"
+
 	"github.com/superfluid/superfluid/runtime/gguf"
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/sampling"
@@ -18,6 +20,10 @@ type job struct {
 	sampler *sampling.Sampler
 	text    *llm.TextStream
 	out     *mailbox
+	// grammar constrains the output (a JSON format); nil for free text. scratch is its
+	// reusable candidate buffer.
+	grammar *llama.Grammar
+	scratch []llama.TokenData
 
 	maxTokens int
 	generated int

@@ -11,6 +11,13 @@ func (e *Engine) sample(l *lane, idx int) {
 	j := l.job
 	logits := e.lctx.GetLogitsIth(idx)
 	token := j.sampler.Sample(logits)
+	if j.grammar != nil {
+		var ok bool
+		if token, ok = e.constrain(j, logits, token); !ok {
+			e.finish(l, llm.FinishStop) // the format is complete and nothing may follow
+			return
+		}
+	}
 	j.sampler.Accept(token)
 	if j.firstToken.IsZero() {
 		j.firstToken = time.Now()
@@ -18,6 +25,9 @@ func (e *Engine) sample(l *lane, idx int) {
 	if !j.req.IgnoreEOS && e.model.TokenIsEog(token) {
 		e.finish(l, llm.FinishStop)
 		return
+	}
+	if j.grammar != nil {
+		j.grammar.Accept(int32(token))
 	}
 	j.generated++
 	j.pending++

@@ -1,0 +1,79 @@
+package llamacpp
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/superfluid/superfluid/runtime/llm"
+)
+
+// TestJSONFormat: a constrained generation is valid JSON of the requested shape.
+func TestJSONFormat(t *testing.T) {
+	cases := []struct {
+		name   string
+		format string
+		schema string
+		check  func(v any) bool
+	}{
+		{"schema", llm.FormatSchema, `{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"],"additionalProperties":false}`,
+			func(v any) bool {
+				m, ok := v.(map[string]any)
+				_, isBool := m["ok"].(bool)
+				return ok && isBool && len(m) == 1
+			}},
+		{"enum", llm.FormatSchema, `{"type":"string","enum":["red","green"]}`, func(v any) bool { return v == "red" || v == "green" }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req := greedy("Once upon a time", 300)
+			req.Format, req.Schema = c.format, json.RawMessage(c.schema)
+			r := mustGenerate(t, testEngine, req)
+			if r.done.FinishReason != llm.FinishStop {
+				t.Fatalf("finish %q after %d tokens: %q", r.done.FinishReason, r.done.Usage.CompletionTokens, r.text)
+			}
+			var v any
+			if err := json.Unmarshal([]byte(strings.TrimSpace(r.text)), &v); err != nil || !c.check(v) {
+				t.Fatalf("output %q: %v (value %#v)", r.text, err, v)
+			}
+		})
+	}
+}
+
+func TestBadSchema(t *testing.T) {
+	req := greedy("Once", 10)
+	req.Format, req.Schema = llm.FormatSchema, json.RawMessage(`{"type":`)
+	if _, err := generate(t, testEngine, req); !errors.Is(err, llm.ErrInvalidInput) {
+		t.Fatalf("broken schema: %v", err)
+	}
+}
+
+// TestJSONObjectFormat: "json" lets a story model write an open-ended object; whatever it
+// writes within the cap is a valid JSON object or a valid prefix of one.
+func TestJSONObjectFormat(t *testing.T) {
+	req := greedy("Once upon a time", 120)
+	req.Format = llm.FormatJSON
+	r := mustGenerate(t, testEngine, req)
+	text := strings.TrimSpace(r.text)
+	if !strings.HasPrefix(text, "{") {
+		t.Fatalf("output %q does not open an object", text)
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	for {
+		_, err := dec.Token()
+		if err == io.EOF && r.done.FinishReason == llm.FinishStop {
+			return
+		}
+		if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+			if r.done.FinishReason != llm.FinishLength {
+				t.Fatalf("output %q ended early with %q", text, r.done.FinishReason)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("output %q is not JSON: %v", text, err)
+		}
+	}
+}
