@@ -22,11 +22,12 @@ type chatRequest struct {
 	ChatTemplateKwargs map[string]any     `json:"chat_template_kwargs"`
 	EnableThinking     *bool              `json:"enable_thinking"`
 
-	// Accepted by OpenAI but not served yet: refused with a clear 400 rather than ignored.
-	Logprobs       *bool           `json:"logprobs"`
-	TopLogprobs    *int            `json:"top_logprobs"`
-	Tools          json.RawMessage `json:"tools"`
 	ResponseFormat *responseFormat `json:"response_format"`
+
+	// Accepted by OpenAI but not served yet: refused with a clear 400 rather than ignored.
+	Logprobs    *bool           `json:"logprobs"`
+	TopLogprobs *int            `json:"top_logprobs"`
+	Tools       json.RawMessage `json:"tools"`
 }
 
 // samplingParams are the sampler fields chat and text completions share.
@@ -49,7 +50,12 @@ type streamOptions struct {
 }
 
 type responseFormat struct {
-	Type string `json:"type"`
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Strict *bool           `json:"strict"`
+	} `json:"json_schema"`
 }
 
 type message struct {

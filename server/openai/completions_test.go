@@ -238,3 +238,24 @@ func TestCompletionStreaming(t *testing.T) {
 		t.Fatalf("unknown model: %v", err)
 	}
 }
+
+// TestResponseFormatReachesEngine: json_object and json_schema become the engine's output
+// constraint.
+func TestResponseFormatReachesEngine(t *testing.T) {
+	srv, eng, _ := fimServer(t, false, "{}", server.Config{}, nil)
+	for _, c := range []struct{ body, format, schema string }{
+		{`{"type":"json_object"}`, "json", ""},
+		{`{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object"}}}`, "schema", `{"type":"object"}`},
+		{`{"type":"text"}`, "", ""},
+	} {
+		body := `{"model":"coder","messages":[{"role":"user","content":"hi"}],"response_format":` + c.body + `}`
+		if status, e, _ := postJSON(t, srv.URL+"/v1/chat/completions", body); status != 200 {
+			t.Fatalf("%s: %d %+v", c.body, status, e)
+		}
+		reqs := eng.Requests()
+		got := reqs[len(reqs)-1]
+		if got.Format != c.format || string(got.Schema) != c.schema {
+			t.Fatalf("%s: engine format %q schema %s", c.body, got.Format, got.Schema)
+		}
+	}
+}

@@ -64,8 +64,10 @@ func TestChatBadInput(t *testing.T) {
 			wantError{400, invalidReq, "tools", "unsupported_parameter", "tools"}},
 		{"logprobs true", chatBody(`"logprobs":true`), wantError{400, invalidReq, "logprobs", "unsupported_parameter", "logprobs"}},
 		{"top_logprobs", chatBody(`"top_logprobs":3`), wantError{400, invalidReq, "top_logprobs", "unsupported_parameter", "top_logprobs"}},
-		{"response_format json_object", chatBody(`"response_format":{"type":"json_object"}`),
-			wantError{400, invalidReq, "response_format", "unsupported_parameter", "json_object"}},
+		{"response_format unknown type", chatBody(`"response_format":{"type":"xml"}`),
+			wantError{400, invalidReq, "response_format.type", "", "xml"}},
+		{"response_format json_schema without schema", chatBody(`"response_format":{"type":"json_schema"}`),
+			wantError{400, invalidReq, "response_format.json_schema", "", "schema"}},
 		{"unknown model streaming", `{"model":"nope","stream":true,"messages":[{"role":"user","content":"x"}]}`,
 			wantError{404, invalidReq, "model", "model_not_found", `"nope"`}},
 	}

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -39,6 +40,9 @@ func toGeneration(req *chatRequest) (*llm.Request, error) {
 			s.LogitBias[id] = v
 		}
 	}
+	if gen.Format, gen.Schema, err = toFormat(req.ResponseFormat); err != nil {
+		return nil, err
+	}
 	if err := refuseUnserved(req); err != nil {
 		return nil, err
 	}
@@ -55,9 +59,6 @@ func refuseUnserved(req *chatRequest) error {
 	}
 	if len(req.Tools) > 0 && string(req.Tools) != "null" && string(req.Tools) != "[]" {
 		return unsupported("tools", "tool calling is not supported by this server yet; remove tools")
-	}
-	if req.ResponseFormat != nil && req.ResponseFormat.Type != "" && req.ResponseFormat.Type != "text" {
-		return unsupported("response_format", fmt.Sprintf("response_format %q is not supported by this server yet; use text", req.ResponseFormat.Type))
 	}
 	return nil
 }
@@ -116,4 +117,24 @@ func toSampling(p *samplingParams) (llm.Sampling, error) {
 		s.Seed = uint64(*p.Seed) // 0 stays "unseeded", as the spec says
 	}
 	return s, nil
+}
+
+// toFormat maps response_format to the engine's output constraint.
+func toFormat(rf *responseFormat) (string, json.RawMessage, error) {
+	if rf == nil {
+		return "", nil, nil
+	}
+	switch rf.Type {
+	case "", "text":
+		return "", nil, nil
+	case "json_object":
+		return llm.FormatJSON, nil, nil
+	case "json_schema":
+		if rf.JSONSchema == nil || len(rf.JSONSchema.Schema) == 0 {
+			return "", nil, invalid("response_format.json_schema", "response_format json_schema needs json_schema.schema")
+		}
+		return llm.FormatSchema, rf.JSONSchema.Schema, nil
+	default:
+		return "", nil, invalid("response_format.type", fmt.Sprintf("response_format.type must be text, json_object or json_schema, got %q", rf.Type))
+	}
 }
