@@ -20,56 +20,100 @@ import (
 
 // benchOptions are the bench's own flags.
 type benchOptions struct {
+	suite         string
 	repeat        int
 	decodeTokens  int
 	prefillTokens int
+	lanes         int
+	writeModel    string
 }
 
-// benchCommand measures single-stream decode and prefill speed through the HTTP API (server +
-// worker process) and through the engine called directly in this process, interleaving the
-// two so drift on a noisy machine hits both alike, and prints their ratio.
+// benchCommand runs the benchmark suites against one model (see benchSuites).
 func benchCommand(args []string, stdout, stderr io.Writer) error {
 	cfg := DefaultConfig()
-	cfg.Parallel = 1
-	opts := benchOptions{repeat: 5, decodeTokens: 128, prefillTokens: 256}
+	opts := benchOptions{suite: "all", repeat: 5, decodeTokens: 128, prefillTokens: 256, lanes: 8}
 	fs := newFlagSet("bench", stderr)
 	serverFlags(fs, &cfg)
+	fs.StringVar(&opts.suite, "suite", opts.suite, "single (API vs engine), replay (multi-turn warm vs cold), streams (1/4/8 concurrent), shared (32 chats, one system prompt), or all")
 	fs.IntVar(&opts.repeat, "repeat", opts.repeat, "runs of each measurement (median and min reported)")
 	fs.IntVar(&opts.decodeTokens, "decode-tokens", opts.decodeTokens, "tokens generated per decode run")
 	fs.IntVar(&opts.prefillTokens, "prefill-tokens", opts.prefillTokens, "prompt tokens per prefill run")
+	fs.IntVar(&opts.lanes, "lanes", opts.lanes, "lanes of the server in the replay, streams and shared suites")
+	fs.StringVar(&opts.writeModel, "write-model", "", "write a TinyLlama-1.1B-shaped Q8_0 model with random weights to this path, then bench it")
 	model, err := parseWithModel(fs, args)
 	if err != nil {
 		return &UsageError{err.Error()}
+	}
+	if opts.writeModel != "" {
+		if err := writeBenchModel(model); err != nil {
+			return err
+		}
 	}
 	cfg.ModelPath = model
 	if cfg.DataDir, err = os.MkdirTemp("", "superfluid-bench-"); err != nil {
 		return err
 	}
 	defer os.RemoveAll(cfg.DataDir)
+	for _, suite := range benchSuites {
+		if opts.suite != "all" && opts.suite != suite.name {
+			continue
+		}
+		fmt.Fprintf(stdout, "\n== %s: %s\n", suite.name, suite.about)
+		if err := suite.run(cfg, opts, stdout); err != nil {
+			return fmt.Errorf("%s: %w", suite.name, err)
+		}
+	}
+	return nil
+}
 
-	direct, err := llamacpp.Load(llamacpp.Options{ModelPath: model, ContextLength: cfg.ContextLength, Parallel: 1, Threads: cfg.Threads})
+var benchSuites = []struct {
+	name, about string
+	run         func(Config, benchOptions, io.Writer) error
+}{
+	{"single", "one stream through the HTTP API vs the engine called directly", benchSingle},
+	{"replay", "an 8-turn conversation, time to first token warm vs with the cache off", benchReplay},
+	{"streams", "1, 4 and 8 concurrent streams", benchStreams},
+	{"shared", "32 concurrent chats sharing a 1,000-token system prompt", benchShared},
+}
+
+// benchServer starts the app (server + worker) on a loopback port.
+func benchServer(cfg Config) (*apiBench, func(), error) {
+	a, err := New(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := a.Worker().Start(context.Background()); err != nil {
+		a.Close()
+		return nil, nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		a.Close()
+		return nil, nil, err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	go a.Serve(ctx, l)
+	api := &apiBench{url: "http://" + l.Addr().String(), model: a.Service().Models()[0].ID}
+	return api, func() { stop(); a.Close() }, nil
+}
+
+// benchSingle measures single-stream decode and prefill speed through the HTTP API (server +
+// worker process) and through the engine called directly in this process, interleaving the
+// two so drift on a noisy machine hits both alike, and prints their ratio.
+func benchSingle(cfg Config, opts benchOptions, stdout io.Writer) error {
+	cfg.Parallel = 1
+	direct, err := llamacpp.Load(llamacpp.Options{ModelPath: cfg.ModelPath, ContextLength: cfg.ContextLength, Parallel: 1, Threads: cfg.Threads})
 	if err != nil {
 		return err
 	}
 	defer direct.Close()
 	cfg.Threads = direct.Info().Threads // the same thread count on both sides
-	a, err := New(cfg)
+	api, stop, err := benchServer(cfg)
 	if err != nil {
 		return err
 	}
-	defer a.Close()
-	if err := a.Worker().Start(context.Background()); err != nil {
-		return err
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	go a.Serve(ctx, l)
-	api := &apiBench{url: "http://" + l.Addr().String(), model: a.Service().Models()[0].ID}
-
+	model := cfg.ModelPath
 	prompt, err := promptOfTokens(direct, opts.prefillTokens)
 	if err != nil {
 		return err
@@ -103,21 +147,6 @@ func benchCommand(args []string, stdout, stderr io.Writer) error {
 		rows = append(rows, benchRow{m.name, engineRates, apiRates})
 	}
 	printBench(stdout, rows)
-	// The worker's own timing of the API runs separates transport cost from engine slowdown.
-	recs, err := a.Store().RecentRequests(context.Background(), 2*opts.repeat)
-	if err != nil {
-		return err
-	}
-	var inWorker []float64
-	for _, r := range recs {
-		if r.CompletionTokens == opts.decodeTokens && r.Decode > 0 {
-			inWorker = append(inWorker, float64(r.CompletionTokens-1)/r.Decode.Seconds())
-		}
-	}
-	if len(inWorker) > 0 {
-		med, low := medianMin(inWorker)
-		fmt.Fprintf(stdout, "%-14s %12s %12s %12.1f %12.1f   (decode as timed inside the worker during the API runs)\n", "worker decode", "", "", med, low)
-	}
 	return nil
 }
 
@@ -126,6 +155,8 @@ type sample struct {
 	start, first, last time.Time
 	promptTokens       int
 	tokens             int
+	cached             int
+	text               string
 }
 
 func (s sample) decodeRate() float64 {
@@ -165,12 +196,18 @@ type apiBench struct {
 }
 
 func (b *apiBench) sample(prompt string, tokens int) (sample, error) {
-	body, _ := json.Marshal(map[string]any{
-		"model": b.model, "stream": true, "max_tokens": tokens, "ignore_eos": true, "temperature": 0,
+	return b.stream(map[string]any{
+		"max_tokens": tokens, "ignore_eos": true, "temperature": 0,
 		"messages": []map[string]string{{"role": "user", "content": prompt}},
 	})
+}
+
+// stream posts a streaming chat completion (body without model and stream) and times it.
+func (b *apiBench) stream(body map[string]any) (sample, error) {
+	body["model"], body["stream"] = b.model, true
+	data, _ := json.Marshal(body)
 	s := sample{start: time.Now()}
-	res, err := http.Post(b.url+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+	res, err := http.Post(b.url+"/v1/chat/completions", "application/json", bytes.NewReader(data))
 	if err != nil {
 		return s, err
 	}
@@ -179,7 +216,9 @@ func (b *apiBench) sample(prompt string, tokens int) (sample, error) {
 		msg, _ := io.ReadAll(res.Body)
 		return s, fmt.Errorf("status %d: %s", res.StatusCode, msg)
 	}
+	var text strings.Builder
 	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
 		line, ok := strings.CutPrefix(sc.Text(), "data: ")
 		if !ok || line == "[DONE]" {
@@ -192,6 +231,9 @@ func (b *apiBench) sample(prompt string, tokens int) (sample, error) {
 			Usage *struct {
 				PromptTokens     int `json:"prompt_tokens"`
 				CompletionTokens int `json:"completion_tokens"`
+				Details          struct {
+					CachedTokens int `json:"cached_tokens"`
+				} `json:"prompt_tokens_details"`
 			} `json:"usage"`
 			Error *struct{ Message string } `json:"error"`
 		}
@@ -207,10 +249,15 @@ func (b *apiBench) sample(prompt string, tokens int) (sample, error) {
 				s.first = now
 			}
 			s.last = now
+			text.WriteString(ch.Choices[0].Delta.Content)
 		}
 		if ch.Usage != nil {
-			s.promptTokens, s.tokens = ch.Usage.PromptTokens, ch.Usage.CompletionTokens
+			s.promptTokens, s.tokens, s.cached = ch.Usage.PromptTokens, ch.Usage.CompletionTokens, ch.Usage.Details.CachedTokens
 		}
+	}
+	s.text = text.String()
+	if s.first.IsZero() { // nothing generated: time to the end instead
+		s.first, s.last = time.Now(), time.Now()
 	}
 	return s, sc.Err()
 }

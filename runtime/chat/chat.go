@@ -189,7 +189,9 @@ const fallbackSource = `{#- superfluid fallback: plain text for base models with
     {%- for message in messages -%}
         {%- if not loop.first -%}{{- '\n\n' -}}{%- endif -%}
         {{- message.role | capitalize ~ ':' -}}
-        {%- if message.content -%}{{- ' ' ~ message.content -}}{%- endif -%}
+        {#- A reply the model began with a space joins "Assistant:" as generated, so the next turn's prompt repeats its tokens (and the prefix cache serves them). -#}
+        {%- if message.content and (message.content.startswith(' ') or message.content.startswith('\n')) -%}{{- message.content -}}
+        {%- elif message.content -%}{{- ' ' ~ message.content -}}{%- endif -%}
     {%- endfor -%}
     {%- if add_generation_prompt -%}
         {%- if n > 0 -%}{{- '\n\n' -}}{%- endif -%}

@@ -27,6 +27,13 @@ func (e *Engine) assign() {
 
 // place starts j on a lane and reports whether it did.
 func (e *Engine) place(j *job) bool {
+	if j.req.NoCache {
+		if l := e.evictable(); l != nil {
+			e.start(l, j, 0)
+			return true
+		}
+		return false
+	}
 	var free *lane
 	freeCommon := -1
 	for _, l := range e.lanes {

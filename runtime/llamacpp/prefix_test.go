@@ -124,3 +124,17 @@ func TestCacheSurvivesSettings(t *testing.T) {
 		t.Fatalf("cached %d of %d", r.done.Usage.CachedTokens, r.done.Usage.PromptTokens)
 	}
 }
+
+// TestNoCache: cache_prompt=false computes the whole prompt even when a lane holds it.
+func TestNoCache(t *testing.T) {
+	e := loadOwn(t, 2)
+	prompt := textOfLength(t, e, 100)
+	mustGenerate(t, e, greedy(prompt, 2))
+	cold := greedy(prompt, 2)
+	cold.NoCache = true
+	before := totals(t, e).PrefillComputed
+	r := mustGenerate(t, e, cold)
+	if r.done.Usage.CachedTokens != 0 || totals(t, e).PrefillComputed-before != 100 {
+		t.Fatalf("cached %d, computed %d; want 0 and 100", r.done.Usage.CachedTokens, totals(t, e).PrefillComputed-before)
+	}
+}

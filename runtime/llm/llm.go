@@ -57,6 +57,9 @@ type Request struct {
 	Stop      []string `json:"stop,omitempty"`
 	IgnoreEOS bool     `json:"ignore_eos,omitempty"`
 	Sampling  Sampling `json:"sampling"`
+	// NoCache computes the whole prompt even when a lane holds its prefix (llama.cpp's
+	// cache_prompt=false; benchmarks use it to measure cold prefill).
+	NoCache bool `json:"no_cache,omitempty"`
 	// Deadline, when set, cuts the generation: past it the engine finishes with "length" and
 	// Done.Expired (the completion scheduling class, --completion-deadline-ms).
 	Deadline time.Time `json:"deadline,omitzero"`

@@ -42,6 +42,8 @@ type samplingParams struct {
 	RepeatPenalty     *float64 `json:"repeat_penalty"`
 	RepetitionPenalty *float64 `json:"repetition_penalty"`
 	IgnoreEOS         bool     `json:"ignore_eos"`
+	// CachePrompt false computes the whole prompt, ignoring the prefix cache (llama.cpp's name).
+	CachePrompt *bool `json:"cache_prompt"`
 }
 
 type streamOptions struct {

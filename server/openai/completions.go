@@ -68,7 +68,7 @@ func (h *handlers) completions(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	gen := llm.Request{IgnoreEOS: req.IgnoreEOS}
+	gen := llm.Request{IgnoreEOS: req.IgnoreEOS, NoCache: req.CachePrompt != nil && !*req.CachePrompt}
 	if gen.Sampling, err = toSampling(&req.samplingParams); err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 
 // toGeneration validates caps, sampling and stops; each bad value names its parameter.
 func toGeneration(req *chatRequest) (*llm.Request, error) {
-	gen := &llm.Request{Stop: req.Stop, IgnoreEOS: req.IgnoreEOS}
+	gen := &llm.Request{Stop: req.Stop, IgnoreEOS: req.IgnoreEOS, NoCache: req.CachePrompt != nil && !*req.CachePrompt}
 	for _, cap := range []struct {
 		name string
 		v    *int

@@ -1,0 +1,198 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/llm"
+)
+
+// writeBenchModel writes a model of real shape (TinyLlama-1.1B, Q8_0) with random weights:
+// speed does not depend on weight values, and no real model can be downloaded here.
+func writeBenchModel(path string) error {
+	return gguf.WriteTinyLlama(path, gguf.TinyLlamaOptions{
+		Vocab: 32000, Embd: 2048, Layers: 22, Heads: 32, KVHeads: 4, FF: 5632, ContextLength: 2048,
+		Q8: true, Name: "TinyLlama-1.1B-shape-random",
+	})
+}
+
+// tokenCount asks the server how many tokens text is.
+func (b *apiBench) tokenCount(text string) (int, error) {
+	body, _ := json.Marshal(map[string]any{"model": b.model, "input": text})
+	res, err := http.Post(b.url+"/v1/tokenize", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	var out struct{ Count int }
+	return out.Count, json.NewDecoder(res.Body).Decode(&out)
+}
+
+// textOfTokens grows story text, distinct per seed, to about n tokens.
+func (b *apiBench) textOfTokens(n, seed int) (string, error) {
+	sentences := []string{"The little dog ran to the park.", "A girl found a red ball in the sun.", "They played until the sky was dark.",
+		"Mom called them home for soup.", "The cat watched from the old tree."}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "Part %d. ", seed)
+	for i := seed; ; i++ {
+		sb.WriteString(sentences[i%len(sentences)] + " ")
+		count, err := b.tokenCount(sb.String())
+		if err != nil || count >= n {
+			return sb.String(), err
+		}
+	}
+}
+
+// slotsTotals reads the engine's counters from /slots.
+func (b *apiBench) slotsTotals() (llm.Totals, error) {
+	res, err := http.Get(b.url + "/slots")
+	if err != nil {
+		return llm.Totals{}, err
+	}
+	defer res.Body.Close()
+	var entries []struct{ Totals llm.Totals }
+	if err := json.NewDecoder(res.Body).Decode(&entries); err != nil || len(entries) == 0 {
+		return llm.Totals{}, fmt.Errorf("read /slots: %v", err)
+	}
+	return entries[0].Totals, nil
+}
+
+func laneServer(cfg Config, opts benchOptions) (*apiBench, func(), error) {
+	cfg.Parallel = opts.lanes
+	return benchServer(cfg)
+}
+
+// benchReplay replays a conversation of 8 turns whose history grows past 1,500 tokens and
+// compares each turn's time to first token, warm (prefix cache) vs cold (cache_prompt off).
+func benchReplay(cfg Config, opts benchOptions, w io.Writer) error {
+	api, stop, err := laneServer(cfg, opts)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	msgs := []map[string]string{{"role": "system", "content": "You tell short stories for children."}}
+	fmt.Fprintf(w, "%5s %8s %8s %12s %12s %8s\n", "turn", "prompt", "cached", "warm TTFT", "cold TTFT", "warm/cold")
+	for turn := 1; turn <= 8; turn++ {
+		// Short questions, long answers: the history grows by ~200 tokens a turn, most of it
+		// the model's own reply, which the lane already holds.
+		user, err := api.textOfTokens(80, turn)
+		if err != nil {
+			return err
+		}
+		msgs = append(msgs, map[string]string{"role": "user", "content": user})
+		warm, err := api.stream(map[string]any{"messages": msgs, "max_tokens": 110, "ignore_eos": true, "temperature": 0})
+		if err != nil {
+			return err
+		}
+		cold, err := api.stream(map[string]any{"messages": msgs, "max_tokens": 1, "temperature": 0, "cache_prompt": false})
+		if err != nil {
+			return err
+		}
+		wt, ct := warm.first.Sub(warm.start), cold.first.Sub(cold.start)
+		fmt.Fprintf(w, "%5d %8d %8d %12s %12s %7.1f%%\n", turn, warm.promptTokens, warm.cached,
+			wt.Round(time.Millisecond), ct.Round(time.Millisecond), 100*wt.Seconds()/ct.Seconds())
+		msgs = append(msgs, map[string]string{"role": "assistant", "content": warm.text})
+	}
+	return nil
+}
+
+// benchStreams runs 1, 4 and 8 concurrent streams and reports aggregate and per-stream decode.
+func benchStreams(cfg Config, opts benchOptions, w io.Writer) error {
+	api, stop, err := laneServer(cfg, opts)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	fmt.Fprintf(w, "%8s %14s %16s %10s\n", "streams", "aggregate t/s", "per-stream t/s", "vs 1")
+	var single float64
+	for _, n := range []int{1, 4, 8} {
+		var aggregates, perStream []float64
+		for run := range max(1, opts.repeat/2) {
+			samples := make([]sample, n)
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			began := time.Now()
+			for i := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					samples[i], errs[i] = api.sample(fmt.Sprintf("%d-%d. Once upon a time", run, i), opts.decodeTokens)
+				}()
+			}
+			wg.Wait()
+			wall := time.Since(began)
+			total, rateSum := 0, 0.0
+			for i, s := range samples {
+				if errs[i] != nil {
+					return errs[i]
+				}
+				total += s.tokens
+				rateSum += s.decodeRate()
+			}
+			aggregates = append(aggregates, float64(total)/wall.Seconds())
+			perStream = append(perStream, rateSum/float64(n))
+		}
+		agg, _ := medianMin(aggregates)
+		per, _ := medianMin(perStream)
+		if n == 1 {
+			single = agg
+		}
+		fmt.Fprintf(w, "%8d %14.1f %16.1f %9.2fx\n", n, agg, per, agg/single)
+	}
+	return nil
+}
+
+// benchShared runs 32 concurrent chats that share a 1,000-token system prompt and counts the
+// prompt tokens the model actually computed.
+func benchShared(cfg Config, opts benchOptions, w io.Writer) error {
+	api, stop, err := laneServer(cfg, opts)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	system, err := api.textOfTokens(1000, 0)
+	if err != nil {
+		return err
+	}
+	before, err := api.slotsTotals()
+	if err != nil {
+		return err
+	}
+	const chats = 32
+	errs := make([]error, chats)
+	var wg sync.WaitGroup
+	began := time.Now()
+	for i := range chats {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = api.stream(map[string]any{"max_tokens": 16, "temperature": 0, "messages": []map[string]string{
+				{"role": "system", "content": system}, {"role": "user", "content": fmt.Sprintf("Question %d: what happened next?", i)}}})
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(began)
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	after, err := api.slotsTotals()
+	if err != nil {
+		return err
+	}
+	prompt := after.PromptTokens - before.PromptTokens
+	computed := after.PrefillComputed - before.PrefillComputed
+	fmt.Fprintf(w, "%d chats, %d prompt tokens in all (what 32 separate prompts compute)\n", chats, prompt)
+	fmt.Fprintf(w, "prefill computed %d tokens (%.1fx fewer), %d served from the cache, %d prefix copies, wall %s\n",
+		computed, float64(prompt)/float64(max(1, computed)), after.CachedTokens-before.CachedTokens,
+		after.PrefixCopies-before.PrefixCopies, wall.Round(time.Millisecond))
+	return nil
+}
