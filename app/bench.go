@@ -25,7 +25,7 @@ type benchOptions struct {
 	decodeTokens  int
 	prefillTokens int
 	lanes         int
-	writeModel    string
+	writeModel    bool
 }
 
 // benchCommand runs the benchmark suites against one model (see benchSuites).
@@ -39,12 +39,12 @@ func benchCommand(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&opts.decodeTokens, "decode-tokens", opts.decodeTokens, "tokens generated per decode run")
 	fs.IntVar(&opts.prefillTokens, "prefill-tokens", opts.prefillTokens, "prompt tokens per prefill run")
 	fs.IntVar(&opts.lanes, "lanes", opts.lanes, "lanes of the server in the replay, streams and shared suites")
-	fs.StringVar(&opts.writeModel, "write-model", "", "write a TinyLlama-1.1B-shaped Q8_0 model with random weights to this path, then bench it")
+	fs.BoolVar(&opts.writeModel, "write-model", false, "first write a TinyLlama-1.1B-shaped Q8_0 model with random weights at MODEL (outside the repository)")
 	model, err := parseWithModel(fs, args)
 	if err != nil {
 		return &UsageError{err.Error()}
 	}
-	if opts.writeModel != "" {
+	if opts.writeModel {
 		if err := writeBenchModel(model); err != nil {
 			return err
 		}
