@@ -178,7 +178,7 @@ func TestManyClientsHalfDisconnect(t *testing.T) {
 			idle = idle && l.State == "idle"
 		}
 		grown := runtime.NumGoroutine() - baseline
-		if idle && grown <= 2 {
+		if idle && grown <= 5 { // a leak per request would be dozens; idle HTTP plumbing is a few
 			return
 		}
 		if time.Now().After(deadline) {
