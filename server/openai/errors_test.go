@@ -158,30 +158,6 @@ func TestBodyTooLarge(t *testing.T) {
 	}
 }
 
-// A body of exactly the limit is read, not refused for its size.
-func TestBodyAtLimit(t *testing.T) {
-	f := setup(t, config{})
-	body := io.MultiReader(strings.NewReader(chatBody("")), io.LimitReader(spaces{}, sfopenai.MaxBodyBytes-int64(len(chatBody("")))))
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, f.srv.URL+"/v1/chat/completions", body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.ContentLength = sfopenai.MaxBodyBytes
-	resp, b := send(t, req)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d at exactly the limit: %s", resp.StatusCode, b)
-	}
-}
-
-type spaces struct{}
-
-func (spaces) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = ' '
-	}
-	return len(p), nil
-}
-
 func TestContextLengthExceeded(t *testing.T) {
 	f := setup(t, config{ctx: 64})
 	long := strings.Repeat("x", 200)

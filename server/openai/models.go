@@ -120,6 +120,9 @@ func (h *handlers) tokenize(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	if tokens == nil {
+		tokens = []int{} // an empty text: [], never null (the worker protocol drops empty lists)
+	}
 	c.JSON(http.StatusOK, gin.H{"model": model, "tokens": tokens, "count": len(tokens)})
 	return nil
 }

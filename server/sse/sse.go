@@ -5,6 +5,7 @@ package sse
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -108,9 +109,15 @@ func (s *Stream) write(frame string) error {
 	return s.writeLocked(frame)
 }
 
+// errClosed is what a write after Close returns.
+var errClosed = errors.New("sse: write after Close")
+
 func (s *Stream) writeLocked(frame string) error {
 	if s.err != nil {
 		return s.err
+	}
+	if s.closed {
+		return errClosed
 	}
 	s.commitLocked()
 	if _, err := s.w.Write([]byte(frame)); err != nil {

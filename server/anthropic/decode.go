@@ -1,0 +1,106 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// MaxBodyBytes is the request body limit (the spec's 100 MiB).
+const MaxBodyBytes = 100 << 20
+
+// decode reads the JSON body into v, turning every failure into an Anthropic error whose
+// message starts with the field at fault, as Anthropic words them ("max_tokens: Input should
+// be a valid integer").
+func decode(r *http.Request, v any) error {
+	if r.ContentLength > MaxBodyBytes {
+		return tooLarge()
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return tooLarge()
+		}
+		return invalid("could not read the request body: %v", err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return invalid("the request body is empty; send a JSON object")
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return decodeError(err)
+	}
+	return nil
+}
+
+func tooLarge() *Error {
+	return &Error{Status: http.StatusRequestEntityTooLarge, Type: TypeRequestTooLarge,
+		Message: fmt.Sprintf("Request exceeds the maximum allowed number of bytes: the body limit is %d MiB", MaxBodyBytes>>20)}
+}
+
+func decodeError(err error) *Error {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	var e *Error
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.As(err, &typeErr):
+		if typeErr.Field == "" {
+			return invalid("the request body must be a JSON object")
+		}
+		// Fields of the embedded conversation are top-level fields on the wire.
+		field := strings.TrimPrefix(typeErr.Field, "conversation.")
+		return invalid("%s: Input should be %s", field, friendlyType(typeErr.Type.String()))
+	case errors.As(err, &syntaxErr):
+		return invalid("the request body is not valid JSON (at byte %d): %v", syntaxErr.Offset, err)
+	default:
+		return invalid("the request body is not valid JSON: %v", err)
+	}
+}
+
+func friendlyType(t string) string {
+	t = strings.TrimPrefix(t, "*")
+	switch {
+	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
+		return "a valid integer"
+	case strings.HasPrefix(t, "float"):
+		return "a valid number"
+	case strings.HasPrefix(t, "[]"):
+		return "a valid list"
+	case strings.HasPrefix(t, "map["), strings.HasPrefix(t, "anthropic."):
+		return "a valid dictionary"
+	case t == "string":
+		return "a valid string"
+	case t == "bool":
+		return "a valid boolean"
+	default:
+		return "a valid " + t
+	}
+}
+
+// kind names the JSON type of a raw value for messages.
+func kind(b json.RawMessage) string {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return "nothing"
+	}
+	switch b[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "a list"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	default:
+		return "a number"
+	}
+}

@@ -1,0 +1,105 @@
+package ollama
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/superfluid/superfluid/runtime/llm"
+)
+
+// Error is an Ollama API error with its HTTP status. On the wire it is {"error": "..."}.
+type Error struct {
+	Status  int
+	Message string
+	// RetryAfter, when set, is sent as the Retry-After header (seconds).
+	RetryAfter int
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// badRequest is a 400 with msg.
+func badRequest(format string, args ...any) *Error {
+	return &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf(format, args...)}
+}
+
+// notFound is Ollama's 404 for a model it does not have, in Ollama's words.
+func notFound(name string) *Error {
+	return &Error{Status: http.StatusNotFound, Message: fmt.Sprintf("model %q not found, try pulling it first", name)}
+}
+
+// unsupported is the 400 Ollama answers when a model lacks a capability ("does not support insert").
+func unsupported(model, capability, next string) *Error {
+	return badRequest("%q does not support %s; %s", model, capability, next)
+}
+
+// errorBody is the wire shape of every Ollama error, and of the last line of a failed stream.
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+// toError maps any error to the Ollama error it is shown as.
+func toError(err error) *Error {
+	var e *Error
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.Is(err, llm.ErrContextLength), errors.Is(err, llm.ErrInvalidInput):
+		return &Error{Status: http.StatusBadRequest, Message: err.Error()}
+	case errors.Is(err, llm.ErrModelNotFound):
+		return &Error{Status: http.StatusNotFound, Message: err.Error()}
+	case errors.Is(err, llm.ErrOverloaded):
+		// Ollama answers a full queue with 503 ("server busy, please try again").
+		return &Error{Status: http.StatusServiceUnavailable, Message: "server busy, please try again: " + err.Error(),
+			RetryAfter: llm.RetryAfterSeconds(err)}
+	case errors.Is(err, context.Canceled):
+		return &Error{Status: 499, Message: "request canceled"}
+	default:
+		return &Error{Status: http.StatusInternalServerError, Message: err.Error()}
+	}
+}
+
+// Handler is a route that returns its error instead of writing it.
+type Handler func(c *gin.Context) error
+
+// Handle adapts h to gin, rendering a returned error as Ollama does (unless the handler
+// already began its response, in which case it reported the error itself).
+func Handle(h Handler) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if err := h(c); err != nil && !c.Writer.Written() {
+			WriteError(c, err)
+		}
+	}
+}
+
+// WriteError renders err as an Ollama error response: {"error": "..."} with its status.
+func WriteError(c *gin.Context, err error) {
+	e := toError(err)
+	if e.RetryAfter > 0 {
+		c.Header("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	c.JSON(e.Status, errorBody{Error: e.Message})
+}
+
+// Owns reports whether path belongs to the Ollama API ("/" and everything under "/api"), so
+// that the router can answer an unknown route there in Ollama's error shape.
+func Owns(path string) bool {
+	return path == "/" || path == "/api" || strings.HasPrefix(path, "/api/")
+}
+
+// NoRoute answers an unknown Ollama route with a 404 in Ollama's shape.
+func NoRoute(c *gin.Context) {
+	WriteError(c, &Error{Status: http.StatusNotFound,
+		Message: fmt.Sprintf("unknown route %s %s; the Ollama API is served under /api", c.Request.Method, c.Request.URL.Path)})
+}
+
+// NoMethod answers a known Ollama route called with the wrong method with a 405 in Ollama's shape.
+func NoMethod(c *gin.Context) {
+	WriteError(c, &Error{Status: http.StatusMethodNotAllowed,
+		Message: fmt.Sprintf("%s is not allowed on %s", c.Request.Method, c.Request.URL.Path)})
+}

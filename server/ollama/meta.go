@@ -1,0 +1,205 @@
+package ollama
+
+import (
+	"log/slog"
+	"math"
+	"strconv"
+	"sync"
+
+	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/server/core"
+)
+
+// modelMeta is what /api/tags, /api/show and /api/ps read from a model's GGUF file.
+type modelMeta struct {
+	details details
+	license string
+	tensors []tensor
+	file    *gguf.File // nil when the file cannot be read
+}
+
+// metaCache keeps each model's metadata while its file is unchanged, so listings do not
+// re-read GGUF headers.
+type metaCache struct {
+	mu      sync.Mutex
+	entries map[string]metaEntry
+}
+
+type metaEntry struct {
+	key  statKey
+	meta *modelMeta
+}
+
+// get returns m's metadata; a file that cannot be read yields what the core knows.
+func (c *metaCache) get(m *core.Model) *modelMeta {
+	key, ok := stat(m.Path)
+	if ok {
+		c.mu.Lock()
+		e, hit := c.entries[m.Path]
+		c.mu.Unlock()
+		if hit && e.key == key {
+			return e.meta
+		}
+	}
+	meta := readMeta(m, ok)
+	if ok {
+		c.mu.Lock()
+		if c.entries == nil {
+			c.entries = map[string]metaEntry{}
+		}
+		c.entries[m.Path] = metaEntry{key, meta}
+		c.mu.Unlock()
+	}
+	return meta
+}
+
+func readMeta(m *core.Model, exists bool) *modelMeta {
+	meta := &modelMeta{details: details{Format: "gguf", Family: m.Architecture}}
+	if m.Architecture != "" {
+		meta.details.Families = []string{m.Architecture}
+	}
+	if !exists {
+		return meta
+	}
+	f, err := gguf.ReadFile(m.Path)
+	if err != nil {
+		slog.Warn("read model metadata", "model", m.Path, "err", err)
+		return meta
+	}
+	meta.file = f
+	if arch := f.Architecture(); arch != "" {
+		meta.details.Family, meta.details.Families = arch, []string{arch}
+	}
+	meta.license, _ = f.String("general.license")
+	var params uint64
+	bytesByType := map[uint32]int64{}
+	for _, t := range f.Tensors {
+		params += t.Elements()
+		bytesByType[t.Type] += t.Size
+		meta.tensors = append(meta.tensors, tensor{Name: t.Name, Type: gguf.TypeName(t.Type), Shape: t.Dims})
+	}
+	if params > 0 {
+		meta.details.ParameterSize = humanNumber(params)
+	}
+	meta.details.QuantizationLevel = quantization(f, bytesByType)
+	return meta
+}
+
+// modelInfo is the GGUF metadata as Ollama's model_info shows it: without general.name and the
+// chat template (shown as template), and, unless verbose, with arrays longer than 5 emptied
+// (the token lists).
+func (m *modelMeta) modelInfo(verbose bool) map[string]any {
+	info := map[string]any{}
+	if m.file == nil {
+		return info
+	}
+	for _, key := range m.file.Keys {
+		if key == "general.name" || key == "tokenizer.chat_template" {
+			continue
+		}
+		v := m.file.KV[key]
+		if v.IsArray() && v.Len() > 5 && !verbose {
+			info[key] = []any{}
+			continue
+		}
+		info[key] = jsonValue(v)
+	}
+	if _, ok := info["general.parameter_count"]; !ok {
+		var n uint64
+		for _, t := range m.file.Tensors {
+			n += t.Elements()
+		}
+		info["general.parameter_count"] = n
+	}
+	return info
+}
+
+// jsonValue converts a GGUF value into something encoding/json writes faithfully: byte
+// arrays as numbers (not base64), non-finite floats as null.
+func jsonValue(v gguf.Value) any {
+	if !v.IsArray() {
+		return jsonScalar(v.Raw())
+	}
+	if s, ok := v.Strings(); ok {
+		return s
+	}
+	if ints, ok := v.Ints(); ok {
+		return ints
+	}
+	out := make([]any, 0, v.Len())
+	if floats, ok := v.Floats(); ok {
+		for _, f := range floats {
+			out = append(out, jsonScalar(f))
+		}
+		return out
+	}
+	return v.String() // arrays of bools or of arrays: their display form
+}
+
+func jsonScalar(x any) any {
+	switch f := x.(type) {
+	case float32:
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			return nil
+		}
+	case float64:
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil
+		}
+	}
+	return x
+}
+
+// fileTypes are llama.cpp's llama_ftype names, by general.file_type.
+var fileTypes = map[uint64]string{
+	0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K", 11: "Q3_K_S",
+	12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K",
+	19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS", 23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL",
+	26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S", 29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16",
+	36: "TQ1_0", 37: "TQ2_0", 38: "MXFP4",
+}
+
+// quantization names the file's quantization: general.file_type, else the tensor type holding
+// the most bytes.
+func quantization(f *gguf.File, bytesByType map[uint32]int64) string {
+	if ft, ok := f.Uint("general.file_type"); ok {
+		if name, ok := fileTypes[ft]; ok {
+			return name
+		}
+	}
+	var best uint32
+	var most int64 = -1
+	for t, n := range bytesByType {
+		if n > most || n == most && t < best {
+			best, most = t, n
+		}
+	}
+	if most < 0 {
+		return ""
+	}
+	return gguf.TypeName(best)
+}
+
+// humanNumber writes a parameter count as Ollama does: "8B", "1.1B", "135.27M", "260K".
+func humanNumber(n uint64) string {
+	const thousand, million, billion = 1e3, 1e6, 1e9
+	x := float64(n)
+	switch {
+	case x >= billion:
+		return trimWhole(x/billion, 1) + "B"
+	case x >= million:
+		return trimWhole(x/million, 2) + "M"
+	case x >= thousand:
+		return strconv.FormatFloat(x/thousand, 'f', 0, 64) + "K"
+	default:
+		return strconv.FormatUint(n, 10)
+	}
+}
+
+// trimWhole formats x with prec decimals, or none when x is whole.
+func trimWhole(x float64, prec int) string {
+	if x == math.Floor(x) {
+		prec = 0
+	}
+	return strconv.FormatFloat(x, 'f', prec, 64)
+}

@@ -1,0 +1,143 @@
+// Package ollama is the Ollama dialect: "/" and the /api routes Ollama's clients use
+// (generate, chat, tags, show, ps, version, tokenize). It decodes wire JSON straight into core
+// requests, writes replies as Ollama does (NDJSON streaming by default, one JSON object with
+// "stream": false) and renders every error as {"error": "..."} with Ollama's status codes:
+// 400 bad input, 404 unknown model, 413 body over 100 MiB, 500 engine failure, 503 overloaded,
+// 501 for the model-management routes. An error after a stream began arrives as a last
+// {"error": "..."} line.
+//
+// Decisions where Ollama and this server differ:
+//
+//   - Model names: "id", "id:latest" and the model file's full path name the same model;
+//     /api/tags lists "id:latest". Replies echo the name the client sent.
+//   - prompt_eval_count counts only the prompt tokens actually evaluated (prompt minus the part
+//     served from the prefix cache), as Ollama's own count does after a cache hit.
+//     prompt_eval_duration is the prefill, which also yields the first token; eval_duration is
+//     the decode of the tokens after it, and eval_count counts every completion token.
+//     load_duration is the time spent making sure the model is loaded; total_duration runs from
+//     the request's arrival to the last line.
+//   - /api/generate without raw wraps prompt (and system) as one user (and system) message in
+//     the model's chat template; with "raw": true the prompt is continued as is. An empty prompt
+//     (or, for /api/chat, no messages) loads the model and answers done_reason "load" as Ollama
+//     does. A custom template is refused (400).
+//   - context (the old token context) is accepted and ignored, and replies carry none: send the
+//     conversation with /api/chat instead; it is served warm from the prefix cache.
+//   - keep_alive is validated and not acted on: models stay loaded until the server stops, so
+//     /api/ps shows expires_at far in the future (as Ollama does for keep_alive -1), and an empty
+//     request with keep_alive 0 still answers "load".
+//   - options: temperature, top_p, top_k, min_p, seed, num_predict, stop, repeat_penalty,
+//     presence_penalty and frequency_penalty are applied; every option Ollama knows is
+//     type-checked (a wrong type is a 400); num_ctx, num_gpu, num_thread, num_batch, main_gpu,
+//     use_mmap, num_keep, typical_p and repeat_last_n are accepted and ignored (the window and
+//     runtime are fixed when the server loads the model); unknown options are ignored, as
+//     Ollama ignores them. Unset options take the server's defaults, not Ollama's. num_predict
+//     <= 0 and seed <= 0 mean "no cap" and "a fresh seed".
+//   - format "json" or a JSON schema object sets the request's structured-output constraint.
+//   - suffix is fill-in-the-middle (core.Infill, prefix-suffix-middle order) on a model with
+//     FIM markers, which /api/show lists with the "insert" capability; on any other model it is
+//     Ollama's 400 "does not support insert". system does not apply to it (400).
+//   - Not served yet, each a clean 400: images, tools and tool_calls, think true or a level,
+//     logprobs, /api/embed and /api/embeddings. /api/detokenize and the model-management
+//     routes (pull, push, create, copy, delete, blobs) answer 501.
+//   - /api/tags digests are the SHA-256 of the model's path, size and modification time, not of
+//     its content (hashing gigabytes per listing is too slow); they change when the file does.
+package ollama
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/superfluid/superfluid/server/core"
+)
+
+// Version is what /api/version reports: the Ollama release whose API this package speaks.
+const Version = "0.24.0"
+
+type handlers struct {
+	svc  *core.Service
+	meta metaCache
+}
+
+// Routes registers the Ollama routes on r.
+func Routes(r gin.IRouter, svc *core.Service) {
+	h := &handlers{svc: svc}
+	running := func(c *gin.Context) { c.String(http.StatusOK, "Ollama is running") }
+	r.GET("/", running)
+	r.HEAD("/", running)
+	version := func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"version": Version}) }
+	r.GET("/api/version", version)
+	r.HEAD("/api/version", version)
+	r.POST("/api/generate", Handle(h.generate))
+	r.POST("/api/chat", Handle(h.chat))
+	r.GET("/api/tags", Handle(h.tags))
+	r.HEAD("/api/tags", Handle(h.tags))
+	r.POST("/api/show", Handle(h.show))
+	r.GET("/api/ps", Handle(h.ps))
+	r.POST("/api/embed", Handle(h.embed))
+	r.POST("/api/embeddings", Handle(h.embed))
+	r.POST("/api/tokenize", Handle(h.tokenize))
+	r.POST("/api/detokenize", Handle(notImplemented("detokenizing is not available on this server yet")))
+	manage := Handle(notImplemented("model management arrives with the model library; until then start the server with the model file: superfluid serve path/to/model.gguf"))
+	r.POST("/api/pull", manage)
+	r.POST("/api/push", manage)
+	r.POST("/api/create", manage)
+	r.POST("/api/copy", manage)
+	r.DELETE("/api/delete", manage)
+	r.HEAD("/api/blobs/:digest", manage)
+	r.POST("/api/blobs/:digest", manage)
+}
+
+func notImplemented(msg string) Handler {
+	return func(*gin.Context) error { return &Error{Status: http.StatusNotImplemented, Message: msg} }
+}
+
+// embed refuses embeddings: no served model is an embedding model.
+func (h *handlers) embed(c *gin.Context) error {
+	var req struct {
+		Model string `json:"model"`
+	}
+	if err := decode(c.Request, &req); err != nil {
+		return err
+	}
+	if _, err := h.model(req.Model); err != nil {
+		return err
+	}
+	return unsupported(req.Model, "embeddings", "serve an embedding model to use /api/embed")
+}
+
+func (h *handlers) tokenize(c *gin.Context) error {
+	var req tokenizeRequest
+	if err := decode(c.Request, &req); err != nil {
+		return err
+	}
+	m, err := h.model(req.Model)
+	if err != nil {
+		return err
+	}
+	text := req.Content
+	if text == nil {
+		text = req.Text
+	}
+	if text == nil {
+		return badRequest("content is required: send the text to tokenize in content")
+	}
+	tokens, err := h.svc.Tokenize(c.Request.Context(), m.ID, *text, false)
+	if err != nil {
+		return err
+	}
+	if tokens == nil {
+		tokens = []int{} // an empty text has no tokens, not null
+	}
+	c.JSON(http.StatusOK, gin.H{"model": req.Model, "tokens": tokens})
+	return nil
+}
+
+// newID names a request in the records ("ollama-<hex>"); Ollama's replies carry no id.
+func newID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return "ollama-" + hex.EncodeToString(b)
+}

@@ -1,0 +1,183 @@
+package ollama
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/superfluid/superfluid/runtime/llm"
+)
+
+// optionKind is the JSON type an Ollama option takes.
+type optionKind int
+
+const (
+	kindInt optionKind = iota
+	kindFloat
+	kindBool
+	kindStrings
+)
+
+// optionKinds lists every option Ollama's api.Options knows. All are type-checked; the ones
+// applied are in applyOption, the rest are accepted and ignored (see the package doc).
+var optionKinds = map[string]optionKind{
+	// applied
+	"temperature": kindFloat, "top_p": kindFloat, "top_k": kindInt, "min_p": kindFloat, "seed": kindInt,
+	"num_predict": kindInt, "stop": kindStrings, "repeat_penalty": kindFloat,
+	"presence_penalty": kindFloat, "frequency_penalty": kindFloat,
+	// accepted, ignored: the window and the runtime are fixed when the server loads the model
+	"num_ctx": kindInt, "num_batch": kindInt, "num_gpu": kindInt, "main_gpu": kindInt, "use_mmap": kindBool,
+	"num_thread": kindInt, "num_keep": kindInt, "typical_p": kindFloat, "repeat_last_n": kindInt,
+}
+
+// kindNames are the words the type errors use.
+var kindNames = map[optionKind]string{kindInt: "an integer", kindFloat: "a number", kindBool: "a boolean", kindStrings: "an array of strings"}
+
+// applyOptions type-checks opts and sets the ones this server honours on gen. Unknown keys
+// are ignored, as Ollama ignores them.
+func applyOptions(opts map[string]json.RawMessage, gen *llm.Request) error {
+	for key, raw := range opts {
+		kind, known := optionKinds[key]
+		if !known || isNull(raw) {
+			continue
+		}
+		v, err := parseOption(raw, kind)
+		if err != nil {
+			return badRequest("option %q must be %s, got %s", key, kindNames[kind], describe(raw))
+		}
+		applyOption(key, v, gen)
+	}
+	return nil
+}
+
+// parseOption decodes raw as kind: a float64 for numbers (integers are truncated, as Ollama
+// does), a bool, or a []string (one string counts as a list of one).
+func parseOption(raw json.RawMessage, kind optionKind) (any, error) {
+	switch kind {
+	case kindInt, kindFloat:
+		var f float64
+		if err := json.Unmarshal(raw, &f); err != nil {
+			return nil, err
+		}
+		if kind == kindInt {
+			f = math.Trunc(f)
+		}
+		return f, nil
+	case kindBool:
+		var b bool
+		err := json.Unmarshal(raw, &b)
+		return b, err
+	default:
+		var list []string
+		if err := json.Unmarshal(raw, &list); err == nil {
+			return list, nil
+		}
+		var one string
+		if err := json.Unmarshal(raw, &one); err != nil {
+			return nil, err
+		}
+		return []string{one}, nil
+	}
+}
+
+func applyOption(key string, v any, gen *llm.Request) {
+	s := &gen.Sampling
+	f, _ := v.(float64)
+	switch key {
+	case "temperature":
+		s.Temperature = &f
+	case "top_p":
+		s.TopP = &f
+	case "min_p":
+		s.MinP = &f
+	case "repeat_penalty":
+		s.RepeatPenalty = &f
+	case "presence_penalty":
+		s.PresencePenalty = f
+	case "frequency_penalty":
+		s.FrequencyPenalty = f
+	case "top_k":
+		k := int(max(min(f, math.MaxInt32), 0)) // 0 (or less): the whole vocabulary
+		s.TopK = &k
+	case "seed":
+		if f > 0 && f <= math.MaxInt64 {
+			s.Seed = uint64(f)
+		} // -1 (Ollama's "random") and 0 leave a fresh seed
+	case "num_predict":
+		if f > 0 {
+			gen.MaxTokens = int(min(f, math.MaxInt32))
+		} // -1 (no limit), -2 (fill the context) and 0: no cap of the request's own
+	case "stop":
+		gen.Stop = v.([]string)
+	}
+}
+
+// applyFormat sets the structured-output constraint from Ollama's format: "json", a JSON
+// schema object, or nothing (absent, null or "").
+func applyFormat(raw json.RawMessage, gen *llm.Request) error {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0 || isNull(raw) || string(raw) == `""`:
+		return nil
+	case string(raw) == `"json"`:
+		gen.Format = llm.FormatJSON
+		return nil
+	case raw[0] == '{':
+		gen.Format, gen.Schema = llm.FormatSchema, append(json.RawMessage(nil), raw...)
+		return nil
+	default:
+		return badRequest(`invalid format: %s; expected "json" or a valid JSON Schema object`, describe(raw))
+	}
+}
+
+// checkThink accepts think: false (or absent); true or a level asks for reasoning, which no
+// served model does yet.
+func checkThink(raw json.RawMessage, model string) error {
+	if len(raw) == 0 || isNull(raw) || string(raw) == "false" {
+		return nil
+	}
+	var level string
+	if string(raw) == "true" || json.Unmarshal(raw, &level) == nil && (level == "high" || level == "medium" || level == "low" || level == "max") {
+		return unsupported(model, "thinking", "send think: false or leave it out")
+	}
+	return badRequest(`invalid think value %s; use true, false, "high", "medium", "low" or "max"`, describe(raw))
+}
+
+// checkKeepAlive validates keep_alive the way Ollama parses it (a number of seconds or a Go
+// duration such as "5m"). The value is accepted and not acted on: see the package doc.
+func checkKeepAlive(raw json.RawMessage) error {
+	if len(raw) == 0 || isNull(raw) {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return badRequest("invalid keep_alive: %v", err)
+	}
+	switch v := v.(type) {
+	case float64:
+		return nil
+	case string:
+		if _, err := time.ParseDuration(v); err != nil {
+			return badRequest(`invalid keep_alive %q: use a number of seconds or a duration such as "5m"`, v)
+		}
+		return nil
+	default:
+		return badRequest(`invalid keep_alive %s: use a number of seconds or a duration such as "5m"`, describe(raw))
+	}
+}
+
+// isNull reports whether raw is the JSON null.
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+// present reports whether a raw JSON value holds something: not absent, null, [] or {}.
+func present(raw json.RawMessage) bool {
+	s := string(bytes.TrimSpace(raw))
+	return s != "" && s != "null" && s != "[]" && s != "{}"
+}
+
+// describe quotes a raw value in a message, shortened.
+func describe(raw json.RawMessage) string {
+	return fmt.Sprintf("%.40s", bytes.TrimSpace(raw))
+}

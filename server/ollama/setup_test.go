@@ -1,0 +1,223 @@
+package ollama_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"github.com/superfluid/superfluid/runtime/chat"
+	"github.com/superfluid/superfluid/runtime/enginetest"
+	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server"
+	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/store"
+)
+
+// chatML is a minimal ChatML template, the shape most instruct models ship.
+const chatML = `{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}`
+
+const defaultReply = "Hello world!"
+
+// fimPrefix is the FIM prefix marker's id in the test model; suffix and middle follow it.
+const fimPrefix = 300
+
+// Timings and cache hits the test engine reports on every Done.
+const (
+	prefill = 3 * time.Millisecond
+	decode  = 7 * time.Millisecond
+)
+
+// engine is the fake engine plus what the real one reports and the fake does not: a lazy
+// start (Loaded/Start), engine timings and prompt tokens served from the prefix cache.
+type engine struct {
+	*enginetest.Engine
+	cached int
+	loaded atomic.Bool
+}
+
+func (e *engine) Loaded() bool { return e.loaded.Load() }
+
+func (e *engine) Start(context.Context) error {
+	e.loaded.Store(true)
+	return nil
+}
+
+func (e *engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.Event) error) error {
+	return e.Engine.Generate(ctx, req, func(ev llm.Event) error {
+		if ev.Done != nil {
+			d := *ev.Done
+			d.Usage.CachedTokens = min(e.cached, d.Usage.PromptTokens)
+			d.Timings = llm.Timings{Prefill: prefill, Decode: decode}
+			ev.Done = &d
+		}
+		return emit(ev)
+	})
+}
+
+// config describes one test server; the zero value is a 4096-token fake replying "Hello world!"
+// with a ChatML template, backed by a tiny Q8_0 llama GGUF file for the metadata routes.
+type config struct {
+	reply  string
+	cached int
+	fim    bool                     // the model has fill-in-the-middle markers
+	queue  int                      // the core\'s --queue
+	fake   func(*enginetest.Engine) // adjusts the fake (delays, failures) before serving
+}
+
+type fixture struct {
+	srv    *httptest.Server
+	st     *store.Store
+	eng    *engine
+	model  *core.Model
+	client *api.Client
+}
+
+func setup(t *testing.T, cfg config) *fixture {
+	t.Helper()
+	if cfg.reply == "" {
+		cfg.reply = defaultReply
+	}
+	src := chatML
+	dir := t.TempDir()
+	st, err := store.Open(filepath.Join(dir, "db.sqlite"))
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Errorf("close store: %v", err)
+		}
+	})
+	path := filepath.Join(dir, "fake.gguf")
+	if err := gguf.WriteTinyLlama(path, gguf.TinyLlamaOptions{Q8: true, ChatTemplate: src, ContextLength: 4096}); err != nil {
+		t.Fatalf("write model: %v", err)
+	}
+	tmpl, err := chat.Parse(src)
+	if err != nil {
+		t.Fatalf("parse template: %v", err)
+	}
+	fake := enginetest.New(4096, cfg.reply)
+	if cfg.fake != nil {
+		cfg.fake(fake)
+	}
+	eng := &engine{Engine: fake, cached: cfg.cached}
+	m := &core.Model{
+		ID: "fake", Path: path, Engine: eng, Template: tmpl, ContextLength: 4096, Architecture: "llama",
+		Size: fileSize(t, path), Created: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC),
+	}
+	if cfg.fim {
+		m.FIM = &core.FIMTokens{Prefix: fimPrefix, Suffix: fimPrefix + 1, Middle: fimPrefix + 2}
+	}
+	svc := core.New(core.Config{Queue: cfg.queue}, st, m)
+	srv := httptest.NewServer(server.New(server.Config{}, svc))
+	t.Cleanup(srv.Close) // before the store closes: in-flight requests record first
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{srv: srv, st: st, eng: eng, model: m, client: api.NewClient(u, http.DefaultClient)}
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
+}
+
+// do sends a request with a raw body and returns the response with its body read.
+func (f *fixture) do(t *testing.T, method, path, body string) (*http.Response, []byte) {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, f.srv.URL+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return send(t, req)
+}
+
+func send(t *testing.T, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read body: %v", req.Method, req.URL.Path, err)
+	}
+	return resp, b
+}
+
+// checkError asserts an Ollama error response: the status, JSON, exactly one key "error"
+// holding a non-empty string that contains msg.
+func checkError(t *testing.T, resp *http.Response, b []byte, status int, msg string) {
+	t.Helper()
+	if resp.StatusCode != status {
+		t.Errorf("status = %d, want %d; body %s", resp.StatusCode, status, b)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("Content-Type = %q, want application/json", ct)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(b, &body); err != nil {
+		t.Fatalf("error body is not a JSON object: %v: %s", err, b)
+	}
+	e, ok := body["error"].(string)
+	if len(body) != 1 || !ok || e == "" {
+		t.Fatalf(`error body is not {"error": "..."}: %s`, b)
+	}
+	if !strings.Contains(e, msg) {
+		t.Errorf("error = %q, want it to contain %q", e, msg)
+	}
+}
+
+// lines splits an NDJSON body into its lines, each checked to be a JSON object.
+func lines(t *testing.T, body []byte) []map[string]any {
+	t.Helper()
+	if !strings.HasSuffix(string(body), "\n") {
+		t.Errorf("NDJSON body does not end with a newline: %q", body)
+	}
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSuffix(string(body), "\n"), "\n") {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(l), &obj); err != nil {
+			t.Fatalf("NDJSON line is not a JSON object: %v: %q", err, l)
+		}
+		out = append(out, obj)
+	}
+	return out
+}
+
+// lastRequest is the engine request of the latest generation.
+func (f *fixture) lastRequest(t *testing.T) llm.Request {
+	t.Helper()
+	reqs := f.eng.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("the engine saw no request")
+	}
+	return reqs[len(reqs)-1]
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,432 @@
+package openai
+
+// The Responses API: POST /v1/responses, GET and DELETE /v1/responses/{id},
+// GET /v1/responses/{id}/input_items.
+//
+// Decisions:
+//   - Responses are kept in SQLite (store=true, the default) with their own input items and
+//     their output; previous_response_id walks that chain oldest first and rebuilds the
+//     conversation: each earlier response's input items, then its output message, then the new
+//     input, under the new request's instructions only (earlier instructions are not carried
+//     over, as OpenAI documents). The rebuilt conversation renders to the same prompt prefix,
+//     so the prefix cache serves it warm. A chain with a deleted (or never stored) response in
+//     it cannot be continued: 404 on previous_response_id.
+//   - DELETE removes the row and its content; responses that continued it stay readable.
+//   - store=false keeps nothing: GET and input_items answer 404 for it.
+//   - truncation "auto" is accepted but never truncates: an input over the context window is
+//     a 400 context_length_exceeded either way.
+//   - Failed or abandoned generations are not stored: a stream that ends in response.failed
+//     (or a client that hangs up) leaves nothing to GET or continue.
+//   - text.format json_object and json_schema constrain the output as response_format does
+//     for chat. tools, background, conversation, prompt, reasoning.effort and top_logprobs
+//     are refused with 400 unsupported_parameter until they are served.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/superfluid/superfluid/runtime/chat"
+	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/store"
+)
+
+const responsesEndpoint = "/v1/responses"
+
+// routesResponses registers the Responses API.
+func (h *handlers) routesResponses(r gin.IRouter) {
+	r.POST(responsesEndpoint, Handle(h.createResponse))
+	r.GET(responsesEndpoint+"/:id", Handle(h.getResponse))
+	r.DELETE(responsesEndpoint+"/:id", Handle(h.deleteResponse))
+	r.GET(responsesEndpoint+"/:id/input_items", Handle(h.listInputItems))
+}
+
+// responseParams is a validated POST /v1/responses.
+type responseParams struct {
+	model    string
+	input    []item
+	previous string
+	store    bool
+	gen      llm.Request
+	// obj is the response as it starts: in_progress, no output, the request's settings echoed.
+	obj responseObject
+}
+
+func (h *handlers) createResponse(c *gin.Context) error {
+	var req responseRequest
+	if err := decode(c.Request, &req); err != nil {
+		return err
+	}
+	p, err := toResponseParams(&req)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request.Context()
+	m, err := h.svc.Model(p.model)
+	if err != nil {
+		return err
+	}
+	p.obj.Model = m.ID
+	msgs, err := h.conversation(c, p, req.Instructions)
+	if err != nil {
+		return err
+	}
+	creq := &core.ChatRequest{ID: p.obj.ID, Endpoint: responsesEndpoint, Stream: req.Stream, Model: m.ID,
+		Messages: msgs, Generation: p.gen}
+	if req.Stream {
+		return h.streamResponse(c, creq, p)
+	}
+	var text strings.Builder
+	res, err := h.svc.Chat(ctx, creq, func(_ int, ev llm.Event) error {
+		text.WriteString(ev.Text)
+		return nil
+	})
+	if err != nil {
+		return responsesError(err)
+	}
+	obj := finishResponse(p.obj, newID("msg_"), text.String(), res.Choices[0])
+	if err := h.keep(c, p, &obj); err != nil {
+		return err
+	}
+	c.Header(WarmHeader, strconv.Itoa(res.Usage().CachedTokens))
+	c.JSON(http.StatusOK, obj)
+	return nil
+}
+
+// toResponseParams validates the request; each bad value names its parameter.
+func toResponseParams(req *responseRequest) (*responseParams, error) {
+	if req.Model == nil || *req.Model == "" {
+		return nil, invalid("model", "you must provide a model parameter; GET /v1/models lists the served models")
+	}
+	if err := refuseUnservedResponse(req); err != nil {
+		return nil, err
+	}
+	input, err := parseInput(req.Input)
+	if err != nil {
+		return nil, err
+	}
+	p := &responseParams{model: *req.Model, input: input, store: req.Store == nil || *req.Store}
+	if req.MaxOutputTokens != nil {
+		if *req.MaxOutputTokens < 1 {
+			return nil, invalid("max_output_tokens", fmt.Sprintf("max_output_tokens must be a positive integer, got %d", *req.MaxOutputTokens))
+		}
+		p.gen.MaxTokens = *req.MaxOutputTokens
+	}
+	temperature, topP := llm.DefaultTemperature, llm.DefaultTopP
+	for _, r := range []struct {
+		name string
+		v    *float64
+		max  float64
+		dst  **float64
+		echo *float64
+	}{{"temperature", req.Temperature, 2, &p.gen.Sampling.Temperature, &temperature}, {"top_p", req.TopP, 1, &p.gen.Sampling.TopP, &topP}} {
+		if r.v == nil {
+			continue
+		}
+		if *r.v < 0 || *r.v > r.max {
+			return nil, invalid(r.name, fmt.Sprintf("%s must be between 0 and %g, got %g", r.name, r.max, *r.v))
+		}
+		*r.dst, *r.echo = r.v, *r.v
+	}
+	truncation := "disabled"
+	if req.Truncation != nil {
+		if *req.Truncation != "disabled" && *req.Truncation != "auto" {
+			return nil, invalid("truncation", fmt.Sprintf("truncation is %q; use disabled or auto", *req.Truncation))
+		}
+		truncation = *req.Truncation
+	}
+	if err := checkMetadata(req.Metadata); err != nil {
+		return nil, err
+	}
+	toolChoice := "auto"
+	if len(req.ToolChoice) > 0 && string(req.ToolChoice) != "null" {
+		if err := json.Unmarshal(req.ToolChoice, &toolChoice); err != nil || (toolChoice != "auto" && toolChoice != "none") {
+			return nil, unsupported("tool_choice", "tool calling is not supported by this server yet; send tool_choice auto or none, or omit it")
+		}
+	}
+	if req.PreviousResponseID != nil {
+		p.previous = *req.PreviousResponseID
+	}
+	metadata := req.Metadata
+	if metadata == nil {
+		metadata = map[string]string{}
+	}
+	p.obj = responseObject{
+		ID: newID("resp_"), Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress",
+		Instructions: req.Instructions, MaxOutputTokens: req.MaxOutputTokens, Output: []item{},
+		ParallelToolCalls: req.ParallelToolCalls == nil || *req.ParallelToolCalls, ServiceTier: "default",
+		Store: p.store, Temperature: temperature, ToolChoice: toolChoice, Tools: []struct{}{}, TopP: topP,
+		Truncation: truncation, Metadata: metadata,
+	}
+	if p.previous != "" {
+		p.obj.PreviousResponseID = &p.previous
+	}
+	format := &formatConfig{Type: "text"}
+	if req.Text != nil && req.Text.Format != nil {
+		format = req.Text.Format
+		if p.gen.Format, p.gen.Schema, err = toTextFormat(format); err != nil {
+			return nil, err
+		}
+	}
+	p.obj.Text.Format = format
+	return p, nil
+}
+
+// toTextFormat maps text.format to the engine's output constraint.
+func toTextFormat(f *formatConfig) (string, json.RawMessage, error) {
+	switch f.Type {
+	case "", "text":
+		f.Type = "text"
+		return "", nil, nil
+	case "json_object":
+		return llm.FormatJSON, nil, nil
+	case "json_schema":
+		if len(f.Schema) == 0 || string(f.Schema) == "null" {
+			return "", nil, invalid("text.format.schema", "text.format json_schema needs a schema (a JSON Schema object)")
+		}
+		return llm.FormatSchema, f.Schema, nil
+	default:
+		return "", nil, invalid("text.format.type", fmt.Sprintf("text.format.type must be text, json_object or json_schema, got %q", f.Type))
+	}
+}
+
+// refuseUnservedResponse rejects parameters this server cannot honour yet instead of ignoring them.
+func refuseUnservedResponse(req *responseRequest) error {
+	if len(req.Tools) > 0 && string(req.Tools) != "null" && string(req.Tools) != "[]" {
+		return unsupported("tools", "tool calling is not supported by this server yet; remove tools")
+	}
+	if req.Background != nil && *req.Background {
+		return unsupported("background", "background responses are not supported by this server; remove background")
+	}
+	if len(req.Conversation) > 0 && string(req.Conversation) != "null" {
+		return unsupported("conversation", "conversations are not supported by this server yet; use previous_response_id")
+	}
+	if len(req.Prompt) > 0 && string(req.Prompt) != "null" {
+		return unsupported("prompt", "prompt templates are not supported by this server; send input and instructions")
+	}
+	if req.TopLogprobs != nil && *req.TopLogprobs != 0 {
+		return unsupported("top_logprobs", "top_logprobs are not supported by this server yet; remove top_logprobs")
+	}
+	if req.Reasoning != nil && req.Reasoning.Effort != nil {
+		return unsupported("reasoning.effort", "reasoning.effort is not supported by this server yet; remove reasoning")
+	}
+	return nil
+}
+
+// checkMetadata applies OpenAI's limits: 16 pairs, keys up to 64 and values up to 512 characters.
+func checkMetadata(md map[string]string) error {
+	if len(md) > 16 {
+		return invalid("metadata", fmt.Sprintf("metadata has %d keys; at most 16 are allowed", len(md)))
+	}
+	for k, v := range md {
+		if utf8.RuneCountInString(k) > 64 {
+			return invalid("metadata", fmt.Sprintf("metadata key %q is longer than 64 characters", k))
+		}
+		if utf8.RuneCountInString(v) > 512 {
+			return invalid("metadata", fmt.Sprintf("metadata value of %q is longer than 512 characters", k))
+		}
+	}
+	return nil
+}
+
+// conversation rebuilds what the model sees: the new instructions as the system message, the
+// earlier responses' input and output oldest first, then the new input.
+func (h *handlers) conversation(c *gin.Context, p *responseParams, instructions *string) ([]chat.Message, error) {
+	var msgs []chat.Message
+	if instructions != nil && *instructions != "" {
+		msgs = append(msgs, chat.Message{Role: "system", Content: *instructions})
+	}
+	if p.previous != "" {
+		chain, err := h.svc.ResponseChain(c.Request.Context(), p.previous)
+		if err != nil {
+			return nil, previousNotFound(p.previous, err)
+		}
+		for _, r := range chain {
+			for _, raw := range []json.RawMessage{r.Input, r.Output} {
+				var items []item
+				if err := json.Unmarshal(raw, &items); err != nil {
+					return nil, fmt.Errorf("read stored response %s: %w", r.ID, err)
+				}
+				for i := range items {
+					msgs = append(msgs, items[i].message())
+				}
+			}
+		}
+	}
+	for i := range p.input {
+		msgs = append(msgs, p.input[i].message())
+	}
+	return msgs, nil
+}
+
+// previousNotFound is the 404 for a previous_response_id whose conversation cannot be rebuilt.
+func previousNotFound(id string, err error) error {
+	var missing *store.MissingResponseError
+	if !errors.As(err, &missing) {
+		return err
+	}
+	msg := fmt.Sprintf("Previous response with id '%s' not found.", id)
+	if missing.ID != id {
+		msg += fmt.Sprintf(" The conversation it continues includes response '%s', which was deleted.", missing.ID)
+	} else {
+		msg += " It was deleted, created with store=false, or never existed; start without previous_response_id."
+	}
+	return &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "previous_response_not_found",
+		Param: "previous_response_id", Message: msg}
+}
+
+// responseNotFound is the 404 for an unknown response id in a path.
+func responseNotFound(id string) error {
+	return &Error{Status: http.StatusNotFound, Type: "invalid_request_error",
+		Message: fmt.Sprintf("Response with id '%s' not found. Only responses created with store=true are kept.", id)}
+}
+
+// responsesError maps a generation error; a prompt over the window blames input, not messages.
+func responsesError(err error) error {
+	var cl *llm.ContextLengthError
+	if errors.As(err, &cl) {
+		return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "context_length_exceeded", Param: "input", Message: err.Error()}
+	}
+	return err
+}
+
+// finishResponse completes obj with the generated message and its usage.
+func finishResponse(obj responseObject, msgID, text string, d llm.Done) responseObject {
+	obj.Status, obj.Output = "completed", []item{outputItem(msgID, "completed", text)}
+	if d.FinishReason == llm.FinishLength {
+		obj.Status = "incomplete"
+		obj.Output[0].Status = "incomplete"
+		obj.IncompleteDetails = &incompleteDetails{Reason: "max_output_tokens"}
+	} else {
+		now := time.Now().Unix()
+		obj.CompletedAt = &now
+	}
+	u := &responseUsage{InputTokens: d.Usage.PromptTokens, OutputTokens: d.Usage.CompletionTokens,
+		TotalTokens: d.Usage.PromptTokens + d.Usage.CompletionTokens}
+	u.InputTokensDetails.CachedTokens = d.Usage.CachedTokens
+	obj.Usage = u
+	return obj
+}
+
+func outputItem(id, status, text string) item {
+	it := item{ID: id, Type: "message", Status: status, Role: "assistant", Content: []part{}}
+	if status != "in_progress" {
+		it.Content = []part{{Type: "output_text", Text: text}}
+	}
+	return it
+}
+
+// keep stores a finished response unless the request said store=false.
+func (h *handlers) keep(c *gin.Context, p *responseParams, obj *responseObject) error {
+	if !p.store {
+		return nil
+	}
+	input, err := json.Marshal(p.input)
+	if err != nil {
+		return err
+	}
+	output, err := json.Marshal(obj.Output)
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	r := store.Response{
+		ID: obj.ID, Model: obj.Model, PreviousResponseID: p.previous, Instructions: obj.Instructions,
+		Status: obj.Status, Input: input, Output: output, Body: body, CreatedAt: time.Unix(obj.CreatedAt, 0),
+	}
+	if obj.Usage != nil {
+		r.InputTokens, r.OutputTokens, r.CachedTokens = obj.Usage.InputTokens, obj.Usage.OutputTokens, obj.Usage.InputTokensDetails.CachedTokens
+	}
+	// The client may be gone already; what was generated is still kept.
+	if err := h.svc.SaveResponse(context.WithoutCancel(c.Request.Context()), r); err != nil {
+		return fmt.Errorf("could not save the response; retry, or send store=false: %w", err)
+	}
+	return nil
+}
+
+func (h *handlers) getResponse(c *gin.Context) error {
+	if s := c.Query("stream"); s != "" && s != "false" {
+		return unsupported("stream", "replaying a response as a stream is not supported; GET it without stream")
+	}
+	id := c.Param("id")
+	r, err := h.svc.Response(c.Request.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return responseNotFound(id)
+	}
+	if err != nil {
+		return err
+	}
+	c.Data(http.StatusOK, "application/json; charset=utf-8", r.Body)
+	return nil
+}
+
+func (h *handlers) deleteResponse(c *gin.Context) error {
+	id := c.Param("id")
+	err := h.svc.DeleteResponse(c.Request.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return responseNotFound(id)
+	}
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, gin.H{"id": id, "object": "response", "deleted": true})
+	return nil
+}
+
+// listInputItems pages through a response's own input items: order desc (OpenAI's default)
+// or asc, limit 1-100 (default 20), after an item id.
+func (h *handlers) listInputItems(c *gin.Context) error {
+	order := c.DefaultQuery("order", "desc")
+	if order != "asc" && order != "desc" {
+		return invalid("order", fmt.Sprintf("order is %q; use asc or desc", order))
+	}
+	limit := 20
+	if s := c.Query("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 100 {
+			return invalid("limit", fmt.Sprintf("limit must be an integer between 1 and 100, got %q", s))
+		}
+		limit = n
+	}
+	id := c.Param("id")
+	r, err := h.svc.Response(c.Request.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return responseNotFound(id)
+	}
+	if err != nil {
+		return err
+	}
+	items := []item{}
+	if err := json.Unmarshal(r.Input, &items); err != nil {
+		return fmt.Errorf("read stored response %s: %w", id, err)
+	}
+	if order == "desc" {
+		slices.Reverse(items)
+	}
+	if after := c.Query("after"); after != "" {
+		i := slices.IndexFunc(items, func(it item) bool { return it.ID == after })
+		if i < 0 {
+			return invalid("after", fmt.Sprintf("response '%s' has no input item with id '%s'", id, after))
+		}
+		items = items[i+1:]
+	}
+	list := itemList{Object: "list", Data: items[:min(limit, len(items))], HasMore: len(items) > limit}
+	if n := len(list.Data); n > 0 {
+		list.FirstID, list.LastID = &list.Data[0].ID, &list.Data[n-1].ID
+	}
+	c.JSON(http.StatusOK, list)
+	return nil
+}

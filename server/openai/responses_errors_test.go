@@ -1,0 +1,151 @@
+package openai_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	openai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+)
+
+// respError is an OpenAI error body; Param and Code are "" for null.
+type respError struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+// checkRespError asserts the status and every field of an OpenAI error body.
+func checkRespError(t *testing.T, resp *http.Response, b []byte, status int, typ, param, code, msg string) {
+	t.Helper()
+	if resp.StatusCode != status {
+		t.Errorf("status %d, want %d; body %s", resp.StatusCode, status, b)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("Content-Type %q", ct)
+	}
+	var env struct {
+		Error *respError `json:"error"`
+	}
+	if err := json.Unmarshal(b, &env); err != nil || env.Error == nil {
+		t.Fatalf("not an OpenAI error body: %s", b)
+	}
+	e := env.Error
+	deref := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	if e.Type != typ || deref(e.Param) != param || deref(e.Code) != code || !strings.Contains(e.Message, msg) {
+		t.Errorf("error = {type %q param %q code %q message %q}, want {%q %q %q containing %q}",
+			e.Type, deref(e.Param), deref(e.Code), e.Message, typ, param, code, msg)
+	}
+}
+
+func TestResponsesBadInput(t *testing.T) {
+	s := newResponsesServer(t)
+	// A response to delete, and a chain r1 ← r2 ← r3 whose middle is then deleted.
+	newResp := func(prev string) string {
+		t.Helper()
+		p := responses.ResponseNewParams{Model: "fake", Input: text("hi")}
+		if prev != "" {
+			p.PreviousResponseID = openai.String(prev)
+		}
+		r, err := s.client.Responses.New(t.Context(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.ID
+	}
+	deleted, r1 := newResp(""), newResp("")
+	r2 := newResp(r1)
+	r3 := newResp(r2)
+	for _, id := range []string{deleted, r2} {
+		if err := s.client.Responses.Delete(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	const bad, ir = http.StatusBadRequest, "invalid_request_error"
+	tests := []struct {
+		name, method, path, body string
+		status                   int
+		param, code, msg         string
+	}{
+		{"malformed JSON", "POST", "/v1/responses", `{"model":"fake","input":`, bad, "", "", "malformed JSON"},
+		{"empty body", "POST", "/v1/responses", ``, bad, "", "", "empty"},
+		{"missing model", "POST", "/v1/responses", `{"input":"hi"}`, bad, "model", "", "model"},
+		{"unknown model", "POST", "/v1/responses", `{"model":"nope","input":"hi"}`, http.StatusNotFound, "model", "model_not_found", "nope"},
+		{"missing input", "POST", "/v1/responses", `{"model":"fake"}`, bad, "input", "", "provide input"},
+		{"input a number", "POST", "/v1/responses", `{"model":"fake","input":42}`, bad, "input", "", "got number"},
+		{"input empty array", "POST", "/v1/responses", `{"model":"fake","input":[]}`, bad, "input", "", "empty"},
+		{"item not an object", "POST", "/v1/responses", `{"model":"fake","input":["hi"]}`, bad, "input[0]", "", "got string"},
+		{"bad role", "POST", "/v1/responses", `{"model":"fake","input":[{"role":"tool","content":"x"}]}`, bad, "input[0].role", "", `"tool"`},
+		{"content a number", "POST", "/v1/responses", `{"model":"fake","input":[{"role":"user","content":7}]}`, bad, "input[0].content", "", "got number"},
+		{"input_image part", "POST", "/v1/responses",
+			`{"model":"fake","input":[{"role":"user","content":[{"type":"input_text","text":"see"},{"type":"input_image","image_url":"data:image/png;base64,AA"}]}]}`,
+			bad, "input[0].content[1]", "unsupported_input", "text only"},
+		{"unknown part type", "POST", "/v1/responses", `{"model":"fake","input":[{"role":"user","content":[{"type":"text","text":"x"}]}]}`,
+			bad, "input[0].content[0].type", "", "input_text"},
+		{"function_call_output item", "POST", "/v1/responses", `{"model":"fake","input":[{"type":"function_call_output","call_id":"c","output":"x"}]}`,
+			bad, "input[0].type", "unsupported_input", "message items"},
+		{"tools", "POST", "/v1/responses", `{"model":"fake","input":"hi","tools":[{"type":"function","name":"f"}]}`,
+			bad, "tools", "unsupported_parameter", "tool calling"},
+		{"tool_choice required", "POST", "/v1/responses", `{"model":"fake","input":"hi","tool_choice":"required"}`,
+			bad, "tool_choice", "unsupported_parameter", "tool calling"},
+		{"json_schema without schema", "POST", "/v1/responses", `{"model":"fake","input":"hi","text":{"format":{"type":"json_schema","name":"x"}}}`,
+			bad, "text.format.schema", "", "needs a schema"},
+		{"text.format yaml", "POST", "/v1/responses", `{"model":"fake","input":"hi","text":{"format":{"type":"yaml"}}}`,
+			bad, "text.format.type", "", `"yaml"`},
+		{"background", "POST", "/v1/responses", `{"model":"fake","input":"hi","background":true}`, bad, "background", "unsupported_parameter", "background"},
+		{"max_output_tokens 0", "POST", "/v1/responses", `{"model":"fake","input":"hi","max_output_tokens":0}`, bad, "max_output_tokens", "", "positive"},
+		{"max_output_tokens a string", "POST", "/v1/responses", `{"model":"fake","input":"hi","max_output_tokens":"5"}`, bad, "max_output_tokens", "", "integer"},
+		{"temperature 3", "POST", "/v1/responses", `{"model":"fake","input":"hi","temperature":3}`, bad, "temperature", "", "between 0 and 2"},
+		{"top_p 2", "POST", "/v1/responses", `{"model":"fake","input":"hi","top_p":2}`, bad, "top_p", "", "between 0 and 1"},
+		{"truncation", "POST", "/v1/responses", `{"model":"fake","input":"hi","truncation":"middle"}`, bad, "truncation", "", "disabled or auto"},
+		{"metadata value a number", "POST", "/v1/responses", `{"model":"fake","input":"hi","metadata":{"a":1}}`, bad, "metadata", "", "expected a string"},
+		{"previous unknown", "POST", "/v1/responses", `{"model":"fake","input":"hi","previous_response_id":"resp_nope"}`,
+			http.StatusNotFound, "previous_response_id", "previous_response_not_found", "Previous response with id 'resp_nope' not found."},
+		{"previous deleted", "POST", "/v1/responses", `{"model":"fake","input":"hi","previous_response_id":"` + deleted + `"}`,
+			http.StatusNotFound, "previous_response_id", "previous_response_not_found", "Previous response with id '" + deleted + "' not found."},
+		{"previous continues a deleted one", "POST", "/v1/responses", `{"model":"fake","input":"hi","previous_response_id":"` + r3 + `"}`,
+			http.StatusNotFound, "previous_response_id", "previous_response_not_found", "includes response '" + r2 + "', which was deleted"},
+		{"GET unknown", "GET", "/v1/responses/resp_nope", "", http.StatusNotFound, "", "", "Response with id 'resp_nope' not found."},
+		{"GET deleted", "GET", "/v1/responses/" + deleted, "", http.StatusNotFound, "", "", "not found"},
+		{"DELETE unknown", "DELETE", "/v1/responses/resp_nope", "", http.StatusNotFound, "", "", "not found"},
+		{"input_items unknown", "GET", "/v1/responses/resp_nope/input_items", "", http.StatusNotFound, "", "", "not found"},
+		{"input_items limit 0", "GET", "/v1/responses/" + r1 + "/input_items?limit=0", "", bad, "limit", "", "between 1 and 100"},
+		{"input_items order", "GET", "/v1/responses/" + r1 + "/input_items?order=sideways", "", bad, "order", "", "asc or desc"},
+		{"input_items after unknown", "GET", "/v1/responses/" + r1 + "/input_items?after=msg_nope", "", bad, "after", "", "msg_nope"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, b := s.raw(t, tt.method, tt.path, tt.body)
+			checkRespError(t, resp, b, tt.status, ir, tt.param, tt.code, tt.msg)
+		})
+	}
+	if n := len(s.eng.Requests()); n != 4 {
+		t.Errorf("the engine saw %d generations, want only the 4 setup ones", n)
+	}
+
+	// The SDK sees the 404 as an *openai.Error.
+	_, err := s.client.Responses.New(t.Context(), responses.ResponseNewParams{Model: "fake", Input: text("hi"), PreviousResponseID: openai.String(deleted)})
+	if !isStatus(err, http.StatusNotFound) {
+		t.Errorf("SDK: %v, want a 404 *openai.Error", err)
+	}
+}
+
+// TestResponsesContextLength: an input over the window is a 400 that blames input, streamed or not.
+func TestResponsesContextLength(t *testing.T) {
+	s := startResponses(t, filepath.Join(t.TempDir(), "db.sqlite"), 64, nil)
+	long := strings.Repeat("x", 100)
+	for _, stream := range []string{"false", "true"} {
+		resp, b := s.raw(t, "POST", "/v1/responses", `{"model":"fake","truncation":"auto","stream":`+stream+`,"input":"`+long+`"}`)
+		checkRespError(t, resp, b, http.StatusBadRequest, "invalid_request_error", "input", "context_length_exceeded", "context window")
+	}
+}
