@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/superfluid/superfluid/runtime/gguf"
 )
 
 // post sends a JSON body and returns status, headers and body.
@@ -39,8 +42,9 @@ type slotsEntry struct {
 	Lanes []struct {
 		State string `json:"state"`
 	} `json:"lanes"`
-	Queued int `json:"queued"`
-	Totals struct {
+	Queued   int `json:"queued"`
+	Inflight int `json:"inflight"`
+	Totals   struct {
 		PrefillComputed int `json:"prefill_computed"`
 		PromptTokens    int `json:"prompt_tokens"`
 	} `json:"totals"`
@@ -61,18 +65,20 @@ func slots(t *testing.T, url string) slotsEntry {
 }
 
 // TestQueueOverflow: past lanes + queue the answer is 429 with Retry-After, and the admitted
-// streams finish untouched.
+// streams finish untouched. The model is one the test writes, big enough that a 300-token
+// generation takes a moment on any machine, so two requests are seen in flight.
 func TestQueueOverflow(t *testing.T) {
-	cfg := testConfig(t, testModel)
-	cfg.Parallel, cfg.Queue, cfg.ContextLength = 1, 1, 2048
+	path := filepath.Join(t.TempDir(), "slow.gguf")
+	if err := gguf.WriteTinyLlama(path, gguf.TinyLlamaOptions{Embd: 512, Layers: 4, Heads: 8, KVHeads: 8, FF: 1536, Q8: true}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t, path)
+	cfg.Parallel, cfg.Queue = 1, 1
 	_, srv := startServer(t, cfg, true)
-	model := modelID(testModel)
-	const long = 2000 // long enough to still run while the third request arrives
-	body := chatJSON(model, "Once upon a time", fmt.Sprintf(`,"max_tokens":%d,"ignore_eos":true,"stream":true`, long))
-
+	const long = 300
+	body := chatJSON("slow", "Once upon a time", fmt.Sprintf(`,"max_tokens":%d,"ignore_eos":true,"stream":true`, long))
 	var wg sync.WaitGroup
 	tokens := make([]int, 2)
-	opened := make(chan struct{}, 2)
 	for i := range 2 {
 		wg.Add(1)
 		go func() {
@@ -83,19 +89,17 @@ func TestQueueOverflow(t *testing.T) {
 				return
 			}
 			defer res.Body.Close()
-			opened <- struct{}{}
 			tokens[i] = streamedTokens(t, res.Body)
 		}()
 	}
-	<-opened
-	<-opened
 	deadline := time.Now().Add(time.Minute)
-	for s := slots(t, srv.URL); s.Queued != 1 || s.Lanes[0].State == "idle"; s = slots(t, srv.URL) {
+	for s := slots(t, srv.URL); s.Inflight != 2; s = slots(t, srv.URL) {
 		if time.Now().After(deadline) {
-			t.Fatalf("never saw one stream running and one queued: %+v", s)
+			t.Fatalf("never saw two requests in flight: %+v", s)
 		}
+		time.Sleep(2 * time.Millisecond)
 	}
-	status, h, b := post(t, srv.URL+"/v1/chat/completions", chatJSON(model, "hi", `,"max_tokens":2`))
+	status, h, b := post(t, srv.URL+"/v1/chat/completions", chatJSON("slow", "hi", `,"max_tokens":2`))
 	if status != 429 || h.Get("Retry-After") == "" || !strings.Contains(string(b), `"code":"concurrency_limit_exceeded"`) {
 		t.Fatalf("third request: %d Retry-After %q %s", status, h.Get("Retry-After"), b)
 	}

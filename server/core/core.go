@@ -167,6 +167,9 @@ func (s *Service) Slots(ctx context.Context, name string) (*Model, llm.Slots, er
 	return m, slots, err
 }
 
+// Inflight is how many generations are running or queued on the model right now.
+func (m *Model) Inflight() int { return int(m.inflight.Load()) }
+
 // admit reserves n generations on m, or refuses when the lanes and the queue are full.
 func (s *Service) admit(m *Model, n int) (release func(), err error) {
 	total := m.inflight.Add(int64(n))

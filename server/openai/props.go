@@ -47,6 +47,7 @@ func (h *handlers) slots(c *gin.Context) error {
 		"is_processing": busy, "loaded": m.Loaded(),
 		"lanes":                     s.Lanes,
 		"queued":                    s.Queued,
+		"inflight":                  m.Inflight(),
 		"kv_cache":                  gin.H{"used_cells": s.KVUsed, "total_cells": s.KVTotal},
 		"tick":                      s.Tick,
 		"decode_tokens_per_second":  s.DecodeRate,
