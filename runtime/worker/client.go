@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -39,10 +40,11 @@ type Options struct {
 type Client struct {
 	opts Options
 
-	mu     sync.Mutex
-	proc   *process
-	info   llm.ModelInfo
-	closed bool
+	mu       sync.Mutex
+	proc     *process
+	info     llm.ModelInfo
+	closed   bool
+	starting *start // a launch in progress, or nil
 }
 
 // NewClient returns a client; the worker starts on Start or the first call.
@@ -173,20 +175,57 @@ func (c *Client) lost(ctx context.Context, p *process, err error) error {
 
 // running returns the live worker, starting one if there is none.
 func (c *Client) running(ctx context.Context) (*process, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return nil, engineFailure("the worker for %s is shut down", c.opts.ModelPath)
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, engineFailure("the worker for %s is shut down", c.opts.ModelPath)
+		}
+		if c.proc != nil && !c.proc.hasExited() {
+			p := c.proc
+			c.mu.Unlock()
+			return p, nil
+		}
+		if st := c.starting; st != nil {
+			// Another call is loading the model: wait for it instead of loading twice, without
+			// holding the lock (Info, PID and Loaded stay answerable during a long load).
+			c.mu.Unlock()
+			select {
+			case <-st.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if st.err != nil && !errors.Is(st.err, context.Canceled) && !errors.Is(st.err, context.DeadlineExceeded) {
+				return nil, st.err
+			}
+			continue // started, or the starter gave up: look again
+		}
+		st := &start{done: make(chan struct{})}
+		c.starting = st
+		c.mu.Unlock()
+
+		p, info, err := startProcess(ctx, c.opts)
+		c.mu.Lock()
+		c.starting, st.err = nil, err
+		if err == nil {
+			if c.closed {
+				c.mu.Unlock()
+				p.stop()
+				close(st.done)
+				return nil, engineFailure("the worker for %s is shut down", c.opts.ModelPath)
+			}
+			c.proc, c.info = p, info
+		}
+		c.mu.Unlock()
+		close(st.done)
+		return p, err
 	}
-	if c.proc != nil && !c.proc.hasExited() {
-		return c.proc, nil
-	}
-	p, info, err := startProcess(ctx, c.opts)
-	if err != nil {
-		return nil, err
-	}
-	c.proc, c.info = p, info
-	return p, nil
+}
+
+// start is a worker launch in progress; done closes when it ends, with err its outcome.
+type start struct {
+	done chan struct{}
+	err  error
 }
 
 func (o Options) args(socket string) []string {
@@ -328,4 +367,11 @@ func (t *tail) last() string {
 	defer t.mu.Unlock()
 	lines := strings.Split(strings.TrimSpace(string(t.buf)), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// launching is the launch in progress, if any (tests).
+func (c *Client) launching() *start {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.starting
 }

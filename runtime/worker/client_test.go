@@ -412,3 +412,31 @@ func TestConcurrentCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusDuringLoad: while one call waits for a slow load, status queries answer at once
+// and a second caller shares the launch instead of starting another worker.
+func TestStatusDuringLoad(t *testing.T) {
+	c, _ := newClient(t, "hang")
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan error, 2)
+	for range 2 {
+		go func() { started <- c.Start(ctx) }()
+	}
+	for c.launching() == nil { // wait until a launch is underway
+		time.Sleep(time.Millisecond)
+	}
+	if c.Loaded() || c.PID() != 0 || c.Info().ContextLength != 0 {
+		t.Fatal("a loading worker reports itself loaded")
+	}
+	select {
+	case err := <-started:
+		t.Fatalf("Start returned during the load: %v", err)
+	default:
+	}
+	cancel()
+	for range 2 {
+		if err := <-started; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Start after cancel: %v", err)
+		}
+	}
+}

@@ -144,7 +144,7 @@ func (h *handlers) stream(c *gin.Context, creq *core.ChatRequest, model string) 
 		}
 	})
 	if err != nil {
-		if !s.Committed() {
+		if !s.Settle() {
 			return err
 		}
 		// The stream has begun: the error travels as an error event, which ends the stream.

@@ -3,6 +3,8 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/enginetest"
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/store"
 )
 
 func fakeModel(t *testing.T, e llm.Engine) *Model {
@@ -113,5 +116,29 @@ func TestUnknownModel(t *testing.T) {
 		if _, err := svc.Model(name); err != nil {
 			t.Errorf("Model(%q): %v", name, err)
 		}
+	}
+}
+
+// TestFailedRequestRecordsPartialUsage: a request that fails mid-generation is recorded with
+// the tokens it used, not zeros.
+func TestFailedRequestRecordsPartialUsage(t *testing.T) {
+	st, err := store.Open(filepath.Join(t.TempDir(), "db.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	fake := enginetest.New(256, "abcdefgh")
+	fake.Fail, fake.FailAfter = fmt.Errorf("%w: boom", llm.ErrEngineFailure), 3
+	svc := New(Config{}, st, fakeModel(t, fake))
+	res, err := svc.Chat(context.Background(), userChat("hi"), func(int, llm.Event) error { return nil })
+	if res != nil || !errors.Is(err, llm.ErrEngineFailure) {
+		t.Fatalf("res %v err %v", res, err)
+	}
+	rec, err := st.Request(context.Background(), "chatcmpl-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != 500 || rec.PromptTokens != 3 || rec.CompletionTokens != 3 || rec.Error == "" {
+		t.Fatalf("record %+v", rec)
 	}
 }

@@ -65,7 +65,10 @@ func (s *Service) Chat(ctx context.Context, req *ChatRequest, emit Emit) (*Resul
 		}
 	}
 	s.record(ctx, recordKey{req.ID, req.Endpoint, req.Model, req.Stream}, res, err, start)
-	return res, err
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // CompletionRequest is raw text to continue, with no chat template.
@@ -91,7 +94,10 @@ func (s *Service) Complete(ctx context.Context, req *CompletionRequest, emit Emi
 		res, err = s.generate(ctx, m, &gen, max(1, req.N), emit)
 	}
 	s.record(ctx, recordKey{req.ID, req.Endpoint, req.Model, req.Stream}, res, err, start)
-	return res, err
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // CountTokens is the prompt length a conversation would have, chat template included.
@@ -132,8 +138,16 @@ func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n in
 		go func() {
 			defer wg.Done()
 			errs[i] = m.Engine.Generate(ctx, &choice, func(ev llm.Event) error {
-				if ev.Done != nil {
-					res.Choices[i] = *ev.Done
+				// Keep what is known as it arrives, so a failed or abandoned request is
+				// recorded with the tokens it did use.
+				partial := &res.Choices[i]
+				switch {
+				case ev.Done != nil:
+					*partial = *ev.Done
+				case ev.Started != nil:
+					partial.Usage.PromptTokens, partial.Usage.CachedTokens, partial.Lane = ev.Started.PromptTokens, ev.Started.CachedTokens, ev.Started.Lane
+				default:
+					partial.Usage.CompletionTokens += ev.Tokens
 				}
 				mu.Lock()
 				defer mu.Unlock()
@@ -146,7 +160,7 @@ func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n in
 	}
 	wg.Wait()
 	if err := firstRealError(errs); err != nil {
-		return nil, err
+		return res, err // partial: for the record only
 	}
 	return res, nil
 }

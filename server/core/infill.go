@@ -43,7 +43,10 @@ func (s *Service) Infill(ctx context.Context, req *InfillRequest, emit Emit) (*R
 	key := recordKey{req.ID, req.Endpoint, req.Model, req.Stream}
 	res, err := s.infill(ctx, req, emit)
 	s.record(ctx, key, res, err, start)
-	return res, err
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 func (s *Service) infill(ctx context.Context, req *InfillRequest, emit Emit) (*Result, error) {

@@ -139,7 +139,7 @@ func (h *handlers) streamChat(c *gin.Context, creq *core.ChatRequest, opts strea
 		}
 	})
 	if err != nil {
-		if !s.Committed() {
+		if !s.Settle() {
 			return err
 		}
 		// The stream has begun: the error travels as a data frame, then the terminator.

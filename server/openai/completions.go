@@ -202,7 +202,7 @@ func (h *handlers) streamCompletion(c *gin.Context, base textCompletion, echo st
 		return nil
 	})
 	if err != nil {
-		if !s.Committed() {
+		if !s.Settle() {
 			return err
 		}
 		_ = s.Data(toError(err).wire())

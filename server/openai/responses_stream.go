@@ -135,7 +135,7 @@ func (h *handlers) streamResponse(c *gin.Context, creq *core.ChatRequest, p *res
 		return nil
 	})
 	if err != nil {
-		if !s.Committed() {
+		if !s.Settle() {
 			return responsesError(err)
 		}
 		if !errors.Is(err, context.Canceled) {

@@ -19,6 +19,8 @@ type Stream struct {
 	mu        sync.Mutex
 	committed bool
 	closed    bool
+	// settled stops keep-alives: the stream is about to end (Settle, Done).
+	settled bool
 	err       error
 	stop      chan struct{}
 }
@@ -38,6 +40,17 @@ func New(w http.ResponseWriter, interval time.Duration) *Stream {
 func (s *Stream) Committed() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.committed
+}
+
+// Settle ends the keep-alives and reports whether the headers went out. A handler calls it
+// when it is about to finish with an error: committed, the error must travel as a final frame;
+// not committed, it can still be an ordinary error response with its own status. Checking and
+// silencing in one step keeps a keep-alive from committing the stream in between.
+func (s *Stream) Settle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.settled = true
 	return s.committed
 }
 
@@ -81,8 +94,13 @@ func (s *Stream) Data(v any) error {
 	return s.write("data: " + string(b) + "\n\n")
 }
 
-// Done writes the OpenAI terminator `data: [DONE]`.
-func (s *Stream) Done() error { return s.write("data: [DONE]\n\n") }
+// Done writes the OpenAI terminator `data: [DONE]`; no keep-alive follows it.
+func (s *Stream) Done() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.settled = true
+	return s.writeLocked("data: [DONE]\n\n")
+}
 
 // Event writes a named event (Anthropic and Responses style).
 func (s *Stream) Event(name string, v any) error {
@@ -138,7 +156,7 @@ func (s *Stream) keepAlive(interval time.Duration) {
 		case <-t.C:
 			s.mu.Lock()
 			err := s.err
-			if !s.closed && err == nil {
+			if !s.closed && !s.settled && err == nil {
 				err = s.writeLocked(": keep-alive\n\n")
 			}
 			s.mu.Unlock()

@@ -323,3 +323,32 @@ func TestConcurrentFrames(t *testing.T) {
 		t.Errorf("%d data frames (want %d), %d keep-alives", len(seen), writers*frames, keepAlives)
 	}
 }
+
+// TestSettle: after Settle no keep-alive commits the stream, so an uncommitted handler can
+// still answer with an ordinary error status; Done silences keep-alives too.
+func TestSettle(t *testing.T) {
+	rec := httptest.NewRecorder()
+	s := sse.New(rec, time.Millisecond)
+	if s.Settle() {
+		t.Fatal("settled stream reports committed before anything was written")
+	}
+	time.Sleep(20 * time.Millisecond) // keep-alive ticks that must stay silent
+	if s.Committed() {
+		t.Fatal("a keep-alive committed a settled stream")
+	}
+	s.Close()
+	if rec.Body.Len() != 0 {
+		t.Fatalf("settled stream wrote %q", rec.Body.String())
+	}
+
+	rec = httptest.NewRecorder()
+	s = sse.New(rec, time.Millisecond)
+	if err := s.Done(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	s.Close()
+	if got := rec.Body.String(); got != "data: [DONE]\n\n" {
+		t.Fatalf("after Done: %q", got)
+	}
+}
