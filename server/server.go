@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -38,20 +39,10 @@ func New(cfg Config, svc *core.Service) http.Handler {
 	ollama.Routes(r, svc)
 	anthropic.Routes(r, svc, anthropic.Options{KeepAlive: cfg.KeepAlive})
 	r.NoRoute(func(c *gin.Context) {
-		if ollama.Owns(c.Request.URL.Path) {
-			ollama.NoRoute(c)
-			return
-		}
-		openai.WriteError(c, &openai.Error{Status: http.StatusNotFound, Type: "invalid_request_error",
-			Message: fmt.Sprintf("unknown route %s %s", c.Request.Method, c.Request.URL.Path)})
+		writeError(c, http.StatusNotFound, fmt.Sprintf("unknown route %s %s", c.Request.Method, c.Request.URL.Path))
 	})
 	r.NoMethod(func(c *gin.Context) {
-		if ollama.Owns(c.Request.URL.Path) {
-			ollama.NoMethod(c)
-			return
-		}
-		openai.WriteError(c, &openai.Error{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error",
-			Message: fmt.Sprintf("%s is not allowed on %s", c.Request.Method, c.Request.URL.Path)})
+		writeError(c, http.StatusMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s", c.Request.Method, c.Request.URL.Path))
 	})
 	return r
 }
@@ -65,10 +56,32 @@ func recovery(c *gin.Context) {
 			}
 			slog.Error("handler panic", "path", c.Request.URL.Path, "panic", v)
 			if !c.Writer.Written() {
-				openai.WriteError(c, fmt.Errorf("internal error: %v", v))
+				writeError(c, http.StatusInternalServerError, fmt.Sprintf("internal error: %v", v))
 			}
 			c.Abort()
 		}
 	}()
 	c.Next()
+}
+
+// writeError answers a request no dialect handler took (unknown route, wrong method, panic)
+// in the error shape of the dialect its path belongs to.
+func writeError(c *gin.Context, status int, msg string) {
+	path := c.Request.URL.Path
+	switch {
+	case ollama.Owns(path):
+		ollama.WriteError(c, &ollama.Error{Status: status, Message: msg})
+	case path == "/v1/messages" || strings.HasPrefix(path, "/v1/messages/"):
+		kind := anthropic.TypeAPI
+		if status < 500 {
+			kind = anthropic.TypeNotFound
+		}
+		anthropic.WriteError(c, &anthropic.Error{Status: status, Type: kind, Message: msg})
+	default:
+		kind := "server_error"
+		if status < 500 {
+			kind = "invalid_request_error"
+		}
+		openai.WriteError(c, &openai.Error{Status: status, Type: kind, Message: msg})
+	}
 }

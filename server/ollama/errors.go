@@ -91,15 +91,3 @@ func WriteError(c *gin.Context, err error) {
 func Owns(path string) bool {
 	return path == "/" || path == "/api" || strings.HasPrefix(path, "/api/")
 }
-
-// NoRoute answers an unknown Ollama route with a 404 in Ollama's shape.
-func NoRoute(c *gin.Context) {
-	WriteError(c, &Error{Status: http.StatusNotFound,
-		Message: fmt.Sprintf("unknown route %s %s; the Ollama API is served under /api", c.Request.Method, c.Request.URL.Path)})
-}
-
-// NoMethod answers a known Ollama route called with the wrong method with a 405 in Ollama's shape.
-func NoMethod(c *gin.Context) {
-	WriteError(c, &Error{Status: http.StatusMethodNotAllowed,
-		Message: fmt.Sprintf("%s is not allowed on %s", c.Request.Method, c.Request.URL.Path)})
-}
