@@ -4,30 +4,26 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
+
+	"github.com/superfluid/superfluid/server/reqbody"
 )
 
 // MaxBodyBytes is the request body limit (the spec's 100 MiB).
-const MaxBodyBytes = 100 << 20
+const MaxBodyBytes = reqbody.MaxBytes
 
 // decode reads the JSON body into v, turning every failure into a 400 (413 for a body over
 // the limit) that says what was wrong.
 func decode(r *http.Request, v any) error {
-	if r.ContentLength > MaxBodyBytes {
+	data, err := reqbody.Read(r)
+	switch {
+	case errors.Is(err, reqbody.ErrTooLarge):
 		return tooLarge()
-	}
-	data, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxBodyBytes))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return tooLarge()
-		}
-		return badRequest("could not read the request body: %v", err)
-	}
-	if len(strings.TrimSpace(string(data))) == 0 {
-		return badRequest("missing request body; send a JSON object")
+	case errors.Is(err, reqbody.ErrEmpty):
+		return badRequest("missing request body; send a JSON object") // Ollama's wording
+	case err != nil:
+		return badRequest("%v", err)
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return decodeError(err)

@@ -4,30 +4,24 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
+
+	"github.com/superfluid/superfluid/server/reqbody"
 )
 
 // MaxBodyBytes is the request body limit (the spec's 100 MiB).
-const MaxBodyBytes = 100 << 20
+const MaxBodyBytes = reqbody.MaxBytes
 
 // decode reads the JSON body into v, turning every failure into an OpenAI error that names
 // the offending parameter.
 func decode(r *http.Request, v any) error {
-	if r.ContentLength > MaxBodyBytes {
+	data, err := reqbody.Read(r)
+	switch {
+	case errors.Is(err, reqbody.ErrTooLarge):
 		return tooLarge()
-	}
-	data, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxBodyBytes))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return tooLarge()
-		}
-		return invalid("", "could not read the request body: "+err.Error())
-	}
-	if len(strings.TrimSpace(string(data))) == 0 {
-		return invalid("", "the request body is empty; send a JSON object")
+	case err != nil:
+		return invalid("", err.Error())
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return decodeError(err)

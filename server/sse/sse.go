@@ -21,8 +21,8 @@ type Stream struct {
 	closed    bool
 	// settled stops keep-alives: the stream is about to end (Settle, Done).
 	settled bool
-	err       error
-	stop      chan struct{}
+	err     error
+	stop    chan struct{}
 }
 
 // New prepares a stream on w; nothing is written until Commit, Data or a keep-alive.
