@@ -69,25 +69,29 @@ func laneServer(cfg Config, opts benchOptions) (*apiBench, func(), error) {
 	return benchServer(cfg)
 }
 
-// benchReplay replays a conversation of 8 turns whose history grows past 1,500 tokens and
-// compares each turn's time to first token, warm (prefix cache) vs cold (cache_prompt off).
+// benchReplay replays a recorded-style conversation of 8 turns — a long system prompt, then
+// short questions and scripted answers — whose history grows past 1,500 tokens, and compares
+// each turn's time to first token warm (prefix cache) vs cold (cache_prompt off). The answers
+// are scripted rather than generated so the bench is the same on a random-weight model.
 func benchReplay(cfg Config, opts benchOptions, w io.Writer) error {
 	api, stop, err := laneServer(cfg, opts)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	msgs := []map[string]string{{"role": "system", "content": "You tell short stories for children."}}
-	fmt.Fprintf(w, "%5s %8s %8s %12s %12s %8s\n", "turn", "prompt", "cached", "warm TTFT", "cold TTFT", "warm/cold")
+	system, err := api.textOfTokens(750, 100)
+	if err != nil {
+		return err
+	}
+	msgs := []map[string]string{{"role": "system", "content": system}}
+	fmt.Fprintf(w, "%5s %8s %8s %12s %12s %10s\n", "turn", "prompt", "cached", "warm TTFT", "cold TTFT", "warm/cold")
 	for turn := 1; turn <= 8; turn++ {
-		// Short questions, long answers: the history grows by ~200 tokens a turn, most of it
-		// the model's own reply, which the lane already holds.
-		user, err := api.textOfTokens(80, turn)
+		user, err := api.textOfTokens(40, turn)
 		if err != nil {
 			return err
 		}
 		msgs = append(msgs, map[string]string{"role": "user", "content": user})
-		warm, err := api.stream(map[string]any{"messages": msgs, "max_tokens": 110, "ignore_eos": true, "temperature": 0})
+		warm, err := api.stream(map[string]any{"messages": msgs, "max_tokens": 4, "temperature": 0})
 		if err != nil {
 			return err
 		}
@@ -96,9 +100,13 @@ func benchReplay(cfg Config, opts benchOptions, w io.Writer) error {
 			return err
 		}
 		wt, ct := warm.first.Sub(warm.start), cold.first.Sub(cold.start)
-		fmt.Fprintf(w, "%5d %8d %8d %12s %12s %7.1f%%\n", turn, warm.promptTokens, warm.cached,
+		fmt.Fprintf(w, "%5d %8d %8d %12s %12s %9.1f%%\n", turn, warm.promptTokens, warm.cached,
 			wt.Round(time.Millisecond), ct.Round(time.Millisecond), 100*wt.Seconds()/ct.Seconds())
-		msgs = append(msgs, map[string]string{"role": "assistant", "content": warm.text})
+		answer, err := api.textOfTokens(60, 50+turn)
+		if err != nil {
+			return err
+		}
+		msgs = append(msgs, map[string]string{"role": "assistant", "content": answer})
 	}
 	return nil
 }
