@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/llamacpp"
 	"github.com/superfluid/superfluid/runtime/llm"
 )
 
@@ -111,50 +112,78 @@ func benchReplay(cfg Config, opts benchOptions, w io.Writer) error {
 	return nil
 }
 
-// benchStreams runs 1, 4 and 8 concurrent streams and reports aggregate and per-stream decode.
+// benchStreams runs 1, 4 and 8 concurrent streams through the HTTP API and, for comparison,
+// through the engine called directly in this process, and reports aggregate and per-stream
+// decode rates.
 func benchStreams(cfg Config, opts benchOptions, w io.Writer) error {
+	direct, err := llamacpp.Load(llamacpp.Options{ModelPath: cfg.ModelPath, ContextLength: cfg.ContextLength, Parallel: opts.lanes, Threads: cfg.Threads})
+	if err != nil {
+		return err
+	}
+	defer direct.Close()
+	cfg.Threads = direct.Info().Threads
 	api, stop, err := laneServer(cfg, opts)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	fmt.Fprintf(w, "%8s %14s %16s %10s\n", "streams", "aggregate t/s", "per-stream t/s", "vs 1")
-	var single float64
+	sides := []struct {
+		name string
+		run  func(prompt string) (sample, error)
+	}{
+		{"engine", func(p string) (sample, error) { return directSample(direct, p, opts.decodeTokens) }},
+		{"API", func(p string) (sample, error) { return api.sample(p, opts.decodeTokens) }},
+	}
+	fmt.Fprintf(w, "%8s %8s %14s %16s %10s\n", "", "streams", "aggregate t/s", "per-stream t/s", "vs 1")
+	single := map[string]float64{}
 	for _, n := range []int{1, 4, 8} {
-		var aggregates, perStream []float64
-		for run := range max(1, opts.repeat/2) {
-			samples := make([]sample, n)
-			errs := make([]error, n)
-			var wg sync.WaitGroup
-			began := time.Now()
-			for i := range n {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					samples[i], errs[i] = api.sample(fmt.Sprintf("%d-%d. Once upon a time", run, i), opts.decodeTokens)
-				}()
-			}
-			wg.Wait()
-			wall := time.Since(began)
-			total, rateSum := 0, 0.0
-			for i, s := range samples {
-				if errs[i] != nil {
-					return errs[i]
+		for _, side := range sides {
+			var aggregates, perStream []float64
+			for run := range max(1, opts.repeat/2) {
+				agg, per, err := concurrentStreams(n, func(i int) (sample, error) {
+					return side.run(fmt.Sprintf("%d-%d. Once upon a time", run, i))
+				})
+				if err != nil {
+					return fmt.Errorf("%s: %w", side.name, err)
 				}
-				total += s.tokens
-				rateSum += s.decodeRate()
+				aggregates, perStream = append(aggregates, agg), append(perStream, per)
 			}
-			aggregates = append(aggregates, float64(total)/wall.Seconds())
-			perStream = append(perStream, rateSum/float64(n))
+			agg, _ := medianMin(aggregates)
+			per, _ := medianMin(perStream)
+			if n == 1 {
+				single[side.name] = agg
+			}
+			fmt.Fprintf(w, "%8s %8d %14.1f %16.1f %9.2fx\n", side.name, n, agg, per, agg/single[side.name])
 		}
-		agg, _ := medianMin(aggregates)
-		per, _ := medianMin(perStream)
-		if n == 1 {
-			single = agg
-		}
-		fmt.Fprintf(w, "%8d %14.1f %16.1f %9.2fx\n", n, agg, per, agg/single)
 	}
 	return nil
+}
+
+// concurrentStreams runs n generations at once and returns the aggregate rate (all tokens over
+// the wall time) and the mean per-stream decode rate.
+func concurrentStreams(n int, run func(i int) (sample, error)) (aggregate, perStream float64, err error) {
+	samples := make([]sample, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	began := time.Now()
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			samples[i], errs[i] = run(i)
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(began)
+	total, rateSum := 0, 0.0
+	for i, s := range samples {
+		if errs[i] != nil {
+			return 0, 0, errs[i]
+		}
+		total += s.tokens
+		rateSum += s.decodeRate()
+	}
+	return float64(total) / wall.Seconds(), rateSum / float64(n), nil
 }
 
 // benchShared runs 32 concurrent chats that share a 1,000-token system prompt and counts the
