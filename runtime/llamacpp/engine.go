@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/ollama/ollama/llama"
 	"github.com/ollama/ollama/ml"
@@ -212,8 +213,19 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 	case <-e.quit:
 		return fmt.Errorf("%w: the engine is shutting down", llm.ErrEngineFailure)
 	}
+	var last time.Time
 	for {
+		// A model faster than one token per eventGap (tiny models do thousands a second)
+		// has its pieces grouped, so the per-event cost downstream (socket, SSE, client)
+		// never slows it; at human-visible rates every token is its own event.
+		if wait := eventGap - time.Since(last); !last.IsZero() && wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+			}
+		}
 		events, finished, jobErr := j.out.take(ctx)
+		last = time.Now()
 		for _, ev := range events {
 			if err := emit(ev); err != nil {
 				cancel()
@@ -228,6 +240,9 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 		}
 	}
 }
+
+// eventGap is the shortest time between two events of one generation.
+const eventGap = time.Millisecond
 
 // promptTokens is the request's prompt as token ids, checked against the vocabulary.
 func (e *Engine) promptTokens(ctx context.Context, req *llm.Request) ([]int, error) {

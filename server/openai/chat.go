@@ -138,11 +138,17 @@ func (h *handlers) streamChat(c *gin.Context, creq *core.ChatRequest, opts strea
 			return nil
 		}
 	})
+	return endStream(s, err)
+}
+
+// endStream finishes an OpenAI SSE stream. An error before anything was sent is returned, to
+// be rendered with its own status; once the stream has begun it travels as a data frame. The
+// stream always ends with the terminator.
+func endStream(s *sse.Stream, err error) error {
 	if err != nil {
 		if !s.Settle() {
 			return err
 		}
-		// The stream has begun: the error travels as a data frame, then the terminator.
 		_ = s.Data(toError(err).wire())
 	}
 	_ = s.Done()

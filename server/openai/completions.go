@@ -201,12 +201,5 @@ func (h *handlers) streamCompletion(c *gin.Context, base textCompletion, echo st
 		}
 		return nil
 	})
-	if err != nil {
-		if !s.Settle() {
-			return err
-		}
-		_ = s.Data(toError(err).wire())
-	}
-	_ = s.Done()
-	return nil
+	return endStream(s, err)
 }
