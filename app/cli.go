@@ -114,6 +114,7 @@ func serveCommand(args []string, stderr io.Writer) error {
 	cfg := DefaultConfig()
 	fs := newFlagSet("serve", stderr)
 	serverFlags(fs, &cfg)
+	verbose := fs.Bool("verbose", false, "show llama.cpp's log (the worker's stderr); failures quote its last line either way")
 	model, err := parseWithModel(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -126,7 +127,9 @@ func serveCommand(args []string, stderr io.Writer) error {
 		return &UsageError{err.Error()}
 	}
 	cfg.ModelPath = model
-	cfg.WorkerLog = stderr
+	if *verbose {
+		cfg.WorkerLog = stderr
+	}
 	a, err := New(cfg)
 	if err != nil {
 		return err
