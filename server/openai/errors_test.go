@@ -31,6 +31,7 @@ func TestChatBadInput(t *testing.T) {
 		{"max_tokens fractional", chatBody(`"max_tokens":1.5`), wantError{400, invalidReq, "max_tokens", "", "integer"}},
 		{"max_tokens negative", chatBody(`"max_tokens":-1`), wantError{400, invalidReq, "max_tokens", "", "-1"}},
 		{"max_completion_tokens negative", chatBody(`"max_completion_tokens":-5`), wantError{400, invalidReq, "max_completion_tokens", "", "-5"}},
+		{"max_tokens zero", chatBody(`"max_tokens":0`), wantError{400, invalidReq, "max_tokens", "", "at least 1"}},
 		{"temperature -1", chatBody(`"temperature":-1`), wantError{400, invalidReq, "temperature", "", "between 0 and 2"}},
 		{"temperature 3", chatBody(`"temperature":3`), wantError{400, invalidReq, "temperature", "", "between 0 and 2"}},
 		{"temperature a string", chatBody(`"temperature":"hot"`), wantError{400, invalidReq, "temperature", "", "number"}},

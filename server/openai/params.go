@@ -63,9 +63,10 @@ func refuseUnserved(req *chatRequest) error {
 	return nil
 }
 
+// checkCap refuses a cap below 1, as OpenAI does; leave the field out to fill the context.
 func checkCap(name string, v *int) error {
-	if v != nil && *v < 0 {
-		return invalid(name, fmt.Sprintf("%s must be a positive integer, got %d", name, *v))
+	if v != nil && *v < 1 {
+		return invalid(name, fmt.Sprintf("%s must be at least 1, got %d; leave it out to let the reply fill the context", name, *v))
 	}
 	return nil
 }
