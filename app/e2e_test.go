@@ -215,3 +215,4 @@ func TestRequestRecorded(t *testing.T) {
 		t.Fatalf("record %+v does not match reply %+v", rec, reply.Usage)
 	}
 }
+

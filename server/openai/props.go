@@ -74,6 +74,11 @@ func (h *handlers) props(c *gin.Context) error {
 			return err
 		}
 	}
+	if c.Query("autoload") == "1" || c.Query("autoload") == "true" {
+		if _, err := h.svc.LoadModel(c.Request.Context(), m.ID); err != nil {
+			return err
+		}
+	}
 	info := m.Info()
 	maxTokens := h.svc.Config().MaxTokens
 	if maxTokens == 0 {
