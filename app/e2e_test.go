@@ -215,4 +215,3 @@ func TestRequestRecorded(t *testing.T) {
 		t.Fatalf("record %+v does not match reply %+v", rec, reply.Usage)
 	}
 }
-
