@@ -50,6 +50,8 @@ run: build
 	./bin/superfluid serve $(ARGS) $(MODEL)
 
 test: setup
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$unformatted" ]; then echo "not gofmt-formatted: $$unformatted"; exit 1; fi
 	$(GO) vet $(GOFLAGS_BUILD) ./...
 	$(GO) test $(GOFLAGS_BUILD) -count=1 -timeout 20m ./...
 
