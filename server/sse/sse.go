@@ -21,8 +21,10 @@ type Stream struct {
 	closed    bool
 	// settled stops keep-alives: the stream is about to end (Settle, Done).
 	settled bool
-	err     error
-	stop    chan struct{}
+	// lastWrite is when the last frame went out; keep-alives fill only silences.
+	lastWrite time.Time
+	err       error
+	stop      chan struct{}
 }
 
 // New prepares a stream on w; nothing is written until Commit, Data or a keep-alive.
@@ -138,6 +140,7 @@ func (s *Stream) writeLocked(frame string) error {
 		return errClosed
 	}
 	s.commitLocked()
+	s.lastWrite = time.Now()
 	if _, err := s.w.Write([]byte(frame)); err != nil {
 		s.err = err
 		return err
@@ -156,7 +159,8 @@ func (s *Stream) keepAlive(interval time.Duration) {
 		case <-t.C:
 			s.mu.Lock()
 			err := s.err
-			if !s.closed && !s.settled && err == nil {
+			quiet := time.Since(s.lastWrite) >= interval // data frames keep the connection alive too
+			if !s.closed && !s.settled && err == nil && quiet {
 				err = s.writeLocked(": keep-alive\n\n")
 			}
 			s.mu.Unlock()

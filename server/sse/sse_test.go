@@ -352,3 +352,37 @@ func TestSettle(t *testing.T) {
 		t.Fatalf("after Done: %q", got)
 	}
 }
+
+// TestKeepAliveOnlyInSilence: frames flowing faster than the interval need no keep-alives;
+// a silence gets them.
+func TestKeepAliveOnlyInSilence(t *testing.T) {
+	rec := httptest.NewRecorder()
+	s := sse.New(rec, 200*time.Millisecond)
+	for range 60 { // 300 ms of frames, one every 5 ms
+		if err := s.Data(map[string]int{"n": 1}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	s.Settle()
+	s.Close()
+	if strings.Contains(rec.Body.String(), ": keep-alive") {
+		t.Fatal("keep-alive sent while data was flowing")
+	}
+
+	for attempt := 0; ; attempt++ {
+		rec := httptest.NewRecorder()
+		s := sse.New(rec, 10*time.Millisecond)
+		_ = s.Data(map[string]int{"n": 1})
+		time.Sleep(50 * time.Millisecond)
+		s.Settle() // no keep-alive writes after this, so the body can be read
+		got := rec.Body.String()
+		s.Close()
+		if strings.Contains(got, ": keep-alive") {
+			return
+		}
+		if attempt == 50 {
+			t.Fatalf("no keep-alive in a silence: %q", got)
+		}
+	}
+}
