@@ -1,12 +1,15 @@
 package app
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -213,5 +216,40 @@ func TestRequestRecorded(t *testing.T) {
 		rec.PromptTokens != int(reply.Usage.PromptTokens) || rec.CompletionTokens != int(reply.Usage.CompletionTokens) ||
 		rec.FinishReason != string(reply.Choices[0].FinishReason) || rec.Total <= 0 || rec.Total > time.Hour {
 		t.Fatalf("record %+v does not match reply %+v", rec, reply.Usage)
+	}
+}
+
+// TestWorkerExitsWithApp: the worker reads its stdin, a pipe the app holds; when that closes
+// (the app died, even by SIGKILL) the worker exits on its own.
+func TestWorkerExitsWithApp(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "--model", testModel, "--socket", filepath.Join(dir, "w.sock"), "--ctx", "256", "--parallel", "1", "--threads", "1")
+	cmd.Env = append(os.Environ(), workerEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	hello, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.Contains(hello, `"info"`) {
+		t.Fatalf("hello %q: %v", hello, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	stdin.Close() // what the kernel does when the app dies
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("worker exited with %v", err)
+		}
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		t.Fatal("worker kept running after its app went away")
 	}
 }

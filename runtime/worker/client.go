@@ -255,6 +255,12 @@ func startProcess(ctx context.Context, o Options) (*process, llm.ModelInfo, erro
 	if o.Log != nil {
 		p.cmd.Stderr = io.MultiWriter(p.log, o.Log)
 	}
+	// The worker's stdin is a pipe only this process writes to: when the app dies, however it
+	// dies, the worker reads EOF and exits instead of holding the model in memory.
+	if _, err := p.cmd.StdinPipe(); err != nil {
+		os.RemoveAll(dir)
+		return nil, llm.ModelInfo{}, engineFailure("worker stdin: %v", err)
+	}
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
 		os.RemoveAll(dir)
