@@ -47,6 +47,7 @@ func New(cfg Config) (*App, error) {
 	engine := worker.NewClient(worker.Options{
 		Command: cfg.WorkerCommand, Env: cfg.WorkerEnv, ModelPath: model.Path,
 		ContextLength: cfg.ContextLength, Parallel: cfg.Parallel, Threads: cfg.Threads, Log: cfg.WorkerLog,
+		SocketDir: filepath.Join(cfg.DataDir, "run"),
 	})
 	model.Engine = engine
 	svc := core.New(core.Config{MaxTokens: cfg.MaxTokens, Queue: cfg.Queue}, st, model)

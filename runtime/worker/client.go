@@ -33,6 +33,9 @@ type Options struct {
 	Log io.Writer
 	// StartTimeout bounds loading the model; 0 means 5 minutes.
 	StartTimeout time.Duration
+	// SocketDir holds the workers' private socket directories (the data dir's run/); "" or a
+	// path too long for a unix socket falls back to the system temp dir.
+	SocketDir string
 }
 
 // Client is the app's handle on a worker process. It implements llm.Engine and starts a new
@@ -243,7 +246,7 @@ func startProcess(ctx context.Context, o Options) (*process, llm.ModelInfo, erro
 		return nil, llm.ModelInfo{}, engineFailure("no worker command configured")
 	}
 	// A private 0700 directory: only this user can reach the socket.
-	dir, err := os.MkdirTemp("", "superfluid-worker-")
+	dir, err := socketDir(o.SocketDir)
 	if err != nil {
 		return nil, llm.ModelInfo{}, engineFailure("create worker socket directory: %v", err)
 	}
@@ -380,4 +383,17 @@ func (c *Client) launching() *start {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.starting
+}
+
+// maxSocketDir keeps "<dir>/w.sock" inside the 108 bytes a unix socket path may have.
+const maxSocketDir = 90
+
+// socketDir makes a private (0700) directory for one worker's socket under parent.
+func socketDir(parent string) (string, error) {
+	if parent != "" && len(parent)+len("/superfluid-worker-0000000000") <= maxSocketDir {
+		if err := os.MkdirAll(parent, 0o700); err == nil {
+			return os.MkdirTemp(parent, "superfluid-worker-")
+		}
+	}
+	return os.MkdirTemp("", "superfluid-worker-")
 }

@@ -440,3 +440,23 @@ func TestStatusDuringLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestSocketDir: worker sockets live in private directories under the configured parent, and
+// a parent too long for a unix socket path falls back to the temp dir.
+func TestSocketDir(t *testing.T) {
+	parent := filepath.Join(t.TempDir(), "run")
+	dir, err := socketDir(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(dir)
+	if err != nil || filepath.Dir(dir) != parent || st.Mode().Perm() != 0o700 {
+		t.Fatalf("dir %s (%v), mode %v", dir, err, st.Mode())
+	}
+	long := filepath.Join(t.TempDir(), strings.Repeat("x", 100))
+	dir, err = socketDir(long)
+	if err != nil || strings.HasPrefix(dir, long) || !strings.HasPrefix(dir, os.TempDir()) {
+		t.Fatalf("long parent: %s (%v)", dir, err)
+	}
+	os.RemoveAll(dir)
+}
