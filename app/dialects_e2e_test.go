@@ -135,3 +135,50 @@ func TestResponsesChainAcrossRestart(t *testing.T) {
 		t.Fatalf("third turn input %d (second had %d), status %s", third.Usage.InputTokens, second.Usage.InputTokens, third.Status)
 	}
 }
+
+// TestStreamingDialectsRealEngine: the Anthropic and Ollama clients stream from the real
+// worker: events in order, text assembled, token counts as asked.
+func TestStreamingDialectsRealEngine(t *testing.T) {
+	_, srv := startServer(t, testConfig(t, testModel), true)
+	ctx := context.Background()
+	model := modelID(testModel)
+
+	an := anthropic.NewClient(aoption.WithBaseURL(srv.URL), aoption.WithAPIKey("x"), aoption.WithMaxRetries(0))
+	stream := an.Messages.NewStreaming(ctx, anthropic.MessageNewParams{
+		Model: anthropic.Model(model), MaxTokens: 12,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Once upon a time"))},
+	}, aoption.WithJSONSet("ignore_eos", true))
+	var msg anthropic.Message
+	events := 0
+	for stream.Next() {
+		if err := msg.Accumulate(stream.Current()); err != nil {
+			t.Fatal(err)
+		}
+		events++
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if events < 6 || len(msg.Content) != 1 || msg.Content[0].Text == "" || msg.Usage.OutputTokens < 1 || msg.Usage.OutputTokens > 12 {
+		t.Fatalf("%d events, message %+v", events, msg)
+	}
+
+	base, _ := url.Parse(srv.URL)
+	ol := ollama.NewClient(base, srv.Client())
+	var chunks []ollama.ChatResponse
+	err := ol.Chat(ctx, &ollama.ChatRequest{
+		Model: model + ":latest", Options: map[string]any{"num_predict": 16},
+		Messages: []ollama.Message{{Role: "user", Content: "Once upon a time"}},
+	}, func(r ollama.ChatResponse) error { chunks = append(chunks, r); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := chunks[len(chunks)-1]
+	text := ""
+	for _, c := range chunks {
+		text += c.Message.Content
+	}
+	if len(chunks) < 2 || !last.Done || last.DoneReason == "" || text == "" || last.Metrics.EvalCount < 1 || last.Metrics.EvalCount > 16 {
+		t.Fatalf("%d chunks, last %+v, text %q", len(chunks), last, text)
+	}
+}
