@@ -152,20 +152,3 @@ type Timings struct {
 	Prefill time.Duration `json:"prefill"`
 	Decode  time.Duration `json:"decode"`
 }
-
-// PrefillTokensPerSecond is the prompt-processing rate of the tokens actually computed.
-func (t Timings) PrefillTokensPerSecond(u Usage) float64 {
-	return rate(u.PromptTokens-u.CachedTokens, t.Prefill)
-}
-
-// DecodeTokensPerSecond is the generation rate after the first token.
-func (t Timings) DecodeTokensPerSecond(u Usage) float64 {
-	return rate(u.CompletionTokens-1, t.Decode)
-}
-
-func rate(n int, d time.Duration) float64 {
-	if n <= 0 || d <= 0 {
-		return 0
-	}
-	return float64(n) / d.Seconds()
-}

@@ -19,7 +19,6 @@ import (
 type TextStream struct {
 	stops   [][]byte
 	pending []byte // pushed but not yet emitted
-	waiting int    // pushes since the last one that returned text
 	stopped bool
 	matched string // the stop string that ended the stream
 }
@@ -42,15 +41,11 @@ func (t *TextStream) Push(piece []byte) (out string, stopped bool) {
 	if t.stopped {
 		return "", true
 	}
-	t.waiting++
 	t.pending = append(t.pending, piece...)
 	if at, stop, ok := t.firstStop(); ok {
 		t.stopped, t.matched = true, stop
 		out = validText(t.pending[:at])
 		t.pending = t.pending[:0]
-		if out != "" {
-			t.waiting = 0
-		}
 		return out, true
 	}
 	n := len(t.pending) - t.stopPrefix()
@@ -60,7 +55,6 @@ func (t *TextStream) Push(piece []byte) (out string, stopped bool) {
 	}
 	out = validText(t.pending[:n])
 	t.pending = t.pending[:copy(t.pending, t.pending[n:])]
-	t.waiting = 0
 	return out, false
 }
 
@@ -73,17 +67,11 @@ func (t *TextStream) Flush() string {
 	}
 	out := validText(t.pending)
 	t.pending = t.pending[:0]
-	t.waiting = 0
 	return out
 }
 
 // StopSequence returns the stop string that ended the stream, or "" while none has.
 func (t *TextStream) StopSequence() string { return t.matched }
-
-// Pending returns how many pushed tokens the returned text does not yet account for: the number
-// of Push calls since the last Push (or Flush) that returned text. A Push that returns text
-// resets it to 0, so the count to attach to that text is Pending() before the Push, plus one.
-func (t *TextStream) Pending() int { return t.waiting }
 
 // firstStop finds where the stop string that completes first in pending starts, and which one
 // it is. Text before pending holds no stop string, and no part of one that continues into

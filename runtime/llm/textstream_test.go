@@ -59,32 +59,6 @@ func TestTextStream(t *testing.T) {
 	}
 }
 
-func TestTextStreamPending(t *testing.T) {
-	ts := NewTextStream([]string{"</s>"})
-	steps := []struct {
-		piece   string
-		out     string
-		pending int
-	}{
-		{"a", "a", 0},
-		{"\xe2", "", 1},
-		{"\x82", "", 2},
-		{"\xac<", "€", 0},
-		{"/", "", 1},
-		{"x", "</x", 0},
-		{"<", "", 1},
-	}
-	for i, s := range steps {
-		out, _ := ts.Push([]byte(s.piece))
-		if out != s.out || ts.Pending() != s.pending {
-			t.Fatalf("step %d: Push(%q) = %q with Pending %d, want %q with %d", i, s.piece, out, ts.Pending(), s.out, s.pending)
-		}
-	}
-	if got := ts.Flush(); got != "<" || ts.Pending() != 0 {
-		t.Fatalf("Flush = %q with Pending %d, want \"<\" with 0", got, ts.Pending())
-	}
-}
-
 // truncateAtStop is the reference: text up to where the first stop string completes (the longest
 // one among those completing at the same byte), and whether one did.
 func truncateAtStop(text string, stops []string) (string, bool) {
