@@ -114,7 +114,7 @@ func benchSingle(cfg Config, opts benchOptions, stdout io.Writer) error {
 	}
 	defer stop()
 	model := cfg.ModelPath
-	prompt, err := promptOfTokens(direct, opts.prefillTokens)
+	prompt, err := api.textOfTokens(opts.prefillTokens, 0)
 	if err != nil {
 		return err
 	}
@@ -260,22 +260,6 @@ func (b *apiBench) stream(body map[string]any) (sample, error) {
 		s.first, s.last = time.Now(), time.Now()
 	}
 	return s, sc.Err()
-}
-
-// promptOfTokens builds story text of about n tokens for this model's tokenizer.
-func promptOfTokens(e *llamacpp.Engine, n int) (string, error) {
-	const sentence = "The little dog ran to the park and played with a red ball in the sun. "
-	var sb strings.Builder
-	for {
-		sb.WriteString(sentence)
-		tokens, err := e.Tokenize(context.Background(), sb.String(), true, false)
-		if err != nil {
-			return "", err
-		}
-		if len(tokens) >= n {
-			return sb.String(), nil
-		}
-	}
 }
 
 type benchRow struct {

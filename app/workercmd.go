@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/superfluid/superfluid/runtime/gguf"
 	"github.com/superfluid/superfluid/runtime/llamacpp"
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/worker"
@@ -31,11 +30,6 @@ func workerCommand(args []string, stdout, stderr io.Writer) error {
 		return &UsageError{err.Error()}
 	}
 	hello := func(v any) { _ = json.NewEncoder(stdout).Encode(v) }
-	// llama.cpp aborts on some malformed files; the strict reader catches them first.
-	if _, err := gguf.ReadFile(opts.ModelPath); err != nil {
-		hello(map[string]string{"error": err.Error()})
-		return fmt.Errorf("worker: %w", err)
-	}
 	engine, err := llamacpp.Load(opts)
 	if err != nil {
 		hello(map[string]string{"error": err.Error()})

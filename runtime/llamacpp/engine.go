@@ -76,14 +76,14 @@ func Load(opts Options) (*Engine, error) {
 	}
 	backendOnce.Do(llama.BackendInit)
 
+	// llama.cpp aborts the process on some malformed files; the strict reader refuses them first.
+	meta, err := readMeta(opts.ModelPath)
+	if err != nil {
+		return nil, err
+	}
 	model, err := llama.LoadModelFromFile(opts.ModelPath, llama.ModelParams{UseMmap: true})
 	if err != nil {
 		return nil, fmt.Errorf("load model %s: llama.cpp could not read it (see the log above for why)", opts.ModelPath)
-	}
-	meta, err := readMeta(opts.ModelPath)
-	if err != nil {
-		llama.FreeModel(model)
-		return nil, err
 	}
 	if opts.ContextLength <= 0 {
 		opts.ContextLength = defaultContext(meta.trainContext)

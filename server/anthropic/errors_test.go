@@ -15,6 +15,7 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/enginetest"
 	sfanthropic "github.com/superfluid/superfluid/server/anthropic"
+	"github.com/superfluid/superfluid/server/servertest"
 )
 
 const invalidReq = "invalid_request_error"
@@ -172,7 +173,7 @@ func TestBodyTooLarge(t *testing.T) {
 		} else {
 			req.ContentLength = size
 		}
-		resp, b := send(t, req)
+		resp, b := servertest.Send(t, req)
 		checkError(t, resp, b, wantError{413, "request_too_large", "100 MiB"})
 	}
 	resp, b := f.do(t, http.MethodPost, "/v1/messages", body(""))

@@ -2,10 +2,8 @@ package anthropic_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +15,7 @@ import (
 	"github.com/superfluid/superfluid/runtime/enginetest"
 	"github.com/superfluid/superfluid/server"
 	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/servertest"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -54,15 +53,7 @@ func setup(t *testing.T, cfg config) *fixture {
 	if cfg.reply == "" {
 		cfg.reply = defaultReply
 	}
-	st, err := store.Open(filepath.Join(t.TempDir(), "db.sqlite"))
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := st.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-	})
+	st := servertest.Store(t)
 	tmpl, err := chat.Parse(chatML)
 	if err != nil {
 		t.Fatalf("parse template: %v", err)
@@ -99,34 +90,7 @@ func rendered(system string, turns ...string) string {
 // do sends a request with a raw body and returns the response with its body read.
 func (f *fixture) do(t *testing.T, method, path, body string) (*http.Response, []byte) {
 	t.Helper()
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(t.Context(), method, f.srv.URL+path, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("x-api-key", "x")
-	req.Header.Set("anthropic-version", "2023-06-01")
-	return send(t, req)
-}
-
-func send(t *testing.T, req *http.Request) (*http.Response, []byte) {
-	t.Helper()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: read body: %v", req.Method, req.URL.Path, err)
-	}
-	return resp, b
+	return servertest.Do(t, method, f.srv.URL+path, body, "x-api-key", "x", "anthropic-version", "2023-06-01")
 }
 
 // wantError is what a test expects of an error response; msg is a substring of the message.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/enginetest"
 	"github.com/superfluid/superfluid/server/ollama"
+	"github.com/superfluid/superfluid/server/servertest"
 )
 
 func TestBadInput(t *testing.T) {
@@ -139,7 +140,7 @@ func TestBodyTooLarge(t *testing.T) {
 		if chunked {
 			req.ContentLength = -1 // unknown length: the transport sends it chunked
 		}
-		resp, b := send(t, req)
+		resp, b := servertest.Send(t, req)
 		checkError(t, resp, b, http.StatusRequestEntityTooLarge, "larger than 100 MiB")
 	}
 	if resp, b := f.do(t, http.MethodPost, "/api/chat", `{"model":"fake","stream":false,"messages":[{"role":"user","content":"hi"}]}`); resp.StatusCode != http.StatusOK {

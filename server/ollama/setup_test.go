@@ -3,7 +3,6 @@ package ollama_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -22,6 +21,7 @@ import (
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/server"
 	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/servertest"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -91,15 +91,7 @@ func setup(t *testing.T, cfg config) *fixture {
 	}
 	src := chatML
 	dir := t.TempDir()
-	st, err := store.Open(filepath.Join(dir, "db.sqlite"))
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := st.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-	})
+	st := servertest.Store(t)
 	path := filepath.Join(dir, "fake.gguf")
 	if err := gguf.WriteTinyLlama(path, gguf.TinyLlamaOptions{Q8: true, ChatTemplate: src, ContextLength: 4096}); err != nil {
 		t.Fatalf("write model: %v", err)
@@ -142,32 +134,7 @@ func fileSize(t *testing.T, path string) int64 {
 // do sends a request with a raw body and returns the response with its body read.
 func (f *fixture) do(t *testing.T, method, path, body string) (*http.Response, []byte) {
 	t.Helper()
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(t.Context(), method, f.srv.URL+path, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	return send(t, req)
-}
-
-func send(t *testing.T, req *http.Request) (*http.Response, []byte) {
-	t.Helper()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: read body: %v", req.Method, req.URL.Path, err)
-	}
-	return resp, b
+	return servertest.Do(t, method, f.srv.URL+path, body)
 }
 
 // checkError asserts an Ollama error response: the status, JSON, exactly one key "error"

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,17 +18,13 @@ import (
 	"github.com/superfluid/superfluid/runtime/enginetest"
 	"github.com/superfluid/superfluid/server"
 	"github.com/superfluid/superfluid/server/core"
-	"github.com/superfluid/superfluid/server/store"
+	"github.com/superfluid/superfluid/server/servertest"
 )
 
 // fimServer serves a fake model with FIM markers (fim=true) or without, under server cfg.
 func fimServer(t *testing.T, fim bool, reply string, cfg server.Config, adjust func(*enginetest.Engine)) (*httptest.Server, *enginetest.Engine, openai.Client) {
 	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), "db.sqlite"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := servertest.Store(t)
 	tmpl, _ := chat.Parse("")
 	eng := enginetest.New(4096, reply)
 	if adjust != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	sfopenai "github.com/superfluid/superfluid/server/openai"
+	"github.com/superfluid/superfluid/server/servertest"
 )
 
 const invalidReq = "invalid_request_error"
@@ -149,7 +150,7 @@ func TestBodyTooLarge(t *testing.T) {
 			} else {
 				req.ContentLength = size
 			}
-			resp, b := send(t, req)
+			resp, b := servertest.Send(t, req)
 			checkError(t, resp, b, wantError{413, invalidReq, "", "payload_too_large", strconv.Itoa(sfopenai.MaxBodyBytes>>20) + " MiB"})
 		})
 	}

@@ -49,12 +49,12 @@ func entry(m *core.Model) modelEntry {
 			Size: m.Size, Arch: info.Architecture, Path: m.Path},
 		Architecture: architecture{InputModalities: []string{"text"}, OutputModalities: []string{"text"}},
 		Runtime:      runtime,
-		Capabilities: Capabilities(m),
+		Capabilities: capabilities(m),
 	}
 }
 
-// Capabilities is the model's capability record with the dialect object.
-func Capabilities(m *core.Model) map[string]any {
+// capabilities is the model's capability record with the dialect object.
+func capabilities(m *core.Model) map[string]any {
 	return map[string]any{
 		"completion": true, "chat": true, "embedding": false, "vision": false, "tools": false,
 		"dialect": map[string]any{

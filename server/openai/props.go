@@ -104,7 +104,7 @@ func (h *handlers) props(c *gin.Context) error {
 		"kv_cache": gin.H{
 			"n_ctx_per_lane": info.ContextLength, "lanes": info.Parallel, "type": "f16", "unified": false,
 		},
-		"capabilities": Capabilities(m),
+		"capabilities": capabilities(m),
 		"runtime":      info.Runtime,
 		"threads":      info.Threads,
 	})

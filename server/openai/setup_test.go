@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/superfluid/superfluid/runtime/enginetest"
 	"github.com/superfluid/superfluid/server"
 	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/servertest"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -55,15 +55,7 @@ func setup(t *testing.T, cfg config) *fixture {
 	if cfg.reply == "" {
 		cfg.reply = defaultReply
 	}
-	st, err := store.Open(filepath.Join(t.TempDir(), "db.sqlite"))
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := st.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-	})
+	st := servertest.Store(t)
 	tmpl, err := chat.Parse(cfg.template)
 	if err != nil {
 		t.Fatalf("parse template: %v", err)
@@ -84,32 +76,7 @@ func setup(t *testing.T, cfg config) *fixture {
 // do sends a request with a raw body and returns the response with its body read.
 func (f *fixture) do(t *testing.T, method, path, body string) (*http.Response, []byte) {
 	t.Helper()
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(t.Context(), method, f.srv.URL+path, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	return send(t, req)
-}
-
-func send(t *testing.T, req *http.Request) (*http.Response, []byte) {
-	t.Helper()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: read body: %v", req.Method, req.URL.Path, err)
-	}
-	return resp, b
+	return servertest.Do(t, method, f.srv.URL+path, body)
 }
 
 // apiError is an OpenAI error body; Param and Code are "" when the wire has null.
