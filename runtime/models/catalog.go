@@ -1,0 +1,255 @@
+// Package models is the model library: the catalog of models a client can name (persisted in
+// SQLite), the registration of local files, bundled models and Hugging Face pulls (with the
+// strict GGUF check before anything is registered), and the Manager that loads models on
+// demand into worker processes, with keep-alive, a memory budget, LRU eviction, one load per
+// model however many requests ask at once, backoff after failed loads and quarantine of
+// prompts that kill a worker.
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/store"
+)
+
+// Entry is one catalog model: its record and the facts its GGUF header gave when the catalog
+// read it.
+type Entry struct {
+	store.ModelRecord
+	Facts Facts
+	// Err says why the file cannot be used (missing, damaged); nil when it can.
+	Err error
+}
+
+// Missing reports whether the model's file is gone from disk.
+func (e *Entry) Missing() bool { return e.Err != nil && errors.Is(e.Err, os.ErrNotExist) }
+
+// Catalog is the set of registered models. It is safe for concurrent use.
+type Catalog struct {
+	st  *store.Store
+	dir string
+
+	mu      sync.RWMutex
+	entries map[string]*Entry
+	touched map[string]time.Time // last-used times written to the store
+}
+
+// OpenCatalog reads the catalog from st. dir is the models folder (<data>/models), where pulls
+// and the bundled model are written and the only place rm deletes files from.
+func OpenCatalog(ctx context.Context, st *store.Store, dir string) (*Catalog, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create the models folder %s: %w", dir, err)
+	}
+	rows, err := st.Models(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &Catalog{st: st, dir: dir, entries: map[string]*Entry{}, touched: map[string]time.Time{}}
+	for _, r := range rows {
+		c.entries[r.ID] = describeEntry(r)
+	}
+	return c, nil
+}
+
+// Dir is the models folder.
+func (c *Catalog) Dir() string { return c.dir }
+
+func describeEntry(r store.ModelRecord) *Entry {
+	e := &Entry{ModelRecord: r}
+	e.Facts, e.Err = Describe(r.Path)
+	return e
+}
+
+// List returns every model, sorted by id.
+func (c *Catalog) List() []*Entry {
+	c.mu.RLock()
+	out := make([]*Entry, 0, len(c.entries))
+	for _, e := range c.entries {
+		out = append(out, e)
+	}
+	c.mu.RUnlock()
+	slices.SortFunc(out, func(a, b *Entry) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// Lookup finds the model a client names: its id, or the id without an "hf.co/" prefix or a
+// ":latest" tag, case-insensitively when that is unambiguous. An unknown name wraps
+// llm.ErrModelNotFound; a name that could reach outside the catalog wraps llm.ErrInvalidInput.
+func (c *Catalog) Lookup(name string) (*Entry, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, cand := range candidates(name) {
+		if e, ok := c.entries[cand]; ok {
+			return e, nil
+		}
+	}
+	var found *Entry
+	for _, cand := range candidates(name) {
+		for id, e := range c.entries {
+			if strings.EqualFold(id, cand) {
+				if found != nil && found != e {
+					return nil, fmt.Errorf("%w: the model %q is ambiguous; use its exact id from GET /v1/models", llm.ErrModelNotFound, name)
+				}
+				found = e
+			}
+		}
+	}
+	if found != nil {
+		return found, nil
+	}
+	return nil, fmt.Errorf("%w: the model %q is not in the catalog; GET /v1/models lists the models, and superfluid pull or POST /api/pull fetches one", llm.ErrModelNotFound, name)
+}
+
+// candidates are the ids a name may mean, most literal first.
+func candidates(name string) []string {
+	out := []string{name}
+	base, tagged := strings.CutSuffix(name, ":latest")
+	if tagged {
+		out = append(out, base)
+	}
+	for _, prefix := range []string{"hf.co/", "huggingface.co/"} {
+		if rest, ok := strings.CutPrefix(base, prefix); ok {
+			out = append(out, rest)
+		} else if strings.Count(base, "/") == 1 {
+			out = append(out, prefix+base)
+		}
+	}
+	return out
+}
+
+// AddLocal registers the GGUF file at path in place (nothing is copied) under id, or under the
+// file's name without .gguf when id is "". Registering a path that is already registered
+// returns its entry.
+func (c *Catalog) AddLocal(ctx context.Context, path, id string) (*Entry, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("model path %s: %w", path, err)
+	}
+	st, err := os.Stat(abs)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("model file %s: %w", path, err)
+	case st.IsDir():
+		return nil, fmt.Errorf("%w: %s is a directory; name a .gguf file inside it", llm.ErrInvalidInput, path)
+	}
+	if id == "" {
+		id = strings.TrimSuffix(splitName.ReplaceAllString(filepath.Base(abs), "$1"), ".gguf")
+	}
+	for _, e := range c.List() {
+		if e.Path == abs && e.Source != store.SourceAlias {
+			return e, nil
+		}
+	}
+	return c.Register(ctx, store.ModelRecord{ID: id, Path: abs, Source: store.SourceLocal})
+}
+
+// Register checks the record's file with the strict GGUF reader and stores it. A file that is
+// not a usable model is refused before anything is stored.
+func (c *Catalog) Register(ctx context.Context, r store.ModelRecord) (*Entry, error) {
+	if err := checkID(r.ID); err != nil {
+		return nil, err
+	}
+	facts, err := Describe(r.Path)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.entries[r.ID]; ok && old.Path != r.Path {
+		return nil, fmt.Errorf("%w: the name %q is taken by %s; choose another name (--name) or remove it first", llm.ErrInvalidInput, r.ID, old.Path)
+	}
+	r.Size, r.Architecture, r.ParameterCount = facts.Size, facts.Architecture, facts.ParameterCount
+	r.Quantization, r.ContextLength, r.Capabilities = facts.Quantization, facts.ContextLength, facts.Capabilities
+	if r.AddedAt.IsZero() {
+		r.AddedAt = time.Now()
+	}
+	if err := c.st.PutModel(ctx, r); err != nil {
+		return nil, err
+	}
+	e := &Entry{ModelRecord: r, Facts: facts}
+	c.entries[r.ID] = e
+	return e, nil
+}
+
+// Copy registers dst as an alias of src sharing its file (Ollama's copy).
+func (c *Catalog) Copy(ctx context.Context, src, dst string) (*Entry, error) {
+	e, err := c.Lookup(src)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkID(dst); err != nil {
+		return nil, err
+	}
+	if _, err := c.Lookup(dst); err == nil {
+		return nil, fmt.Errorf("%w: a model named %q already exists; delete it first", llm.ErrInvalidInput, dst)
+	}
+	r := e.ModelRecord
+	r.ID, r.Source, r.AliasOf, r.AddedAt, r.LastUsedAt = dst, store.SourceAlias, e.ID, time.Now(), time.Time{}
+	return c.Register(ctx, r)
+}
+
+// Remove takes the model out of the catalog. It reports whether its file may be deleted: it
+// lies inside the models folder and no other entry uses it.
+func (c *Catalog) Remove(ctx context.Context, name string) (*Entry, bool, error) {
+	e, err := c.Lookup(name)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := c.st.DeleteModel(ctx, e.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, false, err
+	}
+	c.mu.Lock()
+	delete(c.entries, e.ID)
+	shared := false
+	for _, other := range c.entries {
+		shared = shared || other.Path == e.Path
+	}
+	c.mu.Unlock()
+	return e, !shared && c.owns(e.Path), nil
+}
+
+// owns reports whether path lies inside the models folder.
+func (c *Catalog) owns(path string) bool {
+	rel, err := filepath.Rel(c.dir, path)
+	return err == nil && rel != "." && !strings.HasPrefix(rel, "..") && !filepath.IsAbs(rel)
+}
+
+// Touch records that the model served a request; the store is written at most once a minute.
+func (c *Catalog) Touch(id string, t time.Time) {
+	c.mu.Lock()
+	e, ok := c.entries[id]
+	if ok {
+		e.LastUsedAt = t
+	}
+	write := ok && t.Sub(c.touched[id]) >= time.Minute
+	if write {
+		c.touched[id] = t
+	}
+	c.mu.Unlock()
+	if write {
+		go func() { _ = c.st.TouchModel(context.Background(), id, t) }()
+	}
+}
+
+// Refresh re-reads an entry's file (after it reappeared or was replaced).
+func (c *Catalog) Refresh(e *Entry) *Entry {
+	fresh := describeEntry(e.ModelRecord)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur, ok := c.entries[e.ID]; ok && cur == e {
+		c.entries[e.ID] = fresh
+	}
+	return fresh
+}

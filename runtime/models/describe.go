@@ -1,0 +1,166 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+
+	"github.com/superfluid/superfluid/runtime/gguf"
+)
+
+// Facts is what a model's GGUF header says, read by the strict reader before the model is
+// registered or a worker starts.
+type Facts struct {
+	Architecture   string
+	ParameterCount int64
+	Quantization   string
+	ContextLength  int
+	Capabilities   []string
+	// Size is the bytes on disk of every part; WeightBytes the tensor data of every part.
+	Size, WeightBytes int64
+	// KVBytesPerToken is the f16 K and V cache one token of context takes in every layer.
+	KVBytesPerToken int64
+	// Parts are the files of a split model in order (the path itself when not split).
+	Parts []string
+}
+
+// ErrNotModel means a file is not a usable GGUF model (not GGUF, truncated, or invalid).
+var ErrNotModel = errors.New("not a usable GGUF model")
+
+// splitName matches the first part of a split GGUF: NAME-00001-of-00003.gguf.
+var splitName = regexp.MustCompile(`^(.*)-(\d{5})-of-(\d{5})\.gguf$`)
+
+// Describe reads path's GGUF header (and those of its other parts when it is split) strictly.
+func Describe(path string) (Facts, error) {
+	parts, err := splitParts(path)
+	if err != nil {
+		return Facts{}, err
+	}
+	var facts Facts
+	facts.Parts = parts
+	bytesByType := map[uint32]int64{}
+	for i, part := range parts {
+		st, err := os.Stat(part)
+		if err != nil {
+			return Facts{}, fmt.Errorf("model file %s: %w", part, err)
+		}
+		f, err := gguf.ReadFile(part)
+		if err != nil {
+			return Facts{}, fmt.Errorf("%w: %s: %v", ErrNotModel, part, err)
+		}
+		facts.Size += st.Size()
+		for _, t := range f.Tensors {
+			facts.ParameterCount += int64(t.Elements())
+			facts.WeightBytes += t.Size
+			bytesByType[t.Type] += t.Size
+		}
+		if i == 0 {
+			facts.Architecture = f.Architecture()
+			facts.ContextLength = f.ContextLength()
+			facts.KVBytesPerToken = kvBytesPerToken(f)
+			facts.Capabilities = capabilities(f)
+			facts.Quantization = Quantization(f, nil)
+		}
+	}
+	if facts.Quantization == "" {
+		facts.Quantization = dominantType(bytesByType)
+	}
+	if facts.Architecture == "" {
+		return Facts{}, fmt.Errorf("%w: %s has no general.architecture", ErrNotModel, path)
+	}
+	return facts, nil
+}
+
+// splitParts lists every part of a split model given its first part, checking they exist.
+func splitParts(path string) ([]string, error) {
+	m := splitName.FindStringSubmatch(filepath.Base(path))
+	if m == nil {
+		return []string{path}, nil
+	}
+	n, _ := strconv.Atoi(m[3])
+	if m[2] != "00001" {
+		return nil, fmt.Errorf("%s is part %s of a split model; name its first part (-00001-of-%s)", path, m[2], m[3])
+	}
+	parts := make([]string, n)
+	for i := range n {
+		parts[i] = filepath.Join(filepath.Dir(path), fmt.Sprintf("%s-%05d-of-%s.gguf", m[1], i+1, m[3]))
+		if _, err := os.Stat(parts[i]); err != nil {
+			return nil, fmt.Errorf("split model %s: part %d of %d is missing: %w", path, i+1, n, err)
+		}
+	}
+	return parts, nil
+}
+
+// kvBytesPerToken is 2 (K and V) × layers × the K/V width × 2 bytes (f16).
+func kvBytesPerToken(f *gguf.File) int64 {
+	arch := f.Architecture()
+	num := func(key string) int64 {
+		v, _ := f.Uint(arch + "." + key)
+		return int64(v)
+	}
+	layers, embd, heads := num("block_count"), num("embedding_length"), num("attention.head_count")
+	kvHeads := num("attention.head_count_kv")
+	if kvHeads == 0 {
+		kvHeads = heads
+	}
+	keyLen, valLen := num("attention.key_length"), num("attention.value_length")
+	if heads > 0 && keyLen == 0 {
+		keyLen = embd / heads
+	}
+	if heads > 0 && valLen == 0 {
+		valLen = embd / heads
+	}
+	return layers * kvHeads * (keyLen + valLen) * 2
+}
+
+// capabilities are Ollama's names for what the model can do.
+func capabilities(f *gguf.File) []string {
+	caps := []string{"completion"}
+	if _, ok := f.FIMTokens(); ok {
+		caps = append(caps, "insert")
+	}
+	return caps
+}
+
+// fileTypes are llama.cpp's llama_ftype names, by general.file_type.
+var fileTypes = map[uint64]string{
+	0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K", 11: "Q3_K_S",
+	12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K",
+	19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS", 23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL",
+	26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S", 29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16",
+	36: "TQ1_0", 37: "TQ2_0", 38: "MXFP4",
+}
+
+// Quantization names a file's quantization: general.file_type, else the tensor type holding the
+// most bytes.
+func Quantization(f *gguf.File, bytesByType map[uint32]int64) string {
+	if ft, ok := f.Uint("general.file_type"); ok {
+		if name, ok := fileTypes[ft]; ok {
+			return name
+		}
+	}
+	if bytesByType == nil {
+		bytesByType = map[uint32]int64{}
+		for _, t := range f.Tensors {
+			bytesByType[t.Type] += t.Size
+		}
+	}
+	return dominantType(bytesByType)
+}
+
+func dominantType(bytesByType map[uint32]int64) string {
+	var best uint32
+	var most int64 = -1
+	for t, n := range bytesByType {
+		if n > most || n == most && t < best {
+			best, most = t, n
+		}
+	}
+	if most < 0 {
+		return ""
+	}
+	return gguf.TypeName(best)
+}

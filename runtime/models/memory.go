@@ -1,0 +1,52 @@
+package models
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// overheadBytes covers what a worker holds besides weights and KV cache: compute buffers,
+// the tokenizer and the process itself.
+const overheadBytes = 64 << 20
+
+// Estimate is the RAM a model takes loaded with ctx tokens of context in each of lanes lanes.
+func Estimate(f Facts, ctx, lanes int) int64 {
+	return f.WeightBytes + f.KVBytesPerToken*int64(ctx)*int64(max(1, lanes)) + overheadBytes
+}
+
+// AvailableMemory is MemAvailable from /proc/meminfo, or 0 when unknown.
+func AvailableMemory() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) >= 2 && fields[0] == "MemAvailable:" {
+			kb, err := strconv.ParseInt(fields[1], 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
+// HumanBytes writes n as "1.2 GB".
+func HumanBytes(n int64) string {
+	const unit = 1000
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
+}
