@@ -8,12 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/llm"
@@ -29,25 +27,45 @@ type Options struct {
 	ContextLength int
 	Parallel      int
 	Threads       int
+	// VocabOnly loads only the model's vocabulary (the worker gets --vocab-only): Tokenize
+	// works at a fraction of the memory, Generate fails.
+	VocabOnly bool
 	// Log receives the worker's stderr (llama.cpp's log); nil discards it.
 	Log io.Writer
 	// StartTimeout bounds loading the model; 0 means 5 minutes.
 	StartTimeout time.Duration
+	// PingInterval is how often the client checks that its worker still answers; 0 means 10s.
+	PingInterval time.Duration
+	// PingTimeout is how long a worker may take to answer a ping before it is killed as hung;
+	// 0 means 5s.
+	PingTimeout time.Duration
 	// SocketDir holds the workers' private socket directories (the data dir's run/); "" or a
 	// path too long for a unix socket falls back to the system temp dir.
 	SocketDir string
 }
 
-// Client is the app's handle on a worker process. It implements llm.Engine and starts a new
-// worker on the next call after one has died.
+// replyTimeout bounds the calls whose reply is small and prompt (tokenize, slots). A
+// generation streams for as long as it needs; the ping tells a hung worker from a busy one.
+const replyTimeout = 30 * time.Second
+
+// fatalExitGrace is how long a worker that reported a fatal engine failure gets to exit.
+const fatalExitGrace = 5 * time.Second
+
+// Client is the app's handle on a worker process. It implements llm.Engine, starts a worker on
+// the first call, starts a new one on the next call after one has died (or was found hung, or
+// unloaded), and stops it for good on Close.
 type Client struct {
 	opts Options
+	// callTimeout is replyTimeout; tests shorten it.
+	callTimeout time.Duration
+	calls       atomic.Int64
 
-	mu       sync.Mutex
-	proc     *process
-	info     llm.ModelInfo
-	closed   bool
-	starting *start // a launch in progress, or nil
+	mu        sync.Mutex
+	proc      *process
+	info      llm.ModelInfo
+	closed    bool
+	starting  *start        // a launch in progress, or nil
+	unloading chan struct{} // closed when the Unload in progress ends; nil when none
 }
 
 // NewClient returns a client; the worker starts on Start or the first call.
@@ -55,13 +73,24 @@ func NewClient(opts Options) *Client {
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 5 * time.Minute
 	}
-	return &Client{opts: opts}
+	if opts.PingInterval <= 0 {
+		opts.PingInterval = 10 * time.Second
+	}
+	if opts.PingTimeout <= 0 {
+		opts.PingTimeout = 5 * time.Second
+	}
+	return &Client{opts: opts, callTimeout: replyTimeout}
 }
 
-// Start makes sure a worker is running with the model loaded.
+// Start makes sure a worker is running with the model loaded. If ctx ends first, Start
+// returns its error but the load goes on, for the next caller to find.
 func (c *Client) Start(ctx context.Context) error {
-	_, err := c.running(ctx)
-	return err
+	p, err := c.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	c.release(p)
+	return nil
 }
 
 // Info describes the model as the last started worker reported it.
@@ -83,6 +112,10 @@ func (c *Client) PID() int {
 	}
 	return c.proc.cmd.Process.Pid
 }
+
+// InFlight is the number of calls (Generate, Tokenize, Slots) in progress now, whether running
+// on the worker or waiting for one to load.
+func (c *Client) InFlight() int { return int(c.calls.Load()) }
 
 // Tokenize asks the worker for the token ids of text.
 func (c *Client) Tokenize(ctx context.Context, text string, addSpecial, parseSpecial bool) ([]int, error) {
@@ -116,54 +149,168 @@ func (c *Client) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 	})
 }
 
-// Close stops the worker.
+// Unload stops the worker and frees its memory, but the client stays usable: the next call
+// (or Start) starts a new worker. Unload first lets the calls in flight finish; calls made
+// meanwhile wait, and then run on the new worker. If ctx ends first, Unload kills the worker
+// anyway (its calls fail with ErrWorkerExited) and returns ctx's error. A load in progress is
+// called off.
+func (c *Client) Unload(ctx context.Context) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	if u := c.unloading; u != nil {
+		c.mu.Unlock()
+		select {
+		case <-u:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	u := make(chan struct{})
+	c.unloading = u
+	st := c.starting
+	if st != nil {
+		st.cancelled = true
+		st.cancel()
+	}
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.unloading = nil
+		c.mu.Unlock()
+		close(u)
+	}()
+
+	if st != nil {
+		// A called-off launch kills its process at once; wait so that none outlives Unload.
+		select {
+		case <-st.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	c.mu.Lock()
+	p := c.proc
+	var idle chan struct{}
+	if p != nil && p.calls > 0 {
+		p.idle = make(chan struct{})
+		idle = p.idle
+	}
+	c.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	var err error
+	if idle != nil {
+		select {
+		case <-idle:
+		case <-p.exited: // died, or was killed (hung, or Close): its calls fail on their own
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	p.kill("the worker was unloaded before the request finished")
+	c.mu.Lock()
+	if c.proc == p {
+		c.proc = nil
+	}
+	c.mu.Unlock()
+	return err
+}
+
+// Close stops the worker for good: later calls fail with llm.ErrEngineFailure.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	c.closed = true
 	p := c.proc
 	c.proc = nil
+	st := c.starting
+	if st != nil {
+		st.cancelled = true
+		st.cancel()
+	}
 	c.mu.Unlock()
 	if p != nil {
-		p.stop()
+		p.kill("the worker was shut down")
+	}
+	if st != nil {
+		<-st.done // a called-off launch kills its process at once; none outlives Close
 	}
 	return nil
 }
 
 func (c *Client) do(ctx context.Context, cl call, onReply func(reply) error) error {
-	p, err := c.running(ctx)
-	if err != nil {
-		return err
+	c.calls.Add(1)
+	defer c.calls.Add(-1)
+	for retried := false; ; retried = true {
+		p, err := c.acquire(ctx)
+		if err != nil {
+			return err
+		}
+		again, err := c.exchange(ctx, p, cl, onReply)
+		c.release(p)
+		if !again || retried {
+			return err
+		}
 	}
+}
+
+// exchange runs one call on p. It reports again when the call never reached the worker
+// because the worker had just died, so that it can go to a new one.
+func (c *Client) exchange(ctx context.Context, p *process, cl call, onReply func(reply) error) (again bool, err error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", p.socket)
 	if err != nil {
-		return c.lost(ctx, p, err)
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		if p.waitExit(exitGrace) {
+			return true, p.exitFailure()
+		}
+		return false, engineFailure("connect to the worker: %v", err)
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
+	timeout := time.Duration(0)
+	if cl.Op == opTokenize || cl.Op == opSlots {
+		timeout = c.callTimeout
+		if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
+			return false, engineFailure("set the worker call deadline: %v", err)
+		}
+	}
 
 	line, err := json.Marshal(cl)
 	if err != nil {
-		return fmt.Errorf("encode worker call: %w", err)
+		return false, fmt.Errorf("encode worker call: %w", err)
 	}
 	if _, err := conn.Write(append(line, '\n')); err != nil {
-		return c.lost(ctx, p, err)
+		return false, c.lost(ctx, p, err)
 	}
 	dec := json.NewDecoder(bufio.NewReader(conn))
 	for {
 		var r reply
 		if err := dec.Decode(&r); err != nil {
-			return c.lost(ctx, p, err)
+			var ne net.Error
+			if ctx.Err() == nil && errors.As(err, &ne) && ne.Timeout() && !p.hasExited() {
+				return false, engineFailure("the worker did not answer the %s call within %s", cl.Op, timeout)
+			}
+			return false, c.lost(ctx, p, err)
 		}
 		if r.Error != nil {
-			return r.Error.err()
+			if r.Error.Kind == kindFatal {
+				return false, c.fatal(p, r.Error)
+			}
+			return false, r.Error.err()
 		}
 		if err := onReply(r); err != nil {
-			return err
+			return false, err
 		}
 		if r.End {
-			return nil
+			return false, nil
 		}
 	}
 }
@@ -176,206 +323,114 @@ func (c *Client) lost(ctx context.Context, p *process, err error) error {
 	return p.failure(err)
 }
 
-// running returns the live worker, starting one if there is none.
-func (c *Client) running(ctx context.Context) (*process, error) {
+// fatal handles a worker whose engine broke beyond repair: it is exiting, and the call returns
+// once it has (or was made to), so that the next call starts a new worker rather than finding
+// this one on its way out.
+func (c *Client) fatal(p *process, w *wireError) error {
+	if !p.waitExit(fatalExitGrace) {
+		p.kill("the worker's engine failed and it did not exit")
+	}
+	msg := strings.TrimPrefix(w.Message, llm.ErrEngineFailure.Error()+": ")
+	return workerFailure(ErrWorkerExited, "%s; the worker exited and the next request starts a new one", msg)
+}
+
+// acquire returns the live worker, starting one if there is none, and counts the caller as
+// one of its calls until release.
+func (c *Client) acquire(ctx context.Context) (*process, error) {
 	for {
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
 			return nil, engineFailure("the worker for %s is shut down", c.opts.ModelPath)
 		}
-		if c.proc != nil && !c.proc.hasExited() {
-			p := c.proc
-			c.mu.Unlock()
-			return p, nil
-		}
-		if st := c.starting; st != nil {
-			// Another call is loading the model: wait for it instead of loading twice, without
-			// holding the lock (Info, PID and Loaded stay answerable during a long load).
+		if u := c.unloading; u != nil {
+			// Not on the worker being unloaded: wait, then run on the next one.
 			c.mu.Unlock()
 			select {
-			case <-st.done:
+			case <-u:
+				continue
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
-			if st.err != nil && !errors.Is(st.err, context.Canceled) && !errors.Is(st.err, context.DeadlineExceeded) {
-				return nil, st.err
-			}
-			continue // started, or the starter gave up: look again
 		}
-		st := &start{done: make(chan struct{})}
-		c.starting = st
+		if p := c.proc; p != nil && !p.hasExited() {
+			p.calls++
+			c.mu.Unlock()
+			return p, nil
+		}
+		// Another call may be loading the model already: wait for it instead of loading twice,
+		// without holding the lock (Info, PID and Loaded stay answerable during a long load).
+		st := c.starting
+		if st == nil {
+			st = c.launch()
+		}
 		c.mu.Unlock()
+		select {
+		case <-st.done:
+		case <-ctx.Done():
+			return nil, ctx.Err() // the launch goes on without this caller
+		}
+		switch {
+		case st.cancelled:
+			continue // by Unload (then wait for it) or Close
+		case st.err != nil:
+			return nil, st.err
+		case st.proc.hasExited() && !st.proc.killed():
+			// Died on its own right after loading: report it rather than loop on launching.
+			return nil, st.proc.exitFailure()
+		}
+	}
+}
 
-		p, info, err := startProcess(ctx, c.opts)
-		c.mu.Lock()
-		c.starting, st.err = nil, err
-		if err == nil {
-			if c.closed {
-				c.mu.Unlock()
-				p.stop()
-				close(st.done)
-				return nil, engineFailure("the worker for %s is shut down", c.opts.ModelPath)
-			}
-			c.proc, c.info = p, info
-		}
-		c.mu.Unlock()
-		close(st.done)
-		return p, err
+// release ends a call's use of p, waking an Unload waiting for it to go idle.
+func (c *Client) release(p *process) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p.calls--
+	if p.calls == 0 && p.idle != nil {
+		close(p.idle)
+		p.idle = nil
 	}
 }
 
 // start is a worker launch in progress; done closes when it ends, with err its outcome.
 type start struct {
-	done chan struct{}
-	err  error
+	done   chan struct{}
+	cancel context.CancelFunc
+	// cancelled says Unload or Close called the launch off; set under the Client's mu.
+	cancelled bool
+	proc      *process
+	err       error
 }
 
-func (o Options) args(socket string) []string {
-	args := append([]string{}, o.Command[1:]...)
-	return append(args,
-		"--model", o.ModelPath,
-		"--socket", socket,
-		"--ctx", strconv.Itoa(o.ContextLength),
-		"--parallel", strconv.Itoa(o.Parallel),
-		"--threads", strconv.Itoa(o.Threads))
-}
-
-func startProcess(ctx context.Context, o Options) (*process, llm.ModelInfo, error) {
-	if len(o.Command) == 0 {
-		return nil, llm.ModelInfo{}, engineFailure("no worker command configured")
-	}
-	// A private 0700 directory: only this user can reach the socket.
-	dir, err := socketDir(o.SocketDir)
-	if err != nil {
-		return nil, llm.ModelInfo{}, engineFailure("create worker socket directory: %v", err)
-	}
-	p := &process{dir: dir, socket: filepath.Join(dir, "w.sock"), exited: make(chan struct{}), log: &tail{max: 16 << 10}}
-	p.cmd = exec.Command(o.Command[0], o.args(p.socket)...)
-	p.cmd.Env = append(os.Environ(), o.Env...)
-	p.cmd.SysProcAttr = workerProcAttr()
-	p.cmd.Stderr = p.log
-	if o.Log != nil {
-		p.cmd.Stderr = io.MultiWriter(p.log, o.Log)
-	}
-	// The worker's stdin is a pipe only this process writes to: when the app dies, however it
-	// dies, the worker reads EOF and exits instead of holding the model in memory.
-	if _, err := p.cmd.StdinPipe(); err != nil {
-		os.RemoveAll(dir)
-		return nil, llm.ModelInfo{}, engineFailure("worker stdin: %v", err)
-	}
-	stdout, err := p.cmd.StdoutPipe()
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, llm.ModelInfo{}, engineFailure("worker stdout: %v", err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return nil, llm.ModelInfo{}, engineFailure("start worker %s: %v", o.Command[0], err)
-	}
-	go p.wait()
-
-	helloCh := make(chan hello, 1)
+// launch starts a worker on a context the client owns, so that no caller's going away stops
+// a load that others (or the next call) will want. Call it with c.mu held.
+func (c *Client) launch() *start {
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.StartTimeout)
+	st := &start{done: make(chan struct{}), cancel: cancel}
+	c.starting = st
+	opts := c.opts
 	go func() {
-		var h hello
-		line, err := bufio.NewReader(stdout).ReadBytes('\n')
-		if err == nil {
-			_ = json.Unmarshal(line, &h) // a garbled hello reads as none: the worker died loading
+		defer close(st.done)
+		defer cancel()
+		p, info, err := startProcess(ctx, opts)
+		c.mu.Lock()
+		c.starting = nil
+		discard := err == nil && (c.closed || st.cancelled)
+		switch {
+		case discard:
+			err = errLaunchCancelled
+		case err == nil:
+			c.proc, c.info = p, info
+			go p.watch(opts.PingInterval, opts.PingTimeout)
 		}
-		helloCh <- h
-		_, _ = io.Copy(io.Discard, stdout)
+		st.proc, st.err = p, err
+		c.mu.Unlock()
+		if discard {
+			p.stop()
+		}
 	}()
-	timer := time.NewTimer(o.StartTimeout)
-	defer timer.Stop()
-	select {
-	case h := <-helloCh:
-		if h.Info != nil && h.Error == "" {
-			return p, *h.Info, nil
-		}
-		p.stop()
-		if h.Error != "" {
-			return nil, llm.ModelInfo{}, engineFailure("load model %s: %s", o.ModelPath, h.Error)
-		}
-		return nil, llm.ModelInfo{}, engineFailure("the worker for %s exited while loading (%v); last log: %s", o.ModelPath, p.exitErr, p.log.last())
-	case <-timer.C:
-		p.stop()
-		return nil, llm.ModelInfo{}, engineFailure("the worker for %s did not load within %s", o.ModelPath, o.StartTimeout)
-	case <-ctx.Done():
-		p.stop()
-		return nil, llm.ModelInfo{}, ctx.Err()
-	}
-}
-
-// process is one running worker.
-type process struct {
-	cmd     *exec.Cmd
-	dir     string
-	socket  string
-	log     *tail
-	exited  chan struct{}
-	exitErr error
-}
-
-func (p *process) wait() {
-	p.exitErr = p.cmd.Wait()
-	os.RemoveAll(p.dir)
-	close(p.exited)
-}
-
-func (p *process) hasExited() bool {
-	select {
-	case <-p.exited:
-		return true
-	default:
-		return false
-	}
-}
-
-func (p *process) stop() {
-	_ = p.cmd.Process.Kill()
-	<-p.exited
-}
-
-// failure describes a call that broke; if the worker died, it says so with its last log line.
-func (p *process) failure(err error) error {
-	select {
-	case <-p.exited:
-	case <-time.After(2 * time.Second):
-		return engineFailure("lost the connection to the worker: %v", err)
-	}
-	msg := "the worker exited during the request"
-	if p.exitErr != nil {
-		msg += " (" + p.exitErr.Error() + ")"
-	}
-	if last := p.log.last(); last != "" {
-		msg += "; last log: " + last
-	}
-	return engineFailure("%s; the next request starts a new worker", msg)
-}
-
-// tail keeps the end of a stream.
-type tail struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
-}
-
-func (t *tail) Write(b []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, b...)
-	if len(t.buf) > t.max {
-		t.buf = t.buf[len(t.buf)-t.max:]
-	}
-	return len(b), nil
-}
-
-// last returns the last non-empty line.
-func (t *tail) last() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	lines := strings.Split(strings.TrimSpace(string(t.buf)), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
+	return st
 }
 
 // launching is the launch in progress, if any (tests).
@@ -385,15 +440,16 @@ func (c *Client) launching() *start {
 	return c.starting
 }
 
-// maxSocketDir keeps "<dir>/w.sock" inside the 108 bytes a unix socket path may have.
-const maxSocketDir = 90
-
-// socketDir makes a private (0700) directory for one worker's socket under parent.
-func socketDir(parent string) (string, error) {
-	if parent != "" && len(parent)+len("/superfluid-worker-0000000000") <= maxSocketDir {
-		if err := os.MkdirAll(parent, 0o700); err == nil {
-			return os.MkdirTemp(parent, "superfluid-worker-")
-		}
+func (o Options) args(socket string) []string {
+	args := append([]string{}, o.Command[1:]...)
+	args = append(args,
+		"--model", o.ModelPath,
+		"--socket", socket,
+		"--ctx", strconv.Itoa(o.ContextLength),
+		"--parallel", strconv.Itoa(o.Parallel),
+		"--threads", strconv.Itoa(o.Threads))
+	if o.VocabOnly {
+		args = append(args, "--vocab-only")
 	}
-	return os.MkdirTemp("", "superfluid-worker-")
+	return args
 }

@@ -137,7 +137,7 @@ func TestTypedErrorsCrossTheSocket(t *testing.T) {
 	if text := textOf(events); text != "Hel" {
 		t.Errorf("failing engine: text before the error = %q, want %q", text, "Hel")
 	}
-	if errors.Is(err, llm.ErrInvalidInput) || errors.Is(err, llm.ErrContextLength) {
+	if errors.Is(err, llm.ErrInvalidInput) || errors.Is(err, llm.ErrContextLength) || errors.Is(err, ErrWorkerExited) {
 		t.Errorf("engine error %v matches the wrong sentinel", err)
 	}
 	// None of these cost the worker.
@@ -150,8 +150,11 @@ func TestLoadFailure(t *testing.T) {
 	t.Run("error hello", func(t *testing.T) {
 		c, _ := newClient(t, "fail-load")
 		err := c.Start(context.Background())
-		if !errors.Is(err, llm.ErrEngineFailure) || !strings.Contains(err.Error(), "bad magic in fail-load") {
-			t.Fatalf("Start = %v, want llm.ErrEngineFailure with the worker's message", err)
+		if !errors.Is(err, llm.ErrEngineFailure) || !errors.Is(err, ErrLoad) || !strings.Contains(err.Error(), "bad magic in fail-load") {
+			t.Fatalf("Start = %v, want llm.ErrEngineFailure and ErrLoad with the worker's message", err)
+		}
+		if errors.Is(err, ErrWorkerExited) {
+			t.Errorf("Start = %v: a refused load matches ErrWorkerExited", err)
 		}
 		if c.Loaded() {
 			t.Error("Loaded after a failed load")
@@ -167,6 +170,9 @@ func TestLoadFailure(t *testing.T) {
 		if !errors.Is(err, llm.ErrEngineFailure) || !strings.Contains(err.Error(), "exited") ||
 			!strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), "GGML_ASSERT: boom while loading") {
 			t.Fatalf("Start = %v, want llm.ErrEngineFailure saying the worker exited, with its status and last log line", err)
+		}
+		if !errors.Is(err, ErrWorkerExited) || errors.Is(err, ErrLoad) {
+			t.Errorf("Start = %v, want ErrWorkerExited (and not ErrLoad)", err)
 		}
 	})
 	t.Run("start timeout", func(t *testing.T) {
@@ -211,6 +217,9 @@ func TestWorkerKilledMidGeneration(t *testing.T) {
 	if !errors.Is(err, llm.ErrEngineFailure) || !strings.Contains(err.Error(), "worker exited") || !strings.Contains(err.Error(), "killed") {
 		t.Fatalf("Generate = %v, want llm.ErrEngineFailure saying the worker exited (killed)", err)
 	}
+	if !errors.Is(err, ErrWorkerExited) {
+		t.Errorf("Generate = %v, want ErrWorkerExited", err)
+	}
 	if c.Loaded() {
 		t.Error("Loaded after the worker died")
 	}
@@ -233,6 +242,9 @@ func TestWorkerAbortsMidGeneration(t *testing.T) {
 	if !errors.Is(err, llm.ErrEngineFailure) || !strings.Contains(err.Error(), "exit status 134") ||
 		!strings.Contains(err.Error(), "GGML_ASSERT: simulated abort") {
 		t.Fatalf("Generate = %v, want llm.ErrEngineFailure with the exit status and the last log line", err)
+	}
+	if !errors.Is(err, ErrWorkerExited) {
+		t.Errorf("Generate = %v, want ErrWorkerExited", err)
 	}
 	if textOf(events) != "Hel" {
 		t.Errorf("text before the abort = %q, want %q", textOf(events), "Hel")

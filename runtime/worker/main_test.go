@@ -40,11 +40,17 @@ func TestMain(m *testing.M) {
 //	hang         never print a hello
 //	fail-after-N the engine fails with "kaboom" after N tokens (the worker survives)
 //	abort-after-N the worker process dies (like a llama.cpp abort) after N text events
+//	fatal-after-N the engine breaks for good after N text events (like a fatal llama_decode):
+//	             it reports the failure as a Failer, and Serve makes the worker exit
+//	slow-load    take childLoadDelay to load
 //
 // A prompt starting with "invalid" fails with llm.ErrInvalidInput, from Generate and Tokenize.
+// With --vocab-only the worker only tokenizes. Every worker logs "loading pid=N" to stderr as
+// it starts, and "tokenize "TEXT" pid=N" for each Tokenize call.
 const (
-	childReply = "Hello, world!"
-	childDelay = 10 * time.Millisecond
+	childReply     = "Hello, world!"
+	childDelay     = 10 * time.Millisecond
+	childLoadDelay = 500 * time.Millisecond
 )
 
 var childSlowReply = strings.Repeat("slow text ", 300)
@@ -56,13 +62,15 @@ func runChild(args []string) int {
 	ctxLen := fs.Int("ctx", 0, "")
 	parallel := fs.Int("parallel", 0, "")
 	threads := fs.Int("threads", 0, "")
+	vocabOnly := fs.Bool("vocab-only", false, "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	hello := func(v any) { _ = json.NewEncoder(os.Stdout).Encode(v) }
+	fmt.Fprintf(os.Stderr, "loading pid=%d\n", os.Getpid())
 
 	fake := enginetest.New(*ctxLen, childReply)
-	eng := &childEngine{Engine: fake, abortAfter: -1}
+	eng := &childEngine{Engine: fake, abortAfter: -1, fatalAfter: -1, vocabOnly: *vocabOnly, failed: make(chan struct{})}
 	for _, word := range strings.Split(*model, ",") {
 		switch {
 		case word == "ok":
@@ -82,6 +90,10 @@ func runChild(args []string) int {
 			fake.FailAfter, _ = strconv.Atoi(strings.TrimPrefix(word, "fail-after-"))
 		case strings.HasPrefix(word, "abort-after-"):
 			eng.abortAfter, _ = strconv.Atoi(strings.TrimPrefix(word, "abort-after-"))
+		case strings.HasPrefix(word, "fatal-after-"):
+			eng.fatalAfter, _ = strconv.Atoi(strings.TrimPrefix(word, "fatal-after-"))
+		case word == "slow-load":
+			time.Sleep(childLoadDelay)
 		default:
 			hello(map[string]string{"error": "unknown test model " + word})
 			return 1
@@ -106,16 +118,32 @@ func runChild(args []string) int {
 
 // childEngine wraps the fake: it logs the end of every generation to stderr (the tests read it
 // through Options.Log to see what the worker side saw), rejects "invalid" prompts and can die
-// mid-generation.
+// mid-generation or break for good (a Failer).
 type childEngine struct {
 	*enginetest.Engine
 	info       llm.ModelInfo
 	abortAfter int
+	fatalAfter int
+	vocabOnly  bool
+
+	failOnce sync.Once
+	failed   chan struct{}
+	failure  error
 }
 
-func (e *childEngine) Info() llm.ModelInfo { return e.info }
+func (e *childEngine) Info() llm.ModelInfo     { return e.info }
+func (e *childEngine) Failed() <-chan struct{} { return e.failed }
+func (e *childEngine) Failure() error          { return e.failure }
+
+func (e *childEngine) fail(err error) {
+	e.failOnce.Do(func() {
+		e.failure = err
+		close(e.failed)
+	})
+}
 
 func (e *childEngine) Tokenize(ctx context.Context, text string, addSpecial, parseSpecial bool) ([]int, error) {
+	fmt.Fprintf(os.Stderr, "tokenize %q pid=%d\n", text, os.Getpid())
 	if strings.HasPrefix(text, "invalid") {
 		return nil, fmt.Errorf("%w: the text is invalid", llm.ErrInvalidInput)
 	}
@@ -123,16 +151,24 @@ func (e *childEngine) Tokenize(ctx context.Context, text string, addSpecial, par
 }
 
 func (e *childEngine) Generate(ctx context.Context, req *llm.Request, emit func(llm.Event) error) error {
+	if e.vocabOnly {
+		return fmt.Errorf("%w: the model is loaded for tokenizing only (vocab-only), not for generation", llm.ErrEngineFailure)
+	}
 	if strings.HasPrefix(req.Prompt, "invalid") {
 		return fmt.Errorf("%w: the prompt is invalid", llm.ErrInvalidInput)
 	}
 	texts := 0
+	errFatal := fmt.Errorf("%w: llama_decode: llama_decode failed with code -3", llm.ErrEngineFailure)
 	err := e.Engine.Generate(ctx, req, func(ev llm.Event) error {
 		if ev.Text != "" {
 			texts++
 			if e.abortAfter >= 0 && texts > e.abortAfter {
 				fmt.Fprintln(os.Stderr, "GGML_ASSERT: simulated abort")
 				os.Exit(134)
+			}
+			if e.fatalAfter >= 0 && texts > e.fatalAfter {
+				e.fail(errFatal)
+				return errFatal
 			}
 		}
 		return emit(ev)
@@ -166,15 +202,16 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// newClient returns a client for a test worker of the given behaviour, closed at cleanup.
-func newClient(t *testing.T, model string) (*Client, *syncBuffer) {
+// newClient returns a client for a test worker of the given behaviour, closed at cleanup;
+// edits change its options.
+func newClient(t *testing.T, model string, edits ...func(*Options)) (*Client, *syncBuffer) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := &syncBuffer{}
-	c := NewClient(Options{
+	opts := Options{
 		Command:       []string{exe},
 		Env:           []string{childEnv + "=1"},
 		ModelPath:     model,
@@ -183,15 +220,19 @@ func newClient(t *testing.T, model string) (*Client, *syncBuffer) {
 		Threads:       1,
 		Log:           log,
 		StartTimeout:  time.Minute,
-	})
+	}
+	for _, edit := range edits {
+		edit(&opts)
+	}
+	c := NewClient(opts)
 	t.Cleanup(func() { c.Close() })
 	return c, log
 }
 
 // started returns a client whose worker is running.
-func started(t *testing.T, model string) (*Client, *syncBuffer) {
+func started(t *testing.T, model string, edits ...func(*Options)) (*Client, *syncBuffer) {
 	t.Helper()
-	c, log := newClient(t, model)
+	c, log := newClient(t, model, edits...)
 	if err := c.Start(context.Background()); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -201,7 +242,12 @@ func started(t *testing.T, model string) (*Client, *syncBuffer) {
 // waitFor polls cond until it holds or a generous deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	waitWithin(t, 10*time.Second, what, cond)
+}
+
+func waitWithin(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

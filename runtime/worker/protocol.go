@@ -8,7 +8,11 @@
 // Protocol: one connection per call. The client writes one JSON call line; the worker answers
 // with JSON reply lines, the last one carrying End. Closing the connection cancels the call.
 // Before serving, the worker prints one JSON hello line on stdout: the model info, or the
-// load error.
+// load error. A ping call is answered by the socket server alone, never by the engine, so a
+// worker that stops answering pings is hung (not merely busy) and the client kills it.
+//
+// Lifecycle: a Client starts its worker on the first call, restarts it after it died, stops it
+// on Unload (and starts a new one on the next call) and for good on Close.
 package worker
 
 import (
@@ -23,6 +27,7 @@ const (
 	opGenerate = "generate"
 	opTokenize = "tokenize"
 	opSlots    = "slots"
+	opPing     = "ping"
 )
 
 type call struct {
@@ -59,6 +64,9 @@ const (
 	kindContextLength = "context_length"
 	kindInvalidInput  = "invalid_input"
 	kindEngine        = "engine"
+	// kindFatal is an engine failure after which the engine is beyond repair: the worker exits
+	// right after answering, and the client starts a new one.
+	kindFatal = "fatal"
 )
 
 func toWire(err error) *wireError {
@@ -95,4 +103,27 @@ func (e remoteError) Unwrap() error { return e.sentinel }
 
 func engineFailure(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", llm.ErrEngineFailure, fmt.Sprintf(format, args...))
+}
+
+var (
+	// ErrWorkerExited matches failures caused by the worker process dying, or being killed
+	// (hung, unloaded under a call, its engine broken), during a call or while loading. It
+	// always comes with llm.ErrEngineFailure.
+	ErrWorkerExited = errors.New("worker exited")
+	// ErrLoad matches a load the worker refused with an error of its own (a missing, unreadable
+	// or malformed model file). It always comes with llm.ErrEngineFailure.
+	ErrLoad = errors.New("model load failed")
+)
+
+// failure is an llm.ErrEngineFailure that also matches a kind: ErrWorkerExited or ErrLoad.
+type failure struct {
+	kind error
+	msg  string
+}
+
+func (e *failure) Error() string   { return llm.ErrEngineFailure.Error() + ": " + e.msg }
+func (e *failure) Unwrap() []error { return []error{llm.ErrEngineFailure, e.kind} }
+
+func workerFailure(kind error, format string, args ...any) error {
+	return &failure{kind: kind, msg: fmt.Sprintf(format, args...)}
 }

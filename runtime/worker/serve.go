@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -12,13 +13,43 @@ import (
 	"github.com/superfluid/superfluid/runtime/llm"
 )
 
-// Serve answers calls on l with engine until l is closed. Each connection is one call.
+// Failer is implemented by an engine that can break beyond repair, such as llama.cpp after a
+// fatal llama_decode, whose context is then in an unknown state. Failed is closed once that
+// has happened; Failure then says why.
+type Failer interface {
+	Failed() <-chan struct{}
+	Failure() error
+}
+
+// Serve answers calls on l with engine until l is closed, and then returns nil. If engine is a
+// Failer and fails, Serve stops taking calls, lets the calls in flight end with their errors
+// (marked fatal, so the client knows the worker is going away) and returns the failure: the
+// worker process must then exit non-zero so that the client starts a fresh one.
 func Serve(l net.Listener, engine llm.Engine) error {
+	var failed <-chan struct{}
+	if f, ok := engine.(Failer); ok {
+		failed = f.Failed()
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	served := make(chan struct{})
+	defer close(served)
+	if failed != nil {
+		go func() {
+			select {
+			case <-failed:
+				l.Close()
+			case <-served:
+			}
+		}()
+	}
 	for {
 		conn, err := l.Accept()
 		if err != nil {
+			if closed(failed) {
+				wg.Wait() // the calls in flight report the failure first
+				return fmt.Errorf("engine failed: %w", engine.(Failer).Failure())
+			}
 			if errors.Is(err, net.ErrClosed) {
 				return nil
 			}
@@ -27,12 +58,22 @@ func Serve(l net.Listener, engine llm.Engine) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			serveConn(conn, engine)
+			serveConn(conn, engine, failed)
 		}()
 	}
 }
 
-func serveConn(conn net.Conn, engine llm.Engine) {
+// closed reports whether ch is closed; a nil ch never is.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func serveConn(conn net.Conn, engine llm.Engine, failed <-chan struct{}) {
 	defer conn.Close()
 	r := bufio.NewReader(conn)
 	line, err := r.ReadBytes('\n')
@@ -45,6 +86,12 @@ func serveConn(conn net.Conn, engine llm.Engine) {
 		_ = enc.Encode(reply{End: true, Error: toWire(err)})
 		return
 	}
+	if c.Op == opPing {
+		// Answered here, never by the engine: a ping measures whether the process is alive and
+		// scheduling, so a long generation holding the engine must not delay it.
+		_ = enc.Encode(reply{End: true})
+		return
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// The client closes the connection to cancel; any further read returning means that.
@@ -52,11 +99,18 @@ func serveConn(conn net.Conn, engine llm.Engine) {
 		_, _ = io.Copy(io.Discard, r)
 		cancel()
 	}()
+	fail := func(err error) {
+		w := toWire(err)
+		if w.Kind == kindEngine && closed(failed) {
+			w.Kind = kindFatal
+		}
+		_ = enc.Encode(reply{End: true, Error: w})
+	}
 	switch c.Op {
 	case opTokenize:
 		tokens, err := engine.Tokenize(ctx, c.Text, c.AddSpecial, c.ParseSpecial)
 		if err != nil {
-			_ = enc.Encode(reply{End: true, Error: toWire(err)})
+			fail(err)
 			return
 		}
 		_ = enc.Encode(reply{End: true, Tokens: tokens})
@@ -68,7 +122,7 @@ func serveConn(conn net.Conn, engine llm.Engine) {
 		}
 		slots, err := reporter.Slots(ctx)
 		if err != nil {
-			_ = enc.Encode(reply{End: true, Error: toWire(err)})
+			fail(err)
 			return
 		}
 		_ = enc.Encode(reply{End: true, Slots: &slots})
@@ -81,7 +135,7 @@ func serveConn(conn net.Conn, engine llm.Engine) {
 			return enc.Encode(reply{Event: &ev})
 		})
 		if err != nil {
-			_ = enc.Encode(reply{End: true, Error: toWire(err)})
+			fail(err)
 			return
 		}
 		_ = enc.Encode(reply{End: true})

@@ -3,6 +3,7 @@ package worker
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -72,6 +73,7 @@ func TestServeProtocol(t *testing.T) {
 	}{
 		{"generate", `{"op":"generate","generate":{"prompt":"hi","max_tokens":1}}`, 4, ""},
 		{"tokenize", `{"op":"tokenize","text":"hi","add_special":true}`, 1, ""},
+		{"ping", `{"op":"ping"}`, 1, ""},
 		{"generate without request", `{"op":"generate"}`, 1, kindInvalidInput},
 		{"unknown op", `{"op":"embed"}`, 1, kindInvalidInput},
 		{"context length", `{"op":"generate","generate":{"prompt":"` + strings.Repeat("x", 100) + `"}}`, 1, kindContextLength},
@@ -100,5 +102,46 @@ func TestWireErrors(t *testing.T) {
 	back := w.err()
 	if back.Error() != cl.Error() {
 		t.Errorf("context length error came back as %q, want %q", back, cl)
+	}
+}
+
+// brokenEngine is a fake that can break for good, as a Failer.
+type brokenEngine struct {
+	*enginetest.Engine
+	failed chan struct{}
+}
+
+var errBroken = errors.New("llama_decode failed with code -3")
+
+func (e *brokenEngine) Failed() <-chan struct{} { return e.failed }
+func (e *brokenEngine) Failure() error          { return errBroken }
+
+// TestServeStopsWhenTheEngineFails: once a Failer fails, Serve stops taking calls and returns
+// its failure (the worker then exits non-zero), instead of serving a broken engine.
+func TestServeStopsWhenTheEngineFails(t *testing.T) {
+	dir, err := os.MkdirTemp("", "sf-serve-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	socket := filepath.Join(dir, "s.sock")
+	l, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	engine := &brokenEngine{Engine: enginetest.New(64, "ok"), failed: make(chan struct{})}
+	served := make(chan error, 1)
+	go func() { served <- Serve(l, engine) }()
+	if replies := rawCall(t, socket, `{"op":"ping"}`); len(replies) != 1 || replies[0].Error != nil {
+		t.Fatalf("ping before the failure: %+v", replies)
+	}
+	close(engine.failed)
+	if err := <-served; !errors.Is(err, errBroken) {
+		t.Fatalf("Serve after the engine failed = %v, want its failure", err)
+	}
+	if conn, err := net.Dial("unix", socket); err == nil {
+		conn.Close()
+		t.Error("the socket still takes calls after the engine failed")
 	}
 }
