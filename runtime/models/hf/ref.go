@@ -179,7 +179,7 @@ func ParseRef(s string) (Ref, error) {
 			}
 			r.Revision, rest = rest[1], nil
 		}
-		if !validName(r.Revision) {
+		if r.Revision != "" && !validName(r.Revision) {
 			return Ref{}, bad("revision must be letters, digits, '.', '_' or '-'")
 		}
 	}

@@ -117,10 +117,15 @@ func (c *Client) listPage(ctx context.Context, what, u string) ([]treeEntry, str
 	}
 	var entries []treeEntry
 	if err := json.NewDecoder(io.LimitReader(a, 64<<20)).Decode(&entries); err != nil {
-		if a.stalled.Load() || errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, "", &retryableError{err: fmt.Errorf("%s: %w", what, err)}
+		var syntaxErr *json.SyntaxError
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &syntaxErr) || errors.As(err, &typeErr) {
+			return nil, "", fmt.Errorf("%s: decode listing: %w", what, err)
 		}
-		return nil, "", fmt.Errorf("%s: decode listing: %w", what, err)
+		if ctx.Err() != nil {
+			return nil, "", ctx.Err()
+		}
+		return nil, "", &retryableError{err: fmt.Errorf("%s: read listing: %w", what, err)} // a reset, EOF or stall
 	}
 	next := ""
 	if n := nextLink(a.resp.Header.Values("Link")); n != "" {

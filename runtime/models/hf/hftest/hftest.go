@@ -413,9 +413,10 @@ func (s *Server) sendBody(w http.ResponseWriter, r *http.Request, f *file, start
 	}
 	// send copies [off, to) and reports whether all of it went out.
 	off := start
+	cw := &countingWriter{w: w, n: &f.sent}
+	buf := make([]byte, 256<<10)
 	send := func(to int64) bool {
-		n, err := io.Copy(w, io.NewSectionReader(src, off, to-off))
-		f.sent.Add(n)
+		n, err := io.CopyBuffer(cw, io.NewSectionReader(src, off, to-off), buf)
 		off += n
 		return err == nil
 	}
@@ -444,4 +445,16 @@ func (s *Server) sendBody(w http.ResponseWriter, r *http.Request, f *file, start
 		return
 	}
 	send(stop)
+}
+
+// countingWriter adds what it writes to n as it goes.
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n.Add(int64(n))
+	return n, err
 }
