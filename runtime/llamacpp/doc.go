@@ -7,4 +7,8 @@
 // lane plus prompt chunks for lanes still in prefill, so a long prompt never stalls running
 // decodes. A lane keeps the tokens of its last sequence in the KV cache; a new job takes the
 // free lane with the longest common token prefix and only prefills the rest.
+//
+// A fatal llama_decode (a negative code: the KV cache may hold part of the batch, out of step
+// with the lanes) fails every job and closes Failed; the worker then exits and its client
+// starts a fresh process. Options.VocabOnly loads just the tokenizer, for a tokenizing worker.
 package llamacpp

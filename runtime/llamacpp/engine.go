@@ -26,6 +26,10 @@ type Options struct {
 	Threads int
 	// BatchSize is the most tokens one tick sends to llama.cpp; 0 means 512.
 	BatchSize int
+	// VocabOnly loads only the vocabulary, for a worker that tokenizes: no weights, no context,
+	// a fraction of the memory. Generate then fails, Slots reports no lanes, and the context
+	// settings are ignored.
+	VocabOnly bool
 }
 
 // Engine is a loaded model with its context and scheduling loop. It implements llm.Engine.
@@ -40,6 +44,16 @@ type Engine struct {
 	snapshots chan chan llm.Slots
 	quit      chan struct{}
 	done      chan struct{}
+
+	// vocabOnly says only the vocabulary is loaded: no context, batch or loop.
+	vocabOnly bool
+	// decode is lctx.Decode; tests replace it to play llama.cpp's failures.
+	decode func(*llama.Batch) error
+	// failed is closed, with failure set, once a fatal llama_decode has left the context in an
+	// unknown state (see fail); the worker process must then exit.
+	failed   chan struct{}
+	failure  error
+	failOnce sync.Once
 
 	lanes     []*lane
 	queue     []*job
@@ -81,9 +95,12 @@ func Load(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	model, err := llama.LoadModelFromFile(opts.ModelPath, llama.ModelParams{UseMmap: true})
+	model, err := llama.LoadModelFromFile(opts.ModelPath, llama.ModelParams{UseMmap: true, VocabOnly: opts.VocabOnly})
 	if err != nil {
 		return nil, fmt.Errorf("load model %s: llama.cpp could not read it (see the log above for why)", opts.ModelPath)
+	}
+	if opts.VocabOnly {
+		return loadVocab(opts, model, meta), nil
 	}
 	if opts.ContextLength <= 0 {
 		opts.ContextLength = defaultContext(meta.trainContext)
@@ -121,19 +138,49 @@ func Load(opts Options) (*Engine, error) {
 		snapshots: make(chan chan llm.Slots),
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
+		failed:    make(chan struct{}),
 		batchSize: opts.BatchSize,
 	}
-	for id := range model.NumVocab() {
-		if model.TokenIsEog(id) {
-			e.eog = append(e.eog, id)
-		}
-	}
+	e.decode = lctx.Decode
+	e.eog = eogTokens(model)
 	e.lanes = make([]*lane, opts.Parallel)
 	for i := range e.lanes {
 		e.lanes[i] = &lane{id: i}
 	}
 	go e.loop()
 	return e, nil
+}
+
+// loadVocab makes the engine of a vocab-only model: it tokenizes, and has nothing to run.
+func loadVocab(opts Options, model *llama.Model, meta modelMeta) *Engine {
+	e := &Engine{
+		model:     model,
+		vocabOnly: true,
+		info: llm.ModelInfo{
+			Path:               opts.ModelPath,
+			Architecture:       meta.architecture,
+			TrainContextLength: meta.trainContext,
+			VocabSize:          model.NumVocab(),
+			Runtime:            "llamacpp-vocab",
+			AddBOS:             model.AddBOSToken(),
+		},
+		quit:   make(chan struct{}),
+		done:   make(chan struct{}),
+		failed: make(chan struct{}),
+	}
+	e.eog = eogTokens(model)
+	close(e.done) // no loop to wait for on Close
+	return e
+}
+
+func eogTokens(model *llama.Model) []int {
+	var eog []int
+	for id := range model.NumVocab() {
+		if model.TokenIsEog(id) {
+			eog = append(eog, id)
+		}
+	}
+	return eog
 }
 
 // threadsFor picks a thread count from the model size: tiny graphs are dominated by thread
@@ -180,6 +227,9 @@ func (e *Engine) Piece(token int) string {
 
 // Generate runs one completion through a lane.
 func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.Event) error) error {
+	if e.vocabOnly {
+		return fmt.Errorf("%w: %s is loaded for tokenizing only (vocab-only), not for generation", llm.ErrEngineFailure, e.info.Path)
+	}
 	prompt, err := e.promptTokens(ctx, req)
 	if err != nil {
 		return err
@@ -212,6 +262,8 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 		return ctx.Err()
 	case <-e.quit:
 		return fmt.Errorf("%w: the engine is shutting down", llm.ErrEngineFailure)
+	case <-e.failed:
+		return e.failure
 	}
 	var last time.Time
 	for {
@@ -272,7 +324,9 @@ func (e *Engine) Close() error {
 		e.modelMu.Lock()
 		e.closed = true
 		e.modelMu.Unlock()
-		e.batch.Free()
+		if e.batch != nil {
+			e.batch.Free()
+		}
 		llama.FreeModel(e.model)
 	})
 	return nil

@@ -42,6 +42,12 @@ func (e *Engine) loop() {
 			e.failAll(fmt.Errorf("%w: %v", llm.ErrEngineFailure, errShutdown))
 			return
 		}
+		if e.failure != nil {
+			// The context is beyond use: answer every job with the failure until the worker
+			// exits, and never touch llama.cpp again.
+			e.failJobs(e.failure)
+			continue
+		}
 		e.dropCancelled()
 		e.assign()
 		e.tick()
@@ -162,7 +168,11 @@ func (e *Engine) tick() {
 		return
 	}
 	began := time.Now()
-	if err := e.lctx.Decode(e.batch); err != nil {
+	if err := e.decode(e.batch); err != nil {
+		if fatalDecode(err) {
+			e.fail(fmt.Errorf("%w: llama_decode: %v; the worker exits and the next request starts a new one", llm.ErrEngineFailure, err))
+			return
+		}
 		e.failAll(fmt.Errorf("%w: llama_decode: %v", llm.ErrEngineFailure, err))
 		return
 	}

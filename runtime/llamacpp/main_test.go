@@ -30,6 +30,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(workerEnv) == "1" {
+		os.Exit(runWorker(os.Args[1:])) // this process is a worker started by a test's Client
+	}
 	flag.Parse()
 	os.Exit(runTests(m))
 }

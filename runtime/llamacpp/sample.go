@@ -75,13 +75,23 @@ func (e *Engine) finish(l *lane, reason string) {
 
 // failAll ends every job with err and forgets the lanes' caches, whose KV state is unknown.
 func (e *Engine) failAll(err error) {
+	e.failJobs(err)
+	if e.failure != nil {
+		return // the context is broken: leave it alone (see fail)
+	}
+	for _, l := range e.lanes {
+		e.lctx.KvCacheSeqRm(l.id, 0, -1)
+		l.cache = l.cache[:0]
+	}
+}
+
+// failJobs ends every job, running or queued, with err.
+func (e *Engine) failJobs(err error) {
 	for _, l := range e.lanes {
 		if l.job != nil {
 			l.job.out.finish(err)
 			l.job = nil
 		}
-		e.lctx.KvCacheSeqRm(l.id, 0, -1)
-		l.cache = l.cache[:0]
 	}
 	for _, j := range e.queue {
 		j.out.finish(err)

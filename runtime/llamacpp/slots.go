@@ -45,6 +45,9 @@ func ewma(old, sample, alpha float64) float64 {
 
 // Slots returns a snapshot of the lanes, taken between ticks.
 func (e *Engine) Slots(ctx context.Context) (llm.Slots, error) {
+	if e.vocabOnly {
+		return llm.Slots{}, nil // no lanes to report
+	}
 	reply := make(chan llm.Slots, 1)
 	select {
 	case e.snapshots <- reply:

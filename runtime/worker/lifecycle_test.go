@@ -150,7 +150,9 @@ func TestCallsWaitForUnload(t *testing.T) {
 	if err := <-tokenized; err != nil {
 		t.Fatalf("Tokenize made during Unload = %v", err)
 	}
-	if by := tokenizedBy(log.String(), "during unload"); by == 0 || by == pid {
+	// The worker's stderr reaches the log on its own schedule, not the socket's.
+	waitFor(t, "the worker to log the call", func() bool { return tokenizedBy(log.String(), "during unload") != 0 })
+	if by := tokenizedBy(log.String(), "during unload"); by == pid {
 		t.Errorf("the call made during Unload ran on worker %d, want a new one (unloaded %d)", by, pid)
 	}
 	if got := c.PID(); got == 0 || got == pid {
