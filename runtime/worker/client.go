@@ -152,8 +152,8 @@ func (c *Client) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 // Unload stops the worker and frees its memory, but the client stays usable: the next call
 // (or Start) starts a new worker. Unload first lets the calls in flight finish; calls made
 // meanwhile wait, and then run on the new worker. If ctx ends first, Unload kills the worker
-// anyway (its calls fail with ErrWorkerExited) and returns ctx's error. A load in progress is
-// called off.
+// anyway and returns ctx's error; the calls it cuts short fail with llm.ErrEngineFailure, but
+// not ErrWorkerExited, which would blame their prompts. A load in progress is called off.
 func (c *Client) Unload(ctx context.Context) error {
 	c.mu.Lock()
 	if c.closed {
@@ -212,7 +212,7 @@ func (c *Client) Unload(ctx context.Context) error {
 			err = ctx.Err()
 		}
 	}
-	p.kill("the worker was unloaded before the request finished")
+	p.kill("the worker was unloaded before the request finished", false)
 	c.mu.Lock()
 	if c.proc == p {
 		c.proc = nil
@@ -234,7 +234,7 @@ func (c *Client) Close() error {
 	}
 	c.mu.Unlock()
 	if p != nil {
-		p.kill("the worker was shut down")
+		p.kill("the worker was shut down during the request", false)
 	}
 	if st != nil {
 		<-st.done // a called-off launch kills its process at once; none outlives Close
@@ -328,7 +328,7 @@ func (c *Client) lost(ctx context.Context, p *process, err error) error {
 // this one on its way out.
 func (c *Client) fatal(p *process, w *wireError) error {
 	if !p.waitExit(fatalExitGrace) {
-		p.kill("the worker's engine failed and it did not exit")
+		p.kill("the worker's engine failed and it did not exit", true)
 	}
 	msg := strings.TrimPrefix(w.Message, llm.ErrEngineFailure.Error()+": ")
 	return workerFailure(ErrWorkerExited, "%s; the worker exited and the next request starts a new one", msg)

@@ -102,6 +102,10 @@ type process struct {
 
 	mu     sync.Mutex
 	reason string // why the client killed the worker, told to the calls that broke
+	// crash says the calls broke because the worker failed (hung, its engine broken): they
+	// match ErrWorkerExited, as when it dies on its own. A worker stopped by Unload or Close
+	// did not fail, and its calls get a plain engine failure: no prompt is to blame.
+	crash bool
 }
 
 func (p *process) wait() {
@@ -136,12 +140,12 @@ func (p *process) stop() {
 	<-p.exited
 }
 
-// kill stops the worker on purpose; reason becomes the error of the calls it breaks, unless
-// the worker had already died on its own.
-func (p *process) kill(reason string) {
+// kill stops the worker on purpose; reason becomes the error of the calls it breaks (see
+// crash), unless the worker had already died on its own.
+func (p *process) kill(reason string, crash bool) {
 	p.mu.Lock()
 	if p.reason == "" && !p.hasExited() {
-		p.reason = reason
+		p.reason, p.crash = reason, crash
 	}
 	p.mu.Unlock()
 	p.stop()
@@ -168,8 +172,11 @@ func (p *process) failure(err error) error {
 // exitFailure explains the worker's exit to a call it broke.
 func (p *process) exitFailure() error {
 	p.mu.Lock()
-	reason := p.reason
+	reason, crash := p.reason, p.crash
 	p.mu.Unlock()
+	if reason != "" && !crash {
+		return engineFailure("%s", reason)
+	}
 	if reason == "" {
 		reason = "the worker exited during the request"
 		if p.exitErr != nil {
@@ -221,7 +228,7 @@ func (p *process) watch(interval, timeout time.Duration) {
 			if p.waitExit(timeout) {
 				return
 			}
-			p.kill(fmt.Sprintf("the worker stopped answering (no reply to a ping within %s: %v) and was killed", timeout, err))
+			p.kill(fmt.Sprintf("the worker stopped answering (no reply to a ping within %s: %v) and was killed", timeout, err), true)
 			return
 		}
 	}
