@@ -10,15 +10,25 @@ INCLUDE  := $(HOME)/.cache/superfluid/include
 
 # CPU target. native: this machine's instruction set (AVX2/AVX-512, and AMX kernels on CPUs that
 # have AMX, which ggml's cgo packages otherwise leave out). portable: x86-64-v3 for packaging.
+# HAS_AMX=yes|no on the command line (or in the environment) overrides the /proc/cpuinfo probe.
 TARGET   ?= native
-HAS_AMX  := $(shell grep -qw amx_int8 /proc/cpuinfo 2>/dev/null && echo yes)
+ifndef HAS_AMX
+  HAS_AMX := $(shell grep -qw amx_int8 /proc/cpuinfo 2>/dev/null && echo yes)
+endif
 ifeq ($(TARGET),portable)
   CPU_FLAGS := -march=x86-64-v3
   TAGS      :=
 else ifeq ($(HAS_AMX),yes)
   CPU_FLAGS := -march=native
   TAGS      := amx
-  GGML      := $(shell $(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama)/ml/backend/ggml/ggml
+  # The amx package includes ggml's own headers from the ollama module. On a fresh machine the
+  # module is not in the module cache yet when make reads this file, so download it first
+  # (a no-op once it is there); `go list -m` alone would print an empty Dir.
+  OLLAMA    := $(shell $(GO) mod download github.com/ollama/ollama && $(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama)
+  ifeq ($(OLLAMA),)
+    $(error could not download the github.com/ollama/ollama module (needed for the AMX build); check the network or build without AMX: make HAS_AMX=no)
+  endif
+  GGML      := $(OLLAMA)/ml/backend/ggml/ggml
   AMX_INC   := -I$(GGML)/src/ggml-cpu -I$(GGML)/src -I$(GGML)/include
 else
   CPU_FLAGS := -march=native
@@ -39,6 +49,7 @@ setup:
 	@bash scripts/setup.sh $(INCLUDE)
 
 build: setup
+	@echo "build: tags=[$(TAGS)] CGO_CFLAGS=[$(CGO_CFLAGS)] CGO_CPPFLAGS=[$(CGO_CPPFLAGS)]"
 	$(GO) build $(GOFLAGS_BUILD) -o bin/superfluid .
 
 portable:
