@@ -28,31 +28,20 @@ type benchOptions struct {
 	writeModel    bool
 }
 
-// benchCommand runs the benchmark suites against one model (see benchSuites).
-func benchCommand(args []string, stdout, stderr io.Writer) error {
-	cfg := DefaultConfig()
-	opts := benchOptions{suite: "all", repeat: 5, decodeTokens: 128, prefillTokens: 256, lanes: 8}
-	fs := newFlagSet("bench", stderr)
-	serverFlags(fs, &cfg)
-	fs.StringVar(&opts.suite, "suite", opts.suite, "single (API vs engine), replay (multi-turn warm vs cold), streams (1/4/8 concurrent), shared (32 chats, one system prompt), or all")
-	fs.IntVar(&opts.repeat, "repeat", opts.repeat, "runs of each measurement (median and min reported)")
-	fs.IntVar(&opts.decodeTokens, "decode-tokens", opts.decodeTokens, "tokens generated per decode run")
-	fs.IntVar(&opts.prefillTokens, "prefill-tokens", opts.prefillTokens, "prompt tokens per prefill run")
-	fs.IntVar(&opts.lanes, "lanes", opts.lanes, "lanes of the server in the replay, streams and shared suites")
-	fs.BoolVar(&opts.writeModel, "write-model", false, "first write a TinyLlama-1.1B-shaped Q8_0 model with random weights at MODEL (outside the repository)")
-	model, err := parseWithModel(fs, args)
-	if err != nil {
-		return &UsageError{err.Error()}
-	}
+// runBench runs the benchmark suites against one model (see benchSuites); newBenchCommand
+// parses its flags.
+func runBench(cfg Config, opts benchOptions, model string, stdout io.Writer) error {
 	if opts.writeModel {
 		if err := writeBenchModel(model); err != nil {
 			return err
 		}
 	}
 	cfg.ModelPath = model
-	if cfg.DataDir, err = os.MkdirTemp("", "superfluid-bench-"); err != nil {
+	dir, err := os.MkdirTemp("", "superfluid-bench-")
+	if err != nil {
 		return err
 	}
+	cfg.DataDir = dir
 	defer os.RemoveAll(cfg.DataDir)
 	for _, suite := range benchSuites {
 		if opts.suite != "all" && opts.suite != suite.name {

@@ -1,55 +1,90 @@
 package app
 
 import (
-	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"net"
-	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-const usage = `superfluid — a local LLM server speaking the OpenAI API
-
-usage:
-  superfluid serve [flags] MODEL.gguf   serve a model on 127.0.0.1:8453
-  superfluid bench [flags] MODEL.gguf   measure decode and prefill speed, API vs engine
-
-run "superfluid serve -h" for the flags
-`
-
-// Main runs the command line and returns the exit code.
+// Main runs the command line and returns the exit code: 0 on success, 2 for a usage error (an
+// unknown command, a bad flag, a wrong number of arguments, a bad model path), 1 otherwise.
 func Main(args []string, stdout, stderr io.Writer) int {
-	if len(args) < 2 {
-		fmt.Fprint(stderr, usage)
-		return 2
+	root := newRootCommand()
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetArgs(args[1:])
+	cmd, err := root.ExecuteC()
+	return exitCode(cmd, err, stderr)
+}
+
+// newRootCommand builds the whole command tree. A new subcommand is one constructor in its own
+// cmd_NAME.go file, added to the list below.
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "superfluid",
+		Short: "a local LLM server speaking the OpenAI, Anthropic and Ollama APIs",
+		Long: `superfluid — a local LLM server speaking the OpenAI, Anthropic and Ollama APIs
+on one listener (127.0.0.1:8453 by default).`,
+		// Args runs instead of cobra's own unknown-command check so that the error is typed.
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			msg := fmt.Sprintf("unknown command %q", args[0])
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+			}
+			return &commandLineError{msg}
+		},
+		// No command: the usage on stderr, exit code 2. (This becomes the desktop app.)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s\n\n%s", cmd.Long, cmd.UsageString())
+			return errUsageShown
+		},
+		SilenceErrors:     true, // exitCode prints them
+		SilenceUsage:      true,
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
-	var err error
-	switch args[1] {
-	case "serve":
-		err = serveCommand(args[2:], stderr)
-	case "worker":
-		err = workerCommand(args[2:], stdout, stderr)
-	case "bench":
-		err = benchCommand(args[2:], stdout, stderr)
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "superfluid: unknown command %q\n\n%s", args[1], usage)
-		return 2
-	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &commandLineError{err.Error()} })
+	root.AddCommand(
+		newServeCommand(),
+		newBenchCommand(),
+		newWorkerCommand(),
+		// list, rm, add, pull: next to these.
+	)
+	return root
+}
+
+// commandLineError is a malformed command line: an unknown command or flag, a bad flag value,
+// a wrong number of arguments. It exits with code 2 and a hint to run --help.
+type commandLineError struct{ msg string }
+
+func (e *commandLineError) Error() string { return e.msg }
+
+// errUsageShown means the usage has been printed already; it exits with code 2.
+var errUsageShown = errors.New("usage shown")
+
+// exitCode reports err (from cmd, the command that ran) on stderr and maps it to the exit code.
+func exitCode(cmd *cobra.Command, err error, stderr io.Writer) int {
+	var cle *commandLineError
 	var ue *UsageError
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, flag.ErrHelp):
-		return 0
+	case errors.Is(err, errUsageShown):
+		return 2
+	case errors.As(err, &cle):
+		path := "superfluid"
+		if cmd != nil {
+			path = cmd.CommandPath()
+		}
+		fmt.Fprintf(stderr, "superfluid: %s\nrun \"%s --help\" for usage\n", cle.msg, path)
+		return 2
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "superfluid: %s\n", ue.msg)
 		return 2
@@ -59,8 +94,29 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
+// modelArgs accepts between min and max positional MODEL arguments (flags may come before or
+// after them).
+func modelArgs(min, max int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch {
+		case len(args) < min:
+			return &commandLineError{fmt.Sprintf("no model given; pass the path of a .gguf file: %s path/to/model.gguf", cmd.CommandPath())}
+		case len(args) > max && max == 1:
+			return &commandLineError{fmt.Sprintf("expected one model, got %d: %q", len(args), args)}
+		case len(args) > max:
+			return &commandLineError{fmt.Sprintf("expected at most %d arguments, got %d: %q", max, len(args), args)}
+		}
+		return nil
+	}
+}
+
+// noArgs refuses positional arguments.
+func noArgs(cmd *cobra.Command, args []string) error {
+	return modelArgs(0, 0)(cmd, args)
+}
+
 // serverFlags declares the flags shared by serve and bench on fs.
-func serverFlags(fs *flag.FlagSet, cfg *Config) {
+func serverFlags(fs *pflag.FlagSet, cfg *Config) {
 	fs.StringVar(&cfg.Host, "host", cfg.Host, "address to listen on")
 	fs.IntVar(&cfg.Port, "port", cfg.Port, "port to listen on")
 	fs.IntVar(&cfg.ContextLength, "ctx", cfg.ContextLength, "context window per request in tokens (0 = the model's, at most 4096)")
@@ -71,77 +127,26 @@ func serverFlags(fs *flag.FlagSet, cfg *Config) {
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "where the server keeps its data")
 	fs.IntVar(&cfg.CompletionBurst, "completion-burst", cfg.CompletionBurst, "fill-in-the-middle requests a client may send at once (0 = no limit)")
 	fs.Float64Var(&cfg.CompletionRate, "completion-rate", cfg.CompletionRate, "fill-in-the-middle requests per second a client's allowance refills at")
-	fs.Func("completion-deadline-ms", "cut fill-in-the-middle generations after this many milliseconds (0 = none)", func(v string) error {
-		ms, err := strconv.Atoi(v)
-		if err != nil || ms < 0 {
-			return fmt.Errorf("want a whole number of milliseconds, got %q", v)
-		}
-		cfg.CompletionDeadline = time.Duration(ms) * time.Millisecond
-		return nil
-	})
+	fs.Var(millis{&cfg.CompletionDeadline}, "completion-deadline-ms", "cut fill-in-the-middle generations after this many milliseconds (0 = none)")
 }
 
-// parseWithModel parses flags placed before or after the one positional MODEL argument.
-func parseWithModel(fs *flag.FlagSet, args []string) (string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return "", err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
+// millis is a time.Duration flag given in whole milliseconds.
+type millis struct{ d *time.Duration }
+
+func (m millis) String() string {
+	if m.d == nil {
+		return "0"
 	}
-	switch len(positional) {
-	case 0:
-		return "", &UsageError{"no model given; pass the path of a .gguf file: superfluid " + fs.Name() + " path/to/model.gguf"}
-	case 1:
-		return positional[0], nil
-	default:
-		return "", &UsageError{fmt.Sprintf("expected one model, got %d: %v", len(positional), positional)}
-	}
+	return strconv.FormatInt(m.d.Milliseconds(), 10)
 }
 
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
+func (m millis) Set(v string) error {
+	ms, err := strconv.Atoi(v)
+	if err != nil || ms < 0 {
+		return fmt.Errorf("want a whole number of milliseconds, got %q", v)
+	}
+	*m.d = time.Duration(ms) * time.Millisecond
+	return nil
 }
 
-func serveCommand(args []string, stderr io.Writer) error {
-	cfg := DefaultConfig()
-	fs := newFlagSet("serve", stderr)
-	serverFlags(fs, &cfg)
-	verbose := fs.Bool("verbose", false, "show llama.cpp's log (the worker's stderr); failures quote its last line either way")
-	model, err := parseWithModel(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		var ue *UsageError
-		if errors.As(err, &ue) {
-			return err
-		}
-		return &UsageError{err.Error()}
-	}
-	cfg.ModelPath = model
-	if *verbose {
-		cfg.WorkerLog = stderr
-	}
-	a, err := New(cfg)
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w (is another server using the port? pass --port)", addr, err)
-	}
-	fmt.Fprintf(stderr, "superfluid: serving %s on http://%s (data in %s)\n", cfg.ModelPath, addr, cfg.DataDir)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return a.Serve(ctx, l)
-}
+func (m millis) Type() string { return "int" }

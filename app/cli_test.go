@@ -2,10 +2,14 @@ package app
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // TestServeBadModel: a bad MODEL argument is one line on stderr and exit code 2.
@@ -37,22 +41,118 @@ func TestServeBadModel(t *testing.T) {
 	}
 }
 
-func TestCommandLineUsage(t *testing.T) {
+// TestCLIHelp: --help and -h on the root and on every command, hidden ones included, print
+// that command's usage on stdout and exit 0.
+func TestCLIHelp(t *testing.T) {
 	cases := []struct {
 		args []string
-		code int
-		want string
+		want []string
 	}{
-		{[]string{"superfluid"}, 2, "usage"},
-		{[]string{"superfluid", "frobnicate"}, 2, "unknown command"},
-		{[]string{"superfluid", "serve"}, 2, "no model given"},
-		{[]string{"superfluid", "serve", "a.gguf", "b.gguf"}, 2, "expected one model"},
-		{[]string{"superfluid", "serve", "--port", "x", "a.gguf"}, 2, "invalid value"},
+		{[]string{"--help"}, []string{"superfluid [command]", "serve", "bench"}},
+		{[]string{"-h"}, []string{"superfluid [command]"}},
+		{[]string{"help"}, []string{"superfluid [command]"}},
+		{[]string{"serve", "--help"}, []string{"superfluid serve [MODEL.gguf]", "--port", "--completion-deadline-ms", "--verbose"}},
+		{[]string{"serve", "model.gguf", "-h"}, []string{"superfluid serve [MODEL.gguf]"}},
+		{[]string{"help", "serve"}, []string{"superfluid serve [MODEL.gguf]"}},
+		{[]string{"bench", "--help"}, []string{"superfluid bench MODEL.gguf", "--suite", "--write-model", "--lanes"}},
+		{[]string{"worker", "--help"}, []string{"superfluid worker", "--socket", "--vocab-only"}},
 	}
 	for _, c := range cases {
 		var stdout, stderr bytes.Buffer
-		if code := Main(c.args, &stdout, &stderr); code != c.code || !strings.Contains(stderr.String(), c.want) {
-			t.Errorf("%v: exit %d stderr %q; want %d containing %q", c.args, code, stderr.String(), c.code, c.want)
+		code := Main(append([]string{"superfluid"}, c.args...), &stdout, &stderr)
+		if code != 0 || stderr.Len() != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want 0 and nothing", c.args, code, stderr.String())
+		}
+		for _, w := range append(c.want, "Usage:") {
+			if !strings.Contains(stdout.String(), w) {
+				t.Errorf("%v: stdout lacks %q:\n%s", c.args, w, stdout.String())
+			}
+		}
+	}
+	// The root's help lists the public commands only.
+	var stdout bytes.Buffer
+	Main([]string{"superfluid", "--help"}, &stdout, &stdout)
+	if strings.Contains(stdout.String(), "worker") {
+		t.Errorf("root help shows the hidden worker command:\n%s", stdout.String())
+	}
+}
+
+// TestCLIExitCodes: usage errors exit 2 with a message on stderr; runtime failures exit 1.
+func TestCLIExitCodes(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	busyPort := strconv.Itoa(busy.Addr().(*net.TCPAddr).Port)
+	notDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"no command", nil, 2, []string{"Usage:", "superfluid [command]"}},
+		{"unknown command", []string{"frobnicate"}, 2, []string{`unknown command "frobnicate"`, `run "superfluid --help"`}},
+		{"misspelt command", []string{"serv"}, 2, []string{`unknown command "serv" (did you mean "serve"?)`}},
+		{"unknown flag", []string{"serve", "--nope", testModel}, 2, []string{"unknown flag: --nope", `run "superfluid serve --help"`}},
+		{"unknown root flag", []string{"--nope"}, 2, []string{"unknown flag: --nope"}},
+		{"bad flag value", []string{"serve", "--port", "x", "a.gguf"}, 2, []string{`invalid argument "x" for "--port"`}},
+		{"bad milliseconds", []string{"serve", "--completion-deadline-ms", "-5", "a.gguf"}, 2, []string{"whole number of milliseconds"}},
+		{"serve two models", []string{"serve", "a.gguf", "b.gguf"}, 2, []string{"expected one model, got 2"}},
+		{"serve no model", []string{"serve", "--port", "0", "--data-dir", data}, 2, []string{"no model given"}},
+		{"serve missing file", []string{"serve", "--port", "0", "--data-dir", data, "nope.gguf"}, 2, []string{"nope.gguf does not exist"}},
+		{"bench no model", []string{"bench", "--repeat", "1"}, 2, []string{"no model given", "superfluid bench path/to/model.gguf"}},
+		{"bench two models", []string{"bench", "a.gguf", "b.gguf"}, 2, []string{"expected one model, got 2"}},
+		{"worker argument", []string{"worker", "extra"}, 2, []string{"expected at most 0 arguments"}},
+		{"port in use", []string{"serve", "--port", busyPort, "--data-dir", data, testModel}, 1, []string{"listen on 127.0.0.1:" + busyPort, "pass --port"}},
+		{"data dir unusable", []string{"serve", "--port", "0", "--data-dir", filepath.Join(notDir, "sub"), testModel}, 1, []string{"open the database"}},
+		{"worker load failure", []string{"worker", "--model", filepath.Join(data, "nope.gguf"), "--socket", filepath.Join(data, "s")}, 1, []string{"worker:"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := Main(append([]string{"superfluid"}, c.args...), &stdout, &stderr)
+			if code != c.code {
+				t.Errorf("exit %d, want %d; stderr %q", code, c.code, stderr.String())
+			}
+			for _, w := range c.want {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr %q lacks %q", stderr.String(), w)
+				}
+			}
+		})
+	}
+}
+
+// TestCLIFlagsAroundModel: flags parse before and after the positional MODEL, in --x v and
+// --x=v spelling.
+func TestCLIFlagsAroundModel(t *testing.T) {
+	for _, args := range [][]string{
+		{"--port", "9", "--ctx=128", "--completion-deadline-ms", "250", "m.gguf", "--parallel", "3"},
+		{"m.gguf", "--port=9", "--ctx", "128", "--completion-deadline-ms=250", "--parallel=3"},
+	} {
+		cmd := newServeCommand()
+		var model string
+		cmd.RunE = func(_ *cobra.Command, args []string) error {
+			model = args[0]
+			return nil
+		}
+		cmd.SetArgs(args)
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		fs := cmd.Flags()
+		port, _ := fs.GetInt("port")
+		ctx, _ := fs.GetInt("ctx")
+		parallel, _ := fs.GetInt("parallel")
+		deadline := fs.Lookup("completion-deadline-ms").Value.String()
+		if port != 9 || ctx != 128 || parallel != 3 || deadline != "250" || model != "m.gguf" {
+			t.Errorf("%v: port %d ctx %d parallel %d deadline %s model %q", args, port, ctx, parallel, deadline, model)
 		}
 	}
 }

@@ -10,25 +10,38 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
 	"github.com/superfluid/superfluid/runtime/llamacpp"
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/worker"
 )
 
-// workerCommand is the hidden `superfluid worker`: it loads one model, prints a hello line
+// newWorkerCommand is the hidden `superfluid worker`: it loads one model, prints a hello line
 // on stdout (the model info or the load error) and serves the socket until killed.
-func workerCommand(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("worker", stderr)
+func newWorkerCommand() *cobra.Command {
 	var opts llamacpp.Options
 	var socket string
+	cmd := &cobra.Command{
+		Use:    "worker",
+		Short:  "internal: the process that hosts llama.cpp for one model (the server starts it)",
+		Hidden: true,
+		Args:   noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runWorker(opts, socket, cmd.OutOrStdout())
+		},
+	}
+	fs := cmd.Flags()
 	fs.StringVar(&opts.ModelPath, "model", "", "GGUF file")
 	fs.StringVar(&socket, "socket", "", "unix socket to serve")
 	fs.IntVar(&opts.ContextLength, "ctx", 0, "context per lane")
 	fs.IntVar(&opts.Parallel, "parallel", 0, "lanes")
 	fs.IntVar(&opts.Threads, "threads", 0, "threads")
-	if err := fs.Parse(args); err != nil {
-		return &UsageError{err.Error()}
-	}
+	fs.BoolVar(&opts.VocabOnly, "vocab-only", false, "load only the vocabulary (for tokenizing): no weights, no context")
+	return cmd
+}
+
+func runWorker(opts llamacpp.Options, socket string, stdout io.Writer) error {
 	hello := func(v any) { _ = json.NewEncoder(stdout).Encode(v) }
 	engine, err := llamacpp.Load(opts)
 	if err != nil {
