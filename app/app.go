@@ -10,23 +10,31 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/superfluid/superfluid/runtime/chat"
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/assets"
+	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/runtime/models"
+	"github.com/superfluid/superfluid/runtime/models/hf"
 	"github.com/superfluid/superfluid/runtime/worker"
 	"github.com/superfluid/superfluid/server"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/store"
 )
 
-// App is a running server: store, model worker, core and HTTP handler.
+// App is a running server: store, model catalog and manager, core and HTTP handler.
 type App struct {
 	cfg     Config
 	store   *store.Store
-	engine  *worker.Client
+	mgr     *models.Manager
+	hub     *hf.Client
 	svc     *core.Service
 	handler http.Handler
+	preload *models.Entry // the model named on the command line, or nil
+
+	mu      sync.Mutex
+	workers map[string]*worker.Client // by model path (generation workers)
 }
 
 // UsageError is a problem with what the user asked for (exit code 2).
@@ -34,33 +42,133 @@ type UsageError struct{ msg string }
 
 func (e *UsageError) Error() string { return e.msg }
 
-// New opens the store, describes the model and starts its worker in the background.
+// New opens the store and the catalog (registering the bundled model on first start), resolves
+// the model named in cfg (registering a .gguf path; a Hugging Face reference must already be
+// pulled, see Pull) and starts loading it in the background.
 func New(cfg Config) (*App, error) {
-	model, err := describeModel(cfg)
-	if err != nil {
-		return nil, err
-	}
 	st, err := store.Open(databasePath(cfg.DataDir))
 	if err != nil {
 		return nil, fmt.Errorf("open the database in %s: %w", cfg.DataDir, err)
 	}
-	engine := worker.NewClient(worker.Options{
-		Command: cfg.WorkerCommand, Env: cfg.WorkerEnv, ModelPath: model.Path,
-		ContextLength: cfg.ContextLength, Parallel: cfg.Parallel, Threads: cfg.Threads, Log: cfg.WorkerLog,
-		SocketDir: filepath.Join(cfg.DataDir, "run"),
-	})
-	model.Engine = engine
-	svc := core.New(core.Config{MaxTokens: cfg.MaxTokens, Queue: cfg.Queue}, st, model)
-	a := &App{cfg: cfg, store: st, engine: engine, svc: svc,
-		handler: server.New(server.Config{KeepAlive: cfg.KeepAlive, CompletionBurst: cfg.CompletionBurst,
-			CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline}, svc)}
-	go func() {
-		// Load eagerly so the first request is fast; a failure is reported to that request.
-		if err := engine.Start(context.Background()); err != nil {
-			slog.Error("model failed to load", "model", model.ID, "err", err)
-		}
-	}()
+	a, err := build(cfg, st)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	if a.preload != nil {
+		go func() {
+			// Load eagerly so the first request is fast; a failure is reported to that request.
+			if _, err := a.mgr.Load(context.Background(), a.preload.ID); err != nil {
+				slog.Error("model failed to load", "model", a.preload.ID, "err", err)
+			}
+		}()
+	}
 	return a, nil
+}
+
+func build(cfg Config, st *store.Store) (*App, error) {
+	ctx := context.Background()
+	cat, err := models.OpenCatalog(ctx, st, modelsDir(cfg.DataDir))
+	if err != nil {
+		return nil, err
+	}
+	if err := registerBundled(ctx, cat); err != nil {
+		slog.Warn("the bundled model could not be registered", "err", err)
+	}
+	a := &App{cfg: cfg, store: st, workers: map[string]*worker.Client{},
+		hub: hf.New(hf.Config{Endpoint: cfg.HFEndpoint, Token: cfg.HFToken})}
+	a.mgr = models.NewManager(cat, models.Config{
+		NewRunner: a.newRunner, ContextLength: cfg.ContextLength, Parallel: cfg.Parallel,
+		KeepAlive: cfg.ModelKeepAlive, MaxLoaded: cfg.MaxLoaded, MemoryBudget: cfg.MemoryBudget,
+		Crashed: func(err error) bool { return errors.Is(err, worker.ErrWorkerExited) },
+	})
+	if cfg.ModelPath != "" {
+		if a.preload, err = a.resolve(ctx, cfg.ModelPath); err != nil {
+			a.mgr.Close()
+			return nil, err
+		}
+	}
+	a.svc = core.NewCatalog(core.Config{MaxTokens: cfg.MaxTokens, Queue: cfg.Queue}, st, a.mgr, a.hub)
+	a.handler = server.New(server.Config{KeepAlive: cfg.KeepAlive, CompletionBurst: cfg.CompletionBurst,
+		CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline}, a.svc)
+	return a, nil
+}
+
+// newRunner starts workers of this binary for a catalog model.
+func (a *App) newRunner(e *models.Entry, vocabOnly bool) models.Runner {
+	c := worker.NewClient(worker.Options{
+		Command: a.cfg.WorkerCommand, Env: a.cfg.WorkerEnv, ModelPath: e.Path, VocabOnly: vocabOnly,
+		ContextLength: a.cfg.ContextLength, Parallel: a.cfg.Parallel, Threads: a.cfg.Threads, Log: a.cfg.WorkerLog,
+		SocketDir: filepath.Join(a.cfg.DataDir, "run"),
+	})
+	if !vocabOnly {
+		a.mu.Lock()
+		a.workers[e.Path] = c
+		a.mu.Unlock()
+	}
+	return c
+}
+
+// resolve finds the model named on the command line: a catalog id, or a .gguf file, which is
+// registered in place. A Hugging Face reference not yet pulled is a usage error here (serve
+// pulls it first).
+func (a *App) resolve(ctx context.Context, name string) (*models.Entry, error) {
+	cat := a.mgr.Catalog()
+	if looksLikePath(name) {
+		st, err := os.Stat(name)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return nil, &UsageError{fmt.Sprintf("model file %s does not exist; pass the path of a .gguf file, a model id from superfluid list, or a Hugging Face reference", name)}
+		case err != nil:
+			return nil, &UsageError{fmt.Sprintf("model file %s: %v", name, err)}
+		case st.IsDir():
+			return nil, &UsageError{fmt.Sprintf("%s is a directory; pass the path of a .gguf file inside it", name)}
+		}
+		e, err := cat.AddLocal(ctx, name, "")
+		if errors.Is(err, models.ErrNotModel) {
+			return nil, &UsageError{fmt.Sprintf("%s is not a usable GGUF model file: %v", name, err)}
+		}
+		if errors.Is(err, llm.ErrInvalidInput) {
+			return nil, &UsageError{err.Error()}
+		}
+		return e, err
+	}
+	e, err := cat.Lookup(name)
+	if err != nil {
+		return nil, &UsageError{fmt.Sprintf("%v", err)}
+	}
+	return e, nil
+}
+
+// looksLikePath reports whether a command-line model name is a file rather than an id or a
+// Hugging Face reference.
+func looksLikePath(name string) bool {
+	if strings.HasSuffix(name, ".gguf") && !models.IsReference(name) {
+		return true
+	}
+	if filepath.IsAbs(name) || strings.HasPrefix(name, "./") || strings.HasPrefix(name, "../") {
+		return true
+	}
+	st, err := os.Stat(name)
+	return err == nil && !st.IsDir() && !models.IsReference(name)
+}
+
+// registerBundled writes the bundled model into the models folder and registers it, once: a
+// model the user removed stays removed until the file is gone too.
+func registerBundled(ctx context.Context, cat *models.Catalog) error {
+	path := filepath.Join(cat.Dir(), assets.BundledModelID+".gguf")
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	tmp := path + ".partial"
+	if err := os.WriteFile(tmp, assets.BundledModel, 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	_, err := cat.Register(ctx, store.ModelRecord{ID: assets.BundledModelID, Path: path, Source: store.SourceBundled})
+	return err
 }
 
 // Handler is the HTTP API.
@@ -69,15 +177,29 @@ func (a *App) Handler() http.Handler { return a.handler }
 // Service is the core (for in-process callers such as the bench).
 func (a *App) Service() *core.Service { return a.svc }
 
-// Worker is the model's worker client.
-func (a *App) Worker() *worker.Client { return a.engine }
+// Manager is the model manager.
+func (a *App) Manager() *models.Manager { return a.mgr }
+
+// Hub is the Hugging Face client.
+func (a *App) Hub() *hf.Client { return a.hub }
+
+// Worker is the generation worker of the model named on the command line (nil when none was).
+func (a *App) Worker() *worker.Client {
+	if a.preload == nil {
+		return nil
+	}
+	a.mgr.Engine(a.preload) // makes the runner if it does not exist yet
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.workers[a.preload.Path]
+}
 
 // Store is the database.
 func (a *App) Store() *store.Store { return a.store }
 
-// Close stops the worker and closes the store.
+// Close unloads every model and closes the store.
 func (a *App) Close() error {
-	a.engine.Close()
+	a.mgr.Close()
 	return a.store.Close()
 }
 
@@ -94,64 +216,4 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 		defer cancel()
 		return srv.Shutdown(shutdownCtx)
 	}
-}
-
-// describeModel checks the model file and reads what the app needs from its metadata. A file
-// that is missing, a directory or not GGUF is a usage error; a damaged GGUF is left for the
-// worker to report, so the API can say why.
-func describeModel(cfg Config) (*core.Model, error) {
-	if cfg.ModelPath == "" {
-		return nil, &UsageError{"no model given; pass the path of a .gguf file: superfluid serve path/to/model.gguf"}
-	}
-	path, err := filepath.Abs(cfg.ModelPath)
-	if err != nil {
-		return nil, &UsageError{fmt.Sprintf("model path %s: %v", cfg.ModelPath, err)}
-	}
-	st, err := os.Stat(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil, &UsageError{fmt.Sprintf("model file %s does not exist; pass the path of a .gguf file", cfg.ModelPath)}
-	case err != nil:
-		return nil, &UsageError{fmt.Sprintf("model file %s: %v", cfg.ModelPath, err)}
-	case st.IsDir():
-		return nil, &UsageError{fmt.Sprintf("%s is a directory; pass the path of a .gguf file inside it", cfg.ModelPath)}
-	}
-	m := &core.Model{
-		ID: strings.TrimSuffix(filepath.Base(path), ".gguf"), Path: path, Size: st.Size(), Created: st.ModTime(),
-		ContextLength: cfg.ContextLength,
-	}
-	f, err := gguf.ReadFile(path)
-	switch {
-	case errors.Is(err, gguf.ErrNotGGUF):
-		return nil, &UsageError{fmt.Sprintf("%s is not a GGUF model file: %v", cfg.ModelPath, err)}
-	case err != nil:
-		slog.Warn("model file is damaged; the worker will report why it cannot load", "model", path, "err", err)
-	default:
-		m.Architecture = f.Architecture()
-		if m.ContextLength == 0 {
-			m.ContextLength = min(f.ContextLength(), 4096)
-		}
-		m.BOS, m.EOS = specialText(f, "bos"), specialText(f, "eos")
-		if fim, ok := f.FIMTokens(); ok {
-			m.FIM = &core.FIMTokens{Prefix: fim.Prefix, Suffix: fim.Suffix, Middle: fim.Middle}
-		}
-	}
-	source := ""
-	if f != nil {
-		source = f.ChatTemplate()
-	}
-	if m.Template, err = chat.Parse(source); err != nil {
-		slog.Warn("the model's chat template does not compile; using the fallback", "model", path, "err", err)
-		m.Template, _ = chat.Parse("")
-	}
-	return m, nil
-}
-
-func specialText(f *gguf.File, name string) string {
-	id, ok := f.SpecialToken(name)
-	if !ok {
-		return ""
-	}
-	text, _ := f.TokenText(id)
-	return text
 }

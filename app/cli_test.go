@@ -104,7 +104,6 @@ func TestCLIExitCodes(t *testing.T) {
 		{"bad flag value", []string{"serve", "--port", "x", "a.gguf"}, 2, []string{`invalid argument "x" for "--port"`}},
 		{"bad milliseconds", []string{"serve", "--completion-deadline-ms", "-5", "a.gguf"}, 2, []string{"whole number of milliseconds"}},
 		{"serve two models", []string{"serve", "a.gguf", "b.gguf"}, 2, []string{"expected one model, got 2"}},
-		{"serve no model", []string{"serve", "--port", "0", "--data-dir", data}, 2, []string{"no model given"}},
 		{"serve missing file", []string{"serve", "--port", "0", "--data-dir", data, "nope.gguf"}, 2, []string{"nope.gguf does not exist"}},
 		{"bench no model", []string{"bench", "--repeat", "1"}, 2, []string{"no model given", "superfluid bench path/to/model.gguf"}},
 		{"bench two models", []string{"bench", "a.gguf", "b.gguf"}, 2, []string{"expected one model, got 2"}},

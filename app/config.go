@@ -4,17 +4,31 @@
 package app
 
 import (
+	"cmp"
 	"io"
 	"os"
 	"time"
+
+	"github.com/superfluid/superfluid/runtime/models/hf"
 )
 
 // Config is everything the program is told, built once from flags (and later settings).
 type Config struct {
 	Host string
 	Port int
-	// ModelPath is the GGUF file to serve.
+	// ModelPath is the model serve preloads: a catalog id, the path of a .gguf file (registered
+	// in place) or a Hugging Face reference (pulled first when missing). "" preloads nothing;
+	// every catalog model still loads on its first request.
 	ModelPath string
+	// ModelKeepAlive is how long an idle model stays loaded (--keep-alive; negative: forever).
+	ModelKeepAlive time.Duration
+	// MaxLoaded bounds the models loaded at once (0: no bound).
+	MaxLoaded int
+	// MemoryBudget bounds the estimated RAM of loaded models (0: 3/4 of the RAM available).
+	MemoryBudget int64
+	// HFEndpoint is the Hugging Face base URL (HF_ENDPOINT); HFToken its token (HF_TOKEN), sent
+	// only to that host.
+	HFEndpoint, HFToken string
 	// ContextLength is one request's window (prompt + completion); 0 = the model's, capped at 4096.
 	ContextLength int
 	Parallel      int
@@ -50,6 +64,9 @@ func DefaultConfig() Config {
 		CompletionBurst: 20,
 		CompletionRate:  10,
 		KeepAlive:       5 * time.Second,
+		ModelKeepAlive:  5 * time.Minute,
+		HFEndpoint:      cmp.Or(os.Getenv("HF_ENDPOINT"), hf.DefaultEndpoint),
+		HFToken:         os.Getenv("HF_TOKEN"),
 		DataDir:         defaultDataDir(),
 		WorkerCommand:   selfCommand("worker"),
 	}

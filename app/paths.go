@@ -11,3 +11,5 @@ import (
 func defaultDataDir() string { return filepath.Join(xdg.DataHome, "superfluid") }
 
 func databasePath(dataDir string) string { return filepath.Join(dataDir, "superfluid.db") }
+
+func modelsDir(dataDir string) string { return filepath.Join(dataDir, "models") }

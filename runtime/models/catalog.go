@@ -8,8 +8,11 @@ package models
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -77,8 +80,20 @@ func (c *Catalog) List() []*Entry {
 		out = append(out, e)
 	}
 	c.mu.RUnlock()
+	for i, e := range out {
+		out[i] = c.current(e)
+	}
 	slices.SortFunc(out, func(a, b *Entry) int { return strings.Compare(a.ID, b.ID) })
 	return out
+}
+
+// current re-reads an entry whose file disappeared or came back behind the catalog's back.
+func (c *Catalog) current(e *Entry) *Entry {
+	_, err := os.Stat(e.Path)
+	if (err != nil) == e.Missing() {
+		return e
+	}
+	return c.Refresh(e)
 }
 
 // Lookup finds the model a client names: its id, or the id without an "hf.co/" prefix or a
@@ -88,6 +103,14 @@ func (c *Catalog) Lookup(name string) (*Entry, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}
+	e, err := c.find(name)
+	if err != nil {
+		return nil, err
+	}
+	return c.current(e), nil
+}
+
+func (c *Catalog) find(name string) (*Entry, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	for _, cand := range candidates(name) {
@@ -152,7 +175,35 @@ func (c *Catalog) AddLocal(ctx context.Context, path, id string) (*Entry, error)
 			return e, nil
 		}
 	}
+	if e, err := c.Lookup(id); err == nil && e.Path != abs && sameContent(e.Path, abs) {
+		return e, nil // the same model under this name already (e.g. the bundled one)
+	}
 	return c.Register(ctx, store.ModelRecord{ID: id, Path: abs, Source: store.SourceLocal})
+}
+
+// sameContent reports whether two files hold the same bytes (hashed only when sizes match).
+func sameContent(a, b string) bool {
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	if errA != nil || errB != nil || sa.Size() != sb.Size() {
+		return false
+	}
+	ha, errA := fileSHA256(a)
+	hb, errB := fileSHA256(b)
+	return errA == nil && errB == nil && ha == hb
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // Register checks the record's file with the strict GGUF reader and stores it. A file that is

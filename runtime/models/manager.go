@@ -499,4 +499,3 @@ func (m *Manager) Budget() (budget, used int64) {
 	}
 	return m.cfg.MemoryBudget, used
 }
-

@@ -54,7 +54,7 @@ func (r *fakeRunner) Unload(context.Context) error {
 	r.loaded.Store(false)
 	return nil
 }
-func (r *fakeRunner) Loaded() bool                           { return r.loaded.Load() }
+func (r *fakeRunner) Loaded() bool                             { return r.loaded.Load() }
 func (r *fakeRunner) Slots(context.Context) (llm.Slots, error) { return llm.Slots{}, nil }
 func (r *fakeRunner) Generate(ctx context.Context, req *llm.Request, emit func(llm.Event) error) error {
 	if r.vocabOnly {

@@ -7,13 +7,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/runtime/models"
+	"github.com/superfluid/superfluid/runtime/models/hf"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -33,14 +34,14 @@ type Model struct {
 	Architecture string
 	Size         int64
 	Created      time.Time
+	// Entry is the catalog entry the model comes from; nil for a fixed set of models.
+	Entry *models.Entry
 
 	inflight atomic.Int64 // generations running or queued on the engine
 }
 
-// Matches reports whether name refers to this model: its id or its full path.
-func (m *Model) Matches(name string) bool {
-	return name == m.ID || name == m.Path || (filepath.IsAbs(name) && filepath.Clean(name) == m.Path)
-}
+// Matches reports whether name refers to this model: its id.
+func (m *Model) Matches(name string) bool { return name == m.ID }
 
 // Loaded reports whether the model's engine is up.
 func (m *Model) Loaded() bool {
@@ -72,30 +73,31 @@ type Config struct {
 
 // Service is the core.
 type Service struct {
-	cfg    Config
-	models []*Model
-	store  *store.Store
+	cfg   Config
+	lib   Library
+	mgr   *models.Manager // nil for a fixed set of models
+	hub   *hf.Client
+	store *store.Store
 }
 
-// New builds the core over the given models; st may be nil (nothing recorded).
-func New(cfg Config, st *store.Store, models ...*Model) *Service {
-	return &Service{cfg: cfg, models: models, store: st}
+// New builds the core over a fixed set of models; st may be nil (nothing recorded).
+func New(cfg Config, st *store.Store, fixed ...*Model) *Service {
+	return &Service{cfg: cfg, lib: staticLibrary(fixed), store: st}
 }
 
 // Config returns the generation defaults.
 func (s *Service) Config() Config { return s.cfg }
 
 // Models lists the servable models.
-func (s *Service) Models() []*Model { return s.models }
+func (s *Service) Models() []*Model { return s.lib.Models() }
 
-// Model resolves a client's model name.
+// Model resolves a client's model name. A name that could reach outside the catalog (a path,
+// "..", control characters, too long) is invalid input.
 func (s *Service) Model(name string) (*Model, error) {
-	for _, m := range s.models {
-		if m.Matches(name) {
-			return m, nil
-		}
+	if err := models.CheckName(name); err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("%w: the model %q does not exist; GET /v1/models lists the served models", llm.ErrModelNotFound, name)
+	return s.lib.Model(name)
 }
 
 // Tokenize returns the token ids of text, without chat scaffolding.

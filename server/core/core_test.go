@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -112,9 +113,13 @@ func TestUnknownModel(t *testing.T) {
 	if !errors.Is(err, llm.ErrModelNotFound) {
 		t.Fatalf("err %v", err)
 	}
-	for _, name := range []string{"fake", "/models/fake.gguf"} {
-		if _, err := svc.Model(name); err != nil {
-			t.Errorf("Model(%q): %v", name, err)
+	if _, err := svc.Model("fake"); err != nil {
+		t.Errorf("Model(fake): %v", err)
+	}
+	// Names that could reach outside the catalog are bad input, not unknown models.
+	for _, name := range []string{"/models/fake.gguf", "../fake", "a/../../etc/passwd", "fa\x00ke", strings.Repeat("x", 10<<10), "fa\nke"} {
+		if _, err := svc.Model(name); !errors.Is(err, llm.ErrInvalidInput) {
+			t.Errorf("Model(%.40q): %v, want invalid input", name, err)
 		}
 	}
 }

@@ -26,6 +26,9 @@ type ChatRequest struct {
 	Generation llm.Request
 	// N is the number of choices; 0 means 1.
 	N int
+	// KeepAlive is how long the model stays loaded after this request (Ollama's keep_alive):
+	// nil for the server's default, 0 to unload at once, negative to keep it loaded.
+	KeepAlive *time.Duration
 }
 
 // Result is the outcome of each choice, in choice order.
@@ -61,7 +64,7 @@ func (s *Service) Chat(ctx context.Context, req *ChatRequest, emit Emit) (*Resul
 		if err == nil {
 			gen := req.Generation
 			gen.ID, gen.Prompt, gen.AddSpecial = req.ID, prompt, addSpecial(m, prompt)
-			res, err = s.generate(ctx, m, &gen, max(1, req.N), emit)
+			res, err = s.generate(ctx, m, &gen, max(1, req.N), req.KeepAlive, emit)
 		}
 	}
 	s.record(ctx, recordKey{req.ID, req.Endpoint, req.Model, req.Stream}, res, err, start)
@@ -81,6 +84,8 @@ type CompletionRequest struct {
 	// sampling, stops and caps. BOS is added as the model wants.
 	Generation llm.Request
 	N          int
+	// KeepAlive: see ChatRequest.
+	KeepAlive *time.Duration
 }
 
 // Complete continues raw text (or token ids). Every request is recorded.
@@ -91,7 +96,7 @@ func (s *Service) Complete(ctx context.Context, req *CompletionRequest, emit Emi
 	if err == nil {
 		gen := req.Generation
 		gen.ID, gen.AddSpecial = req.ID, len(gen.Tokens) == 0
-		res, err = s.generate(ctx, m, &gen, max(1, req.N), emit)
+		res, err = s.generate(ctx, m, &gen, max(1, req.N), req.KeepAlive, emit)
 	}
 	s.record(ctx, recordKey{req.ID, req.Endpoint, req.Model, req.Stream}, res, err, start)
 	if err != nil {
@@ -114,7 +119,12 @@ func (s *Service) CountTokens(ctx context.Context, model string, msgs []chat.Mes
 	return len(tokens), err
 }
 
-func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n int, emit Emit) (*Result, error) {
+// acquirer is an engine that loads its model on demand (a catalog model's handle).
+type acquirer interface {
+	Acquire(ctx context.Context) (llm.Engine, func(keepAlive *time.Duration), error)
+}
+
+func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n int, keepAlive *time.Duration, emit Emit) (*Result, error) {
 	if gen.MaxTokens == 0 {
 		gen.MaxTokens = s.cfg.MaxTokens
 	}
@@ -123,6 +133,15 @@ func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n in
 		return nil, err
 	}
 	defer release()
+	engine := m.Engine
+	if a, ok := engine.(acquirer); ok {
+		acquired, done, err := a.Acquire(ctx)
+		if err != nil {
+			return &Result{Model: m}, err
+		}
+		defer done(keepAlive)
+		engine = acquired
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	res := &Result{Model: m, Choices: make([]llm.Done, n)}
@@ -137,7 +156,7 @@ func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n in
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = m.Engine.Generate(ctx, &choice, func(ev llm.Event) error {
+			errs[i] = engine.Generate(ctx, &choice, func(ev llm.Event) error {
 				// Keep what is known as it arrives, so a failed or abandoned request is
 				// recorded with the tokens it did use.
 				partial := &res.Choices[i]

@@ -34,6 +34,8 @@ type InfillRequest struct {
 	// Mode is FIMPrefixSuffixMiddle (default) or FIMSuffixPrefixMiddle.
 	Mode       string
 	Generation llm.Request
+	// KeepAlive: see ChatRequest.
+	KeepAlive *time.Duration
 }
 
 // Infill generates the middle: the prompt is the model's FIM markers around the separately
@@ -79,5 +81,5 @@ func (s *Service) infill(ctx context.Context, req *InfillRequest, emit Emit) (*R
 	}
 	gen := req.Generation
 	gen.ID, gen.Tokens = req.ID, append(tokens, m.FIM.Middle)
-	return s.generate(ctx, m, &gen, 1, emit)
+	return s.generate(ctx, m, &gen, 1, req.KeepAlive, emit)
 }

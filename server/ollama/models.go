@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/server/core"
 )
 
@@ -25,8 +27,12 @@ func (h *handlers) model(name string) (*core.Model, error) {
 	if name == "" {
 		return nil, badRequest("model is required")
 	}
-	if m, err := h.svc.Model(name); err == nil {
+	m, err := h.svc.Model(name)
+	switch {
+	case err == nil:
 		return m, nil
+	case errors.Is(err, llm.ErrInvalidInput):
+		return nil, err
 	}
 	if base, ok := strings.CutSuffix(name, latest); ok {
 		if m, err := h.svc.Model(base); err == nil {

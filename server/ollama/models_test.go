@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ollama/ollama/api"
@@ -55,7 +56,10 @@ func TestShow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := []string{"fake", f.model.Path}
+	if _, err := f.client.Show(t.Context(), &api.ShowRequest{Model: f.model.Path}); err == nil || !strings.Contains(err.Error(), "is a path") {
+		t.Errorf("show by path: %v, want a 400 saying it is a path", err)
+	}
+	names := []string{"fake"}
 	for _, m := range list.Models {
 		names = append(names, m.Name)
 	}

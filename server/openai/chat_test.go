@@ -261,20 +261,12 @@ func TestChatRecorded(t *testing.T) {
 		t.Errorf("record lacks times: %+v", rec)
 	}
 
-	// A request that names the model by path is recorded under its id.
-	got, err = f.client.Chat.Completions.New(t.Context(), params(func(p *openai.ChatCompletionNewParams) { p.Model = "/models/fake.gguf" }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Model != "fake" {
-		t.Errorf("reply model %q, want the id", got.Model)
-	}
-	if rec, err = f.st.Request(t.Context(), got.ID); err != nil || rec.Model != "fake" {
-		t.Errorf("record %+v, %v", rec, err)
-	}
+	// A request that names the model by path is refused: names come from the catalog.
+	resp, b := f.do(t, http.MethodPost, "/v1/chat/completions", `{"model":"/models/fake.gguf","messages":[{"role":"user","content":"x"}]}`)
+	checkError(t, resp, b, wantError{400, invalidReq, "", "", "is a path"})
 
 	// Failures the core sees are recorded too, with their status.
-	resp, b := f.do(t, http.MethodPost, "/v1/chat/completions", `{"model":"nope","messages":[{"role":"user","content":"x"}]}`)
+	resp, b = f.do(t, http.MethodPost, "/v1/chat/completions", `{"model":"nope","messages":[{"role":"user","content":"x"}]}`)
 	checkError(t, resp, b, wantError{404, invalidReq, "model", "model_not_found", "nope"})
 	recent, err := f.st.RecentRequests(t.Context(), 1)
 	if err != nil || len(recent) != 1 {

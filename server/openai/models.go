@@ -1,11 +1,13 @@
 package openai
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/server/core"
 )
 
@@ -76,7 +78,11 @@ func (h *handlers) listModels(c *gin.Context) error {
 
 func (h *handlers) getModel(c *gin.Context) error {
 	// The wildcard keeps ids with slashes (paths, "org/name") whole.
-	m, err := h.svc.Model(strings.TrimPrefix(c.Param("model"), "/"))
+	name := strings.TrimPrefix(c.Param("model"), "/")
+	if name == "" {
+		return fmt.Errorf("%w: the model \"\" does not exist; GET /v1/models lists the models", llm.ErrModelNotFound)
+	}
+	m, err := h.svc.Model(name)
 	if err != nil {
 		return err
 	}

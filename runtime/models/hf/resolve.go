@@ -437,3 +437,17 @@ func fileList(models []*model) string {
 	slices.Sort(out)
 	return strings.Join(out, ", ")
 }
+
+// Quant is the quantization tag of the resolved model's file name ("Q4_K_M", "UD-Q4_K_XL"), as
+// the repository spells it.
+func (r *Resolved) Quant() string {
+	if len(r.Files) == 0 {
+		return ""
+	}
+	dir, base := path.Split(r.Files[0].Path)
+	stem := strings.TrimSuffix(base, path.Ext(base))
+	if sm := splitRe.FindStringSubmatch(base); sm != nil {
+		stem = sm[1]
+	}
+	return quantLabel(stem, strings.TrimSuffix(dir, "/"))
+}
