@@ -169,7 +169,8 @@ func storyParamsFor(model string, maxTokens int64) openai.ChatCompletionNewParam
 	return p
 }
 
-// TestTruncatedModel: the worker refuses the file, the API says why with a 500, and the
+// TestTruncatedModel: a truncated GGUF is refused before it is registered; one truncated
+// behind the catalog's back is refused by the worker, the API says why with a 500, and the
 // server keeps answering.
 func TestTruncatedModel(t *testing.T) {
 	data, err := os.ReadFile(testModel)
@@ -180,9 +181,24 @@ func TestTruncatedModel(t *testing.T) {
 	if err := os.WriteFile(path, data[:len(data)*2/3], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, srv := startServer(t, testConfig(t, path), false)
+	var ue *UsageError
+	if _, err := New(testConfig(t, path)); !errors.As(err, &ue) || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("New with a truncated model: %v; want a usage error saying it is truncated", err)
+	}
+
+	a, srv := startServer(t, testConfig(t, ""), false)
+	good := t.TempDir() + "/later.gguf"
+	if err := os.WriteFile(good, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Manager().Catalog().AddLocal(context.Background(), good, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(good, data[:len(data)*2/3], 0o644); err != nil {
+		t.Fatal(err)
+	}
 	client := sdk(srv.URL)
-	_, err = client.Chat.Completions.New(context.Background(), storyParamsFor(path, 4))
+	_, err = client.Chat.Completions.New(context.Background(), storyParamsFor(good, 4))
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) {
 		t.Fatalf("want an API error, got %v", err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server/core"
 )
 
@@ -53,9 +54,13 @@ func toCore(req *messagesRequest) (*core.ChatRequest, error) {
 	if err != nil {
 		return nil, err
 	}
+	ka, err := models.ParseKeepAlive(req.KeepAlive)
+	if err != nil {
+		return nil, invalid("keep_alive: %v", err)
+	}
 	return &core.ChatRequest{
 		ID: newID("msg_"), Endpoint: Endpoint, Stream: req.Stream, Model: *req.Model,
-		Messages: msgs, Generation: gen,
+		Messages: msgs, Generation: gen, KeepAlive: ka,
 	}, nil
 }
 

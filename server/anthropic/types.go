@@ -28,6 +28,8 @@ type messagesRequest struct {
 	Stream        bool      `json:"stream"`
 	// OutputConfig's effort is accepted and not used; its format (structured output) is refused.
 	OutputConfig *outputConfig `json:"output_config"`
+	// KeepAlive is how long the model stays loaded afterwards, in Ollama's syntax (an extension).
+	KeepAlive json.RawMessage `json:"keep_alive"`
 }
 
 type outputConfig struct {

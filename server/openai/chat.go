@@ -48,6 +48,9 @@ func Routes(r gin.IRouter, svc *core.Service, opts Options) {
 	r.POST("/v1/chat/completions", Handle(h.chatCompletions))
 	r.GET("/v1/models", Handle(h.listModels))
 	r.GET("/v1/models/*model", Handle(h.getModel))
+	r.POST("/v1/models/load", Handle(h.loadModel))
+	r.POST("/v1/models/unload", Handle(h.unloadModel))
+	r.DELETE("/v1/models/*model", Handle(h.deleteModel))
 	r.POST("/v1/tokenize", Handle(h.tokenize))
 	h.routesResponses(r)
 	h.routesLlamaCpp(r)
@@ -190,9 +193,13 @@ func toCore(req *chatRequest) (*core.ChatRequest, error) {
 			kwargs["enable_thinking"] = *req.EnableThinking
 		}
 	}
+	keepAlive, err := keepAlive(req.KeepAlive)
+	if err != nil {
+		return nil, err
+	}
 	return &core.ChatRequest{
 		ID: newID("chatcmpl-"), Endpoint: "/v1/chat/completions", Stream: req.Stream, Model: *req.Model,
-		Messages: msgs, TemplateKwargs: kwargs, Generation: *gen, N: n,
+		Messages: msgs, TemplateKwargs: kwargs, Generation: *gen, N: n, KeepAlive: keepAlive,
 	}, nil
 }
 

@@ -44,6 +44,8 @@ type samplingParams struct {
 	IgnoreEOS         bool     `json:"ignore_eos"`
 	// CachePrompt false computes the whole prompt, ignoring the prefix cache (llama.cpp's name).
 	CachePrompt *bool `json:"cache_prompt"`
+	// KeepAlive is how long the model stays loaded afterwards, in Ollama's syntax (an extension).
+	KeepAlive json.RawMessage `json:"keep_alive"`
 }
 
 type streamOptions struct {

@@ -68,6 +68,10 @@ func (h *handlers) completions(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	ka, err := keepAlive(req.KeepAlive)
+	if err != nil {
+		return err
+	}
 	gen := llm.Request{IgnoreEOS: req.IgnoreEOS, NoCache: req.CachePrompt != nil && !*req.CachePrompt}
 	if gen.Sampling, err = toSampling(&req.samplingParams); err != nil {
 		return err
@@ -86,7 +90,7 @@ func (h *handlers) completions(c *gin.Context) error {
 	run := func(emit core.Emit) (*core.Result, error) {
 		if req.Suffix == nil {
 			return h.svc.Complete(c.Request.Context(), &core.CompletionRequest{
-				ID: id, Endpoint: "/v1/completions", Stream: req.Stream, Model: *req.Model, Generation: withPrompt(gen, prompt),
+				ID: id, Endpoint: "/v1/completions", Stream: req.Stream, Model: *req.Model, Generation: withPrompt(gen, prompt), KeepAlive: ka,
 			}, emit)
 		}
 		if ok, wait := h.fim.Take(c.ClientIP()); !ok {
@@ -99,7 +103,7 @@ func (h *handlers) completions(c *gin.Context) error {
 		}
 		return h.svc.Infill(c.Request.Context(), &core.InfillRequest{
 			ID: id, Endpoint: "/v1/completions", Stream: req.Stream, Model: *req.Model,
-			Prefix: prompt, Suffix: *req.Suffix, Mode: req.FIMMode, Generation: gen,
+			Prefix: prompt, Suffix: *req.Suffix, Mode: req.FIMMode, Generation: gen, KeepAlive: ka,
 		}, emit)
 	}
 	echo := ""

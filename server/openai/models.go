@@ -8,7 +8,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/peer"
 )
 
 // modelEntry is one /v1/models entry: OpenAI's fields plus what local clients need.
@@ -22,6 +24,16 @@ type modelEntry struct {
 	Architecture architecture   `json:"architecture"`
 	Runtime      string         `json:"runtime"`
 	Capabilities map[string]any `json:"capabilities"`
+	// State is unloaded, loading, loaded, unloading, failed or missing (the file is gone);
+	// Error says why a failed or missing model cannot be used.
+	State string `json:"state"`
+	Error string `json:"error,omitempty"`
+	// Source, Quantization and ParameterCount come from the catalog.
+	Source         string `json:"source,omitempty"`
+	Quantization   string `json:"quantization,omitempty"`
+	ParameterCount int64  `json:"parameter_count,omitempty"`
+	// ExpiresAt is when an idle loaded model unloads (keep-alive); absent when not scheduled.
+	ExpiresAt *int64 `json:"expires_at,omitempty"`
 }
 
 type modelMeta struct {
@@ -39,6 +51,30 @@ type architecture struct {
 }
 
 // entry describes m the way /v1/models does; /props reuses it.
+func (h *handlers) entry(m *core.Model) modelEntry {
+	e := entry(m)
+	st := h.svc.ModelStatus(m)
+	e.State, e.Loaded = st.State, st.State == models.StateLoaded
+	if st.Err != nil {
+		e.Error = st.Err.Error()
+	}
+	if !st.ExpiresAt.IsZero() {
+		at := st.ExpiresAt.Unix()
+		e.ExpiresAt = &at
+	}
+	if m.Entry != nil {
+		e.Source, e.Quantization, e.ParameterCount = m.Entry.Source, m.Entry.Quantization, m.Entry.ParameterCount
+		if m.Entry.Err != nil {
+			e.State, e.Error = "failed", m.Entry.Err.Error()
+			if m.Entry.Missing() {
+				e.State = "missing"
+			}
+		}
+	}
+	return e
+}
+
+// entry is what a model says about itself, without the manager's view.
 func entry(m *core.Model) modelEntry {
 	info := m.Info()
 	runtime := info.Runtime
@@ -70,7 +106,7 @@ func capabilities(m *core.Model) map[string]any {
 func (h *handlers) listModels(c *gin.Context) error {
 	entries := []modelEntry{}
 	for _, m := range h.svc.Models() {
-		entries = append(entries, entry(m))
+		entries = append(entries, h.entry(m))
 	}
 	c.JSON(http.StatusOK, gin.H{"object": "list", "data": entries})
 	return nil
@@ -86,7 +122,78 @@ func (h *handlers) getModel(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, entry(m))
+	c.JSON(http.StatusOK, h.entry(m))
+	return nil
+}
+
+// adminOnly refuses model management from other machines (keys come later).
+func adminOnly(c *gin.Context) error {
+	if peer.IsLoopback(c.Request) {
+		return nil
+	}
+	return &Error{Status: http.StatusForbidden, Type: "permission_error", Code: "admin_required", Message: peer.AdminOnlyMessage}
+}
+
+// modelRequest is the body of /v1/models/load and /v1/models/unload.
+type modelRequest struct {
+	Model *string `json:"model"`
+}
+
+func (h *handlers) modelName(c *gin.Context) (string, error) {
+	var req modelRequest
+	if err := decode(c.Request, &req); err != nil {
+		return "", err
+	}
+	if req.Model == nil || *req.Model == "" {
+		return "", invalid("model", "you must provide a model parameter")
+	}
+	return *req.Model, nil
+}
+
+// loadModel loads a model now (ignoring the backoff of failed loads) and describes it.
+func (h *handlers) loadModel(c *gin.Context) error {
+	if err := adminOnly(c); err != nil {
+		return err
+	}
+	name, err := h.modelName(c)
+	if err != nil {
+		return err
+	}
+	m, err := h.svc.LoadModel(c.Request.Context(), name)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, h.entry(m))
+	return nil
+}
+
+// unloadModel unloads a model after its requests in flight finish.
+func (h *handlers) unloadModel(c *gin.Context) error {
+	if err := adminOnly(c); err != nil {
+		return err
+	}
+	name, err := h.modelName(c)
+	if err != nil {
+		return err
+	}
+	return h.unload(c, name)
+}
+
+// deleteModel is DELETE /v1/models/{model}: the spec's unload (the model stays in the catalog;
+// superfluid rm and /api/delete remove it).
+func (h *handlers) deleteModel(c *gin.Context) error {
+	if err := adminOnly(c); err != nil {
+		return err
+	}
+	return h.unload(c, strings.TrimPrefix(c.Param("model"), "/"))
+}
+
+func (h *handlers) unload(c *gin.Context, name string) error {
+	m, err := h.svc.UnloadModel(c.Request.Context(), name)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, gin.H{"id": m.ID, "object": "model", "deleted": false, "unloaded": true, "state": h.svc.ModelStatus(m).State})
 	return nil
 }
 

@@ -4,9 +4,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/runtime/models"
 )
+
+// keepAlive reads the keep_alive extension (Ollama's syntax), naming the parameter when it is bad.
+func keepAlive(raw json.RawMessage) (*time.Duration, error) {
+	d, err := models.ParseKeepAlive(raw)
+	if err != nil {
+		return nil, invalid("keep_alive", err.Error())
+	}
+	return d, nil
+}
 
 // toGeneration validates caps, sampling and stops; each bad value names its parameter.
 func toGeneration(req *chatRequest) (*llm.Request, error) {
