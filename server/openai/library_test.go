@@ -156,7 +156,9 @@ func TestCatalogAdminRoutesAnswerOnlyLoopback(t *testing.T) {
 		req.RemoteAddr = "192.168.1.20:40000"
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
-		var body struct{ Error struct{ Code, Message string } }
+		var body struct {
+			Error struct{ Code, Message string }
+		}
 		_ = json.Unmarshal(rec.Body.Bytes(), &body)
 		if rec.Code != http.StatusForbidden || body.Error.Code != "admin_required" {
 			t.Errorf("%s %s from the LAN: %d %s", r.method, r.path, rec.Code, rec.Body)
