@@ -210,6 +210,12 @@ func (c *Client) fetch(ctx context.Context, repo, rev string, f RemoteFile, fina
 	if f.SHA256 != "" {
 		prog.Digest = "sha256:" + f.SHA256
 	}
+	// Another process (a CLI pull beside a running server) may be writing the same partial.
+	unlock, err := lockFile(ctx, final+".lock")
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
