@@ -211,7 +211,7 @@ func (c *Client) fetch(ctx context.Context, repo, rev string, f RemoteFile, fina
 		prog.Digest = "sha256:" + f.SHA256
 	}
 	// Another process (a CLI pull beside a running server) may be writing the same partial.
-	unlock, err := lockFile(ctx, final+".lock")
+	unlock, err := lockFile(ctx, lockPath(final))
 	if err != nil {
 		return err
 	}

@@ -2,18 +2,29 @@ package hf
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 )
 
+// lockPath is where the lock for a download's final path lives: in the temp dir, so that the
+// models folder holds only models.
+func lockPath(final string) string {
+	abs, err := filepath.Abs(final)
+	if err != nil {
+		abs = final
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return filepath.Join(os.TempDir(), "superfluid-download-"+hex.EncodeToString(sum[:8])+".lock")
+}
+
 // lockFile takes an exclusive advisory lock on path (created if needed), waiting while another
 // process holds it, until ctx ends. unlock releases it and removes the lock file.
 func lockFile(ctx context.Context, path string) (unlock func(), err error) {
-	if err := os.MkdirAll(dirOf(path), 0o755); err != nil {
-		return nil, fmt.Errorf("create download folder: %w", err)
-	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
@@ -38,13 +49,4 @@ func lockFile(ctx context.Context, path string) (unlock func(), err error) {
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}, nil
-}
-
-func dirOf(path string) string {
-	for i := len(path) - 1; i >= 0; i-- {
-		if os.IsPathSeparator(path[i]) {
-			return path[:i]
-		}
-	}
-	return "."
 }

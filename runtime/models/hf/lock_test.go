@@ -12,7 +12,7 @@ import (
 // the lock is free again. (flock locks are per open file, so two opens in one process exclude
 // each other as two processes would.)
 func TestLockFileExcludes(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "sub", "m.gguf.lock")
+	path := lockPath(filepath.Join(t.TempDir(), "m.gguf"))
 	unlock, err := lockFile(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
