@@ -44,6 +44,41 @@ type Catalog struct {
 	mu      sync.RWMutex
 	entries map[string]*Entry
 	touched map[string]time.Time // last-used times written to the store
+	synced  time.Time            // when the entries were last compared with the store
+}
+
+// syncEvery bounds how often the catalog re-reads the store for changes another process made
+// (superfluid pull, add or rm beside a running server).
+const syncEvery = time.Second
+
+// sync picks up rows another process added, changed or removed, at most once per syncEvery
+// unless forced (a name the catalog does not know: one small read of the models table).
+func (c *Catalog) sync(force bool) {
+	c.mu.Lock()
+	if !force && time.Since(c.synced) < syncEvery {
+		c.mu.Unlock()
+		return
+	}
+	c.synced = time.Now()
+	c.mu.Unlock()
+	rows, err := c.st.Models(context.Background())
+	if err != nil {
+		return
+	}
+	seen := map[string]bool{}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range rows {
+		seen[r.ID] = true
+		if e, ok := c.entries[r.ID]; !ok || e.Path != r.Path || e.SHA256 != r.SHA256 {
+			c.entries[r.ID] = describeEntry(r)
+		}
+	}
+	for id := range c.entries {
+		if !seen[id] {
+			delete(c.entries, id)
+		}
+	}
 }
 
 // OpenCatalog reads the catalog from st. dir is the models folder (<data>/models), where pulls
@@ -74,6 +109,7 @@ func describeEntry(r store.ModelRecord) *Entry {
 
 // List returns every model, sorted by id.
 func (c *Catalog) List() []*Entry {
+	c.sync(false)
 	c.mu.RLock()
 	out := make([]*Entry, 0, len(c.entries))
 	for _, e := range c.entries {
@@ -104,6 +140,10 @@ func (c *Catalog) Lookup(name string) (*Entry, error) {
 		return nil, err
 	}
 	e, err := c.find(name)
+	if errors.Is(err, llm.ErrModelNotFound) {
+		c.sync(true) // perhaps another process just added it
+		e, err = c.find(name)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -167,11 +207,15 @@ func (c *Catalog) AddLocal(ctx context.Context, path, id string) (*Entry, error)
 	case st.IsDir():
 		return nil, fmt.Errorf("%w: %s is a directory; name a .gguf file inside it", llm.ErrInvalidInput, path)
 	}
-	if id == "" {
-		id = strings.TrimSuffix(splitName.ReplaceAllString(filepath.Base(abs), "$1"), ".gguf")
+	derived := id == ""
+	if derived {
+		id = idFromFile(filepath.Base(abs))
+	}
+	if err := checkID(id); err != nil {
+		return nil, err
 	}
 	for _, e := range c.List() {
-		if e.Path == abs && e.Source != store.SourceAlias {
+		if e.Path == abs && e.Source != store.SourceAlias && (derived || e.ID == id) {
 			return e, nil
 		}
 	}
@@ -204,6 +248,18 @@ func fileSHA256(path string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// idFromFile is a model's default id: the file name without .gguf (and without a split
+// part's -00001-of-0000N), with characters ids cannot hold replaced by '-'.
+func idFromFile(base string) string {
+	id := strings.TrimSuffix(splitName.ReplaceAllString(base, "$1"), ".gguf")
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-+", r) {
+			return r
+		}
+		return '-'
+	}, id)
 }
 
 // Register checks the record's file with the strict GGUF reader and stores it. A file that is
