@@ -42,17 +42,10 @@ type UsageError struct{ msg string }
 
 func (e *UsageError) Error() string { return e.msg }
 
-// New opens the store and the catalog (registering the bundled model on first start), resolves
-// the model named in cfg (registering a .gguf path; a Hugging Face reference must already be
-// pulled, see Pull) and starts loading it in the background.
+// New is Open, then loading the model named in cfg in the background.
 func New(cfg Config) (*App, error) {
-	st, err := store.Open(databasePath(cfg.DataDir))
+	a, err := Open(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("open the database in %s: %w", cfg.DataDir, err)
-	}
-	a, err := build(cfg, st)
-	if err != nil {
-		st.Close()
 		return nil, err
 	}
 	if a.preload != nil {
@@ -62,6 +55,22 @@ func New(cfg Config) (*App, error) {
 				slog.Error("model failed to load", "model", a.preload.ID, "err", err)
 			}
 		}()
+	}
+	return a, nil
+}
+
+// Open opens the store and the catalog (registering the bundled model on first start) and
+// resolves the model named in cfg (registering a .gguf path; a Hugging Face reference must be
+// pulled first, see PullReference). Nothing loads until asked.
+func Open(cfg Config) (*App, error) {
+	st, err := store.Open(databasePath(cfg.DataDir))
+	if err != nil {
+		return nil, fmt.Errorf("open the database in %s: %w", cfg.DataDir, err)
+	}
+	a, err := build(cfg, st)
+	if err != nil {
+		st.Close()
+		return nil, err
 	}
 	return a, nil
 }
@@ -135,7 +144,10 @@ func (a *App) resolve(ctx context.Context, name string) (*models.Entry, error) {
 	}
 	e, err := cat.Lookup(name)
 	if err != nil {
-		return nil, &UsageError{fmt.Sprintf("%v", err)}
+		if models.IsReference(name) {
+			return nil, &UsageError{fmt.Sprintf("%s is not pulled yet: superfluid pull %s", name, name)}
+		}
+		return nil, &UsageError{err.Error()}
 	}
 	return e, nil
 }

@@ -2,13 +2,17 @@ package app
 
 import (
 	"errors"
+	"math"
 	"fmt"
 	"io"
 	"strconv"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/superfluid/superfluid/runtime/models"
 )
 
 // Main runs the command line and returns the exit code: 0 on success, 2 for a usage error (an
@@ -55,7 +59,10 @@ on one listener (127.0.0.1:8453 by default).`,
 		newServeCommand(),
 		newBenchCommand(),
 		newWorkerCommand(),
-		// list, rm, add, pull: next to these.
+		newListCommand(),
+		newPullCommand(),
+		newAddCommand(),
+		newRemoveCommand(),
 	)
 	return root
 }
@@ -128,7 +135,64 @@ func serverFlags(fs *pflag.FlagSet, cfg *Config) {
 	fs.IntVar(&cfg.CompletionBurst, "completion-burst", cfg.CompletionBurst, "fill-in-the-middle requests a client may send at once (0 = no limit)")
 	fs.Float64Var(&cfg.CompletionRate, "completion-rate", cfg.CompletionRate, "fill-in-the-middle requests per second a client's allowance refills at")
 	fs.Var(millis{&cfg.CompletionDeadline}, "completion-deadline-ms", "cut fill-in-the-middle generations after this many milliseconds (0 = none)")
+	fs.Var(keepAliveFlag{&cfg.ModelKeepAlive}, "keep-alive", `how long an idle model stays loaded: "5m", seconds, 0 (unload after each request) or -1 (never unload)`)
+	fs.IntVar(&cfg.MaxLoaded, "max-loaded", cfg.MaxLoaded, "models loaded at once; loading one more evicts the least recently used idle model (0 = no bound)")
+	fs.Var(bytesFlag{&cfg.MemoryBudget}, "memory-budget", `RAM the loaded models may take, e.g. "12GB" (0 = three quarters of the RAM available at start)`)
+	libraryFlags(fs, cfg)
 }
+
+// libraryFlags declares the flags of every command that touches the model library.
+func libraryFlags(fs *pflag.FlagSet, cfg *Config) {
+	if fs.Lookup("data-dir") == nil {
+		fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "where the server keeps its data")
+	}
+	fs.StringVar(&cfg.HFEndpoint, "hf-endpoint", cfg.HFEndpoint, "Hugging Face base URL (default $HF_ENDPOINT or https://huggingface.co); the token comes from $HF_TOKEN")
+}
+
+// keepAliveFlag is a keep-alive in Ollama's syntax; negative means forever.
+type keepAliveFlag struct{ d *time.Duration }
+
+func (k keepAliveFlag) String() string {
+	if k.d == nil {
+		return "5m0s"
+	}
+	if *k.d < 0 {
+		return "-1"
+	}
+	return k.d.String()
+}
+
+func (k keepAliveFlag) Set(v string) error {
+	d, err := models.ParseKeepAlive(strconv.AppendQuote(nil, v))
+	if err != nil || d == nil {
+		return fmt.Errorf(`want a duration such as "5m", seconds, 0 or -1, got %q`, v)
+	}
+	*k.d = *d
+	return nil
+}
+
+func (k keepAliveFlag) Type() string { return "duration" }
+
+// bytesFlag is a size such as "12GB" or "512MiB".
+type bytesFlag struct{ n *int64 }
+
+func (b bytesFlag) String() string {
+	if b.n == nil || *b.n == 0 {
+		return "0"
+	}
+	return humanize.Bytes(uint64(*b.n))
+}
+
+func (b bytesFlag) Set(v string) error {
+	n, err := humanize.ParseBytes(v)
+	if err != nil || n > math.MaxInt64 {
+		return fmt.Errorf(`want a size such as "12GB" or "512MiB", got %q`, v)
+	}
+	*b.n = int64(n)
+	return nil
+}
+
+func (b bytesFlag) Type() string { return "size" }
 
 // millis is a time.Duration flag given in whole milliseconds.
 type millis struct{ d *time.Duration }

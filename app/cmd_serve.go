@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/superfluid/superfluid/runtime/models"
 )
 
 // newServeCommand is `superfluid serve [MODEL.gguf]`: the server without the desktop app.
@@ -17,14 +20,20 @@ func newServeCommand() *cobra.Command {
 	cfg := DefaultConfig()
 	var verbose bool
 	cmd := &cobra.Command{
-		Use:   "serve [MODEL.gguf]",
-		Short: "serve a model on 127.0.0.1:8453 (headless)",
+		Use:   "serve [MODEL]",
+		Short: "serve the model catalog on 127.0.0.1:8453 (headless)",
 		Long: `Serve the OpenAI, Anthropic and Ollama APIs on one listener, without the desktop app.
-MODEL is the path of a .gguf file; its id is the file name without .gguf.`,
+Every model in the catalog (superfluid list) loads when a request names it. MODEL, when given,
+is loaded at start: a catalog id, the path of a .gguf file (registered in place; its id is the
+file name without .gguf) or a Hugging Face reference such as hf.co/OWNER/REPO:QUANT (pulled
+first when it is not in the catalog).`,
 		Args: modelArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				cfg.ModelPath = args[0]
+				if err := pullIfMissing(cfg, cmd.ErrOrStderr()); err != nil {
+					return err
+				}
 			}
 			if verbose {
 				cfg.WorkerLog = cmd.ErrOrStderr()
@@ -35,6 +44,25 @@ MODEL is the path of a .gguf file; its id is the file name without .gguf.`,
 	serverFlags(cmd.Flags(), &cfg)
 	cmd.Flags().BoolVar(&verbose, "verbose", false, "show llama.cpp's log (the worker's stderr); failures quote its last line either way")
 	return cmd
+}
+
+// pullIfMissing pulls a Hugging Face reference that is not in the catalog yet.
+func pullIfMissing(cfg Config, out io.Writer) error {
+	if looksLikePath(cfg.ModelPath) || !models.IsReference(cfg.ModelPath) {
+		return nil
+	}
+	model := cfg.ModelPath
+	cfg.ModelPath = ""
+	return withLibrary(cfg, func(a *App) error {
+		if _, err := a.mgr.Catalog().Lookup(model); err == nil {
+			return nil
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		fmt.Fprintf(out, "superfluid: %s is not in the catalog; pulling it\n", model)
+		_, err := a.Pull(ctx, model, out)
+		return err
+	})
 }
 
 // serve listens first (a port in use fails before any worker starts), then runs the app until
@@ -51,7 +79,11 @@ func serve(cmd *cobra.Command, cfg Config) error {
 		return err
 	}
 	defer a.Close()
-	fmt.Fprintf(cmd.ErrOrStderr(), "superfluid: serving %s on http://%s (data in %s)\n", cfg.ModelPath, l.Addr(), cfg.DataDir)
+	what := fmt.Sprintf("%d models", len(a.mgr.Catalog().List()))
+	if a.preload != nil {
+		what += ", loading " + a.preload.ID
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "superfluid: serving %s on http://%s (data in %s)\n", what, l.Addr(), cfg.DataDir)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return a.Serve(ctx, l)

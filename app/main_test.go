@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(workerEnv) == "1" {
 		os.Exit(Main(append([]string{"superfluid", "worker"}, os.Args[1:]...), os.Stdout, os.Stderr))
 	}
+	if os.Getenv(cliEnv) == "1" {
+		os.Exit(Main(append([]string{"superfluid"}, os.Args[1:]...), os.Stdout, os.Stderr))
+	}
 	dir, err := os.MkdirTemp("", "superfluid-app-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

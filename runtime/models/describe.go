@@ -71,6 +71,9 @@ func Describe(path string) (Facts, error) {
 	if facts.Architecture == "" {
 		return Facts{}, fmt.Errorf("%w: %s has no general.architecture", ErrNotModel, path)
 	}
+	if facts.WeightBytes == 0 {
+		return Facts{}, fmt.Errorf("%w: %s has no weights (a vocabulary-only file cannot generate)", ErrNotModel, path)
+	}
 	return facts, nil
 }
 

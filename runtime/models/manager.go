@@ -499,3 +499,10 @@ func (m *Manager) Budget() (budget, used int64) {
 	}
 	return m.cfg.MemoryBudget, used
 }
+
+// SetMemoryBudget changes the memory budget (the desktop app's settings; tests).
+func (m *Manager) SetMemoryBudget(n int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cfg.MemoryBudget = n
+}
