@@ -2,9 +2,9 @@ package app
 
 import (
 	"errors"
-	"math"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"time"
 

@@ -145,4 +145,3 @@ func usageIfBadName(err error) error {
 	}
 	return err
 }
-
