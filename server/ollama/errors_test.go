@@ -79,12 +79,12 @@ func TestBadInput(t *testing.T) {
 		{"show without model", "POST", "/api/show", `{}`, 400, "model is required"},
 		{"tokenize without content", "POST", "/api/tokenize", `{"model":"fake"}`, 400, "content is required"},
 		{"detokenize", "POST", "/api/detokenize", `{"model":"fake","tokens":[1]}`, 501, "detokenizing is not available"},
-		{"pull", "POST", "/api/pull", `{"model":"llama3"}`, 501, "model management arrives with the model library"},
-		{"push", "POST", "/api/push", `{"model":"llama3"}`, 501, "model management arrives with the model library"},
-		{"create", "POST", "/api/create", `{"model":"x","from":"fake"}`, 501, "model management arrives with the model library"},
-		{"copy", "POST", "/api/copy", `{"source":"fake","destination":"x"}`, 501, "model management arrives with the model library"},
-		{"delete", "DELETE", "/api/delete", `{"model":"fake"}`, 501, "model management arrives with the model library"},
-		{"blob upload", "POST", "/api/blobs/sha256:abc", `x`, 501, "model management arrives with the model library"},
+		{"push", "POST", "/api/push", `{"model":"llama3"}`, 501, "creating and pushing models is not supported"},
+		{"create", "POST", "/api/create", `{"model":"x","from":"fake"}`, 501, "creating and pushing models is not supported"},
+		{"blob upload", "POST", "/api/blobs/sha256:abc", `x`, 501, "creating and pushing models is not supported"},
+		// a fixed set of models (no catalog) cannot be changed
+		{"copy, fixed set", "POST", "/api/copy", `{"source":"fake","destination":"x"}`, 400, "fixed set of models"},
+		{"delete, fixed set", "DELETE", "/api/delete", `{"model":"fake"}`, 400, "fixed set of models"},
 		{"unknown route", "GET", "/api/nope", ``, 404, "unknown route GET /api/nope"},
 		{"wrong method", "GET", chat, ``, 405, "GET is not allowed on /api/chat"},
 	}
@@ -122,7 +122,7 @@ func TestClientErrors(t *testing.T) {
 		t.Errorf("embed: %#v", err)
 	}
 	err = f.client.Pull(t.Context(), &api.PullRequest{Model: "llama3"}, func(api.ProgressResponse) error { return nil })
-	if !errors.As(err, &se) || se.StatusCode != http.StatusNotImplemented {
+	if !errors.As(err, &se) || se.StatusCode != http.StatusBadRequest || !strings.Contains(se.ErrorMessage, "only Hugging Face references are pulled") {
 		t.Errorf("pull: %#v", err)
 	}
 }

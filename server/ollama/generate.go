@@ -1,6 +1,7 @@
 package ollama
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -47,17 +48,21 @@ func (h *handlers) generate(c *gin.Context) error {
 	case req.Logprobs:
 		return badRequest("logprobs are not supported by this server yet; remove logprobs")
 	}
-	gen, err := generation(req.Model, req.Format, req.Options, req.Think, req.KeepAlive)
-	if err != nil {
-		return err
-	}
-	t, err := h.begin(c, req.Model, m, req.Stream, start)
+	gen, ka, err := generation(req.Model, req.Format, req.Options, req.Think, req.KeepAlive)
 	if err != nil {
 		return err
 	}
 	if req.Prompt == "" {
-		c.JSON(http.StatusOK, generateResponse{Model: req.Model, CreatedAt: now(), Done: true, DoneReason: "load"})
+		reason, err := h.loadOnly(c.Request.Context(), m, ka)
+		if err != nil {
+			return err
+		}
+		c.JSON(http.StatusOK, generateResponse{Model: req.Model, CreatedAt: now(), Done: true, DoneReason: reason})
 		return nil
+	}
+	t, err := h.begin(c, req.Model, m, req.Stream, start)
+	if err != nil {
+		return err
 	}
 	frame := func(text string, done *llm.Done) any {
 		return generateResponse{Model: t.name, CreatedAt: now(), Response: text, Done: done != nil, DoneReason: reason(done), metrics: t.metrics(done)}
@@ -65,12 +70,12 @@ func (h *handlers) generate(c *gin.Context) error {
 	id := newID()
 	if req.Suffix != "" {
 		ireq := &core.InfillRequest{ID: id, Endpoint: "/api/generate", Stream: t.stream, Model: m.ID,
-			Prefix: req.Prompt, Suffix: req.Suffix, Mode: core.FIMPrefixSuffixMiddle, Generation: *gen}
+			Prefix: req.Prompt, Suffix: req.Suffix, Mode: core.FIMPrefixSuffixMiddle, Generation: *gen, KeepAlive: ka}
 		return respond(c, t, frame, func(emit core.Emit) (*core.Result, error) { return h.svc.Infill(c.Request.Context(), ireq, emit) })
 	}
 	if req.Raw {
 		gen.Prompt = req.Prompt
-		creq := &core.CompletionRequest{ID: id, Endpoint: "/api/generate", Stream: t.stream, Model: m.ID, Generation: *gen}
+		creq := &core.CompletionRequest{ID: id, Endpoint: "/api/generate", Stream: t.stream, Model: m.ID, Generation: *gen, KeepAlive: ka}
 		return respond(c, t, frame, func(emit core.Emit) (*core.Result, error) { return h.svc.Complete(c.Request.Context(), creq, emit) })
 	}
 	var msgs []chat.Message
@@ -78,7 +83,7 @@ func (h *handlers) generate(c *gin.Context) error {
 		msgs = append(msgs, chat.Message{Role: "system", Content: req.System})
 	}
 	msgs = append(msgs, chat.Message{Role: "user", Content: req.Prompt})
-	creq := &core.ChatRequest{ID: id, Endpoint: "/api/generate", Stream: t.stream, Model: m.ID, Messages: msgs, Generation: *gen}
+	creq := &core.ChatRequest{ID: id, Endpoint: "/api/generate", Stream: t.stream, Model: m.ID, Messages: msgs, Generation: *gen, KeepAlive: ka}
 	return respond(c, t, frame, func(emit core.Emit) (*core.Result, error) { return h.svc.Chat(c.Request.Context(), creq, emit) })
 }
 
@@ -102,23 +107,27 @@ func (h *handlers) chat(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	gen, err := generation(req.Model, req.Format, req.Options, req.Think, req.KeepAlive)
+	gen, ka, err := generation(req.Model, req.Format, req.Options, req.Think, req.KeepAlive)
 	if err != nil {
 		return err
+	}
+	if len(msgs) == 0 {
+		reason, err := h.loadOnly(c.Request.Context(), m, ka)
+		if err != nil {
+			return err
+		}
+		c.JSON(http.StatusOK, chatResponse{Model: req.Model, CreatedAt: now(), Message: replyMessage{Role: "assistant"}, Done: true, DoneReason: reason})
+		return nil
 	}
 	t, err := h.begin(c, req.Model, m, req.Stream, start)
 	if err != nil {
 		return err
 	}
-	if len(msgs) == 0 {
-		c.JSON(http.StatusOK, chatResponse{Model: req.Model, CreatedAt: now(), Message: replyMessage{Role: "assistant"}, Done: true, DoneReason: "load"})
-		return nil
-	}
 	frame := func(text string, done *llm.Done) any {
 		return chatResponse{Model: t.name, CreatedAt: now(), Message: replyMessage{Role: "assistant", Content: text},
 			Done: done != nil, DoneReason: reason(done), metrics: t.metrics(done)}
 	}
-	creq := &core.ChatRequest{ID: newID(), Endpoint: "/api/chat", Stream: t.stream, Model: m.ID, Messages: msgs, Generation: *gen}
+	creq := &core.ChatRequest{ID: newID(), Endpoint: "/api/chat", Stream: t.stream, Model: m.ID, Messages: msgs, Generation: *gen, KeepAlive: ka}
 	return respond(c, t, frame, func(emit core.Emit) (*core.Result, error) { return h.svc.Chat(c.Request.Context(), creq, emit) })
 }
 
@@ -143,22 +152,56 @@ func toMessages(model string, in []message) ([]chat.Message, error) {
 	return out, nil
 }
 
-// generation validates the fields both routes share and builds the engine request.
-func generation(model string, format json.RawMessage, opts map[string]json.RawMessage, think, keepAlive json.RawMessage) (*llm.Request, error) {
+// generation validates the fields both routes share and builds the engine request and the
+// keep-alive (nil: the server's default).
+func generation(model string, format json.RawMessage, opts map[string]json.RawMessage, think, rawKeepAlive json.RawMessage) (*llm.Request, *time.Duration, error) {
 	gen := &llm.Request{}
 	if err := applyFormat(format, gen); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := applyOptions(opts, gen); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := checkThink(think, model); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := checkKeepAlive(keepAlive); err != nil {
-		return nil, err
+	ka, err := keepAlive(rawKeepAlive)
+	if err != nil {
+		return nil, nil, err
 	}
-	return gen, nil
+	return gen, ka, nil
+}
+
+// loadOnly answers a request with nothing to generate, as Ollama's clients use it: keep_alive 0
+// unloads the model (done_reason "unload", without loading it first); anything else loads it
+// and starts the keep-alive the request asked for ("load").
+func (h *handlers) loadOnly(ctx context.Context, m *core.Model, ka *time.Duration) (string, error) {
+	if ka != nil && *ka == 0 {
+		_, err := h.svc.UnloadModel(ctx, m.ID)
+		return "unload", err
+	}
+	if _, err := h.svc.LoadModel(ctx, m.ID); err != nil {
+		return "", err
+	}
+	if ka == nil {
+		return "load", nil // the load itself started the default keep-alive
+	}
+	// The core's load always starts the default keep-alive; the catalog's engine sets another
+	// one when a request on it ends, so an empty request on the loaded model sets this one.
+	if a, ok := m.Engine.(acquirer); ok {
+		_, release, err := a.Acquire(ctx)
+		if err != nil {
+			return "", err
+		}
+		release(ka)
+	}
+	return "load", nil
+}
+
+// acquirer is an engine that loads its model on demand and takes a keep-alive when a request
+// on it ends (a catalog model's engine).
+type acquirer interface {
+	Acquire(ctx context.Context) (llm.Engine, func(keepAlive *time.Duration), error)
 }
 
 // begin loads the model (timing it for load_duration) and settles streaming: on unless the

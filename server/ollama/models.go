@@ -16,7 +16,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/store"
 )
 
 // latest is the tag /api/tags gives every model; a name with it resolves like the bare id.
@@ -43,34 +45,99 @@ func (h *handlers) model(name string) (*core.Model, error) {
 }
 
 func (h *handlers) tags(c *gin.Context) error {
-	models := []listModel{}
+	list := []listModel{}
 	for _, m := range h.svc.Models() {
-		models = append(models, listModel{
-			Name: m.ID + latest, Model: m.ID + latest, ModifiedAt: m.Created, Size: m.Size,
-			Digest: digest(m), Details: h.meta.get(m).details,
+		size := m.Size
+		if m.Entry != nil && m.Entry.Missing() {
+			size = 0 // listed, so that it can be deleted, but it takes no disk space
+		}
+		name := listName(m)
+		list = append(list, listModel{
+			Name: name, Model: name, ModifiedAt: m.Created, Size: size, Digest: digest(m), Details: h.details(m),
 		})
 	}
 	// most recently modified first, as Ollama lists them
-	slices.SortStableFunc(models, func(a, b listModel) int { return b.ModifiedAt.Compare(a.ModifiedAt) })
-	c.JSON(http.StatusOK, gin.H{"models": models})
+	slices.SortStableFunc(list, func(a, b listModel) int { return b.ModifiedAt.Compare(a.ModifiedAt) })
+	c.JSON(http.StatusOK, gin.H{"models": list})
 	return nil
 }
 
+// listName is the name /api/tags and /api/ps give a model: Ollama's "name:tag", so the id with
+// ":latest" unless the id has a tag of its own (a pull's "hf.co/OWNER/REPO:QUANT").
+func listName(m *core.Model) string {
+	if strings.Contains(m.ID[strings.LastIndexByte(m.ID, '/')+1:], ":") {
+		return m.ID
+	}
+	return m.ID + latest
+}
+
+// ps lists the loaded models. Aliases (/api/copy) share their original's worker, so a loaded
+// file is listed once, under its original's name, and the sizes add up to the memory in use.
 func (h *handlers) ps(c *gin.Context) error {
-	models := []runningModel{}
-	for _, m := range h.svc.Models() {
-		if !m.Loaded() {
+	all := slices.Clone(h.svc.Models()) // sorted here; the core's list is not ours to reorder
+	slices.SortStableFunc(all, func(a, b *core.Model) int { return cmp.Compare(alias(a), alias(b)) })
+	running := []runningModel{}
+	seen := map[string]bool{}
+	for _, m := range all {
+		st := h.svc.ModelStatus(m)
+		if st.State != models.StateLoaded || seen[m.Path] {
 			continue
 		}
-		models = append(models, runningModel{
-			Name: m.ID + latest, Model: m.ID + latest, Size: m.Size, Digest: digest(m), Details: h.meta.get(m).details,
-			// models stay loaded until the server stops: Ollama's "forever" (keep_alive -1)
-			ExpiresAt:     time.Now().Add(time.Duration(math.MaxInt64)).UTC(),
-			ContextLength: m.Info().ContextLength,
+		seen[m.Path] = true
+		size := st.Need
+		if size == 0 {
+			size = m.Size // a fixed-set model has no estimate: its file is the best guess
+		}
+		name := listName(m)
+		running = append(running, runningModel{
+			Name: name, Model: name, Size: size, Digest: digest(m), Details: h.details(m),
+			ExpiresAt: h.expiresAt(st), ContextLength: m.Info().ContextLength,
 		})
 	}
-	c.JSON(http.StatusOK, gin.H{"models": models})
+	// longest time left first, as Ollama lists them
+	slices.SortStableFunc(running, func(a, b runningModel) int { return b.ExpiresAt.Compare(a.ExpiresAt) })
+	c.JSON(http.StatusOK, gin.H{"models": running})
 	return nil
+}
+
+// alias orders originals (0) before aliases (1).
+func alias(m *core.Model) int {
+	if m.Entry != nil && m.Entry.Source == store.SourceAlias {
+		return 1
+	}
+	return 0
+}
+
+// expiresAt is when a loaded model unloads, as /api/ps shows it. The manager schedules the
+// unload only while the model is idle; a busy model shows the default keep-alive from now (what
+// follows its requests unless they ask otherwise), and an idle model with none scheduled stays
+// loaded: far in the future, as Ollama shows keep_alive -1.
+func (h *handlers) expiresAt(st models.Status) time.Time {
+	switch ka := h.svc.KeepAlive(); {
+	case !st.ExpiresAt.IsZero():
+		return st.ExpiresAt.UTC()
+	case st.Inflight > 0 && ka >= 0:
+		return time.Now().Add(ka).UTC()
+	default:
+		return time.Now().Add(time.Duration(math.MaxInt64)).UTC()
+	}
+}
+
+// details are Ollama's model details: the catalog's facts, read when the model was registered,
+// else (a fixed-set model) what the GGUF header says.
+func (h *handlers) details(m *core.Model) details {
+	e := m.Entry
+	if e == nil {
+		return h.meta.get(m).details
+	}
+	d := details{Format: "gguf", Family: cmp.Or(e.Architecture, m.Architecture), QuantizationLevel: e.Quantization}
+	if d.Family != "" {
+		d.Families = []string{d.Family}
+	}
+	if e.ParameterCount > 0 {
+		d.ParameterSize = humanNumber(uint64(e.ParameterCount))
+	}
+	return d
 }
 
 func (h *handlers) show(c *gin.Context) error {
@@ -94,7 +161,7 @@ func (h *handlers) show(c *gin.Context) error {
 		Modelfile:    modelfile(m, ctx),
 		Parameters:   fmt.Sprintf("%-30s %d", "num_ctx", ctx),
 		Template:     m.Template.Source(),
-		Details:      meta.details,
+		Details:      h.details(m),
 		ModelInfo:    info,
 		Tensors:      meta.tensors,
 		Capabilities: capabilities(m),
@@ -126,9 +193,14 @@ func modelfile(m *core.Model, ctx int) string {
 	return b.String()
 }
 
-// digest stands in for Ollama's content digest: the SHA-256 of the model's path, size and
-// modification time, which changes whenever the file does and costs nothing to compute.
+// digest is the model's content digest as Ollama lists it (hex, no "sha256:"): the verified
+// SHA-256 of a pulled file. A local file's is not known, and hashing gigabytes per listing is too
+// slow, so it stands in the SHA-256 of the path, size and modification time, which changes
+// whenever the file does.
 func digest(m *core.Model) string {
+	if m.Entry != nil && m.Entry.SHA256 != "" {
+		return m.Entry.SHA256
+	}
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d", m.Path, m.Size, m.Created.UnixNano()))
 	return hex.EncodeToString(sum[:])
 }

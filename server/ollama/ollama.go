@@ -1,15 +1,31 @@
 // Package ollama is the Ollama dialect: "/" and the /api routes Ollama's clients use
-// (generate, chat, tags, show, ps, version, tokenize). It decodes wire JSON straight into core
-// requests, writes replies as Ollama does (NDJSON streaming by default, one JSON object with
-// "stream": false) and renders every error as {"error": "..."} with Ollama's status codes:
-// 400 bad input, 404 unknown model, 413 body over 100 MiB, 500 engine failure, 503 overloaded,
-// 501 for the model-management routes. An error after a stream began arrives as a last
-// {"error": "..."} line.
+// (generate, chat, tags, show, ps, pull, copy, delete, version, tokenize). It decodes wire JSON
+// straight into core requests, writes replies as Ollama does (NDJSON streaming by default, one
+// JSON object with "stream": false) and renders every error as {"error": "..."} with Ollama's
+// status codes: 400 bad input, 403 model management from another machine, 404 unknown model,
+// 413 body over 100 MiB, 500 engine failure, 503 overloaded, 501 for push, create and blobs. An
+// error after a stream began arrives as a last {"error": "..."} line.
 //
 // Decisions where Ollama and this server differ:
 //
-//   - Model names: "id", "id:latest" and the model file's full path name the same model;
-//     /api/tags lists "id:latest". Replies echo the name the client sent.
+//   - Model names are catalog ids: "id" and "id:latest" name the same model, and a pulled
+//     model is "hf.co/OWNER/REPO:QUANT" (the "hf.co/" may be left out). /api/tags and /api/ps
+//     list "id:latest", or the id as is when it has a tag of its own. A name that is a file
+//     path (or holds "..", control characters, or is over 256 bytes) is refused with 400.
+//     Replies echo the name the client sent.
+//   - /api/pull fetches GGUF files from Hugging Face only (hf.co/OWNER/REPO:QUANT,
+//     OWNER/REPO:QUANT, OWNER/REPO/FILE.gguf, OWNER/REPO); an Ollama-library name such as
+//     "llama3.2" is a 400 that shows those forms. The stream has Ollama's lines: "pulling
+//     manifest", "pulling <12 hex digits of the digest>" with total and completed per file (as
+//     often as the download reports, at most every 100 ms), "verifying sha256 digest",
+//     "writing manifest", "success". "pulling manifest" is sent once the reference resolved,
+//     so an unknown repository or quant is a 404 or 400 status, not a 200 stream that fails.
+//     insecure is ignored.
+//   - /api/copy registers destination as another name for source's file (no bytes are
+//     copied); a destination that exists is a 400 rather than overwritten. /api/delete waits
+//     for generations running on the model, and deletes the file only when it lies in the
+//     models folder and no other name uses it.
+//   - Pull, copy and delete answer only loopback peers (403 otherwise) until API keys exist.
 //   - prompt_eval_count counts only the prompt tokens actually evaluated (prompt minus the part
 //     served from the prefix cache), as Ollama's own count does after a cache hit.
 //     prompt_eval_duration is the prefill, which also yields the first token; eval_duration is
@@ -17,14 +33,19 @@
 //     load_duration is the time spent making sure the model is loaded; total_duration runs from
 //     the request's arrival to the last line.
 //   - /api/generate without raw wraps prompt (and system) as one user (and system) message in
-//     the model's chat template; with "raw": true the prompt is continued as is. An empty prompt
-//     (or, for /api/chat, no messages) loads the model and answers done_reason "load" as Ollama
-//     does. A custom template is refused (400).
+//     the model's chat template; with "raw": true the prompt is continued as is. A custom
+//     template is refused (400).
+//   - keep_alive is Ollama's (a duration string, or seconds as a number; negative keeps the
+//     model loaded) and also takes a bare number in a string ("-1", "300"), as Ollama's
+//     OLLAMA_KEEP_ALIVE does; anything else is a 400. An empty request (no prompt, or no
+//     messages) with keep_alive 0 unloads the model ("done_reason": "unload"); otherwise it
+//     loads the model and starts its keep-alive ("load").
+//   - /api/ps: size is the server's estimate of the model's memory (weights and KV cache),
+//     size_vram 0. expires_at is when the idle model unloads; while it generates, the default
+//     keep-alive from now; with no unload scheduled, far in the future (as Ollama shows
+//     keep_alive -1). A copy shares its original's worker, so a loaded file is listed once.
 //   - context (the old token context) is accepted and ignored, and replies carry none: send the
 //     conversation with /api/chat instead; it is served warm from the prefix cache.
-//   - keep_alive is validated and not acted on: models stay loaded until the server stops, so
-//     /api/ps shows expires_at far in the future (as Ollama does for keep_alive -1), and an empty
-//     request with keep_alive 0 still answers "load".
 //   - options: temperature, top_p, top_k, min_p, seed, num_predict, stop, repeat_penalty,
 //     presence_penalty and frequency_penalty are applied; every option Ollama knows is
 //     type-checked (a wrong type is a 400); num_ctx, num_gpu, num_thread, num_batch, main_gpu,
@@ -37,10 +58,12 @@
 //     FIM markers, which /api/show lists with the "insert" capability; on any other model it is
 //     Ollama's 400 "does not support insert". system does not apply to it (400).
 //   - Not served yet, each a clean 400: images, tools and tool_calls, think true or a level,
-//     logprobs, /api/embed and /api/embeddings. /api/detokenize and the model-management
-//     routes (pull, push, create, copy, delete, blobs) answer 501.
-//   - /api/tags digests are the SHA-256 of the model's path, size and modification time, not of
-//     its content (hashing gigabytes per listing is too slow); they change when the file does.
+//     logprobs, /api/embed and /api/embeddings. /api/detokenize, /api/push, /api/create and
+//     /api/blobs answer 501.
+//   - /api/tags digests are the verified SHA-256 of a pulled file. A local file's content is
+//     not hashed (gigabytes per listing is too slow): its digest is the SHA-256 of its path,
+//     size and modification time, which changes when the file does. A model whose file is
+//     missing is still listed (size 0), so that it can be deleted.
 package ollama
 
 import (
@@ -80,14 +103,14 @@ func Routes(r gin.IRouter, svc *core.Service) {
 	r.POST("/api/embeddings", Handle(h.embed))
 	r.POST("/api/tokenize", Handle(h.tokenize))
 	r.POST("/api/detokenize", Handle(notImplemented("detokenizing is not available on this server yet")))
-	manage := Handle(notImplemented("model management arrives with the model library; until then start the server with the model file: superfluid serve path/to/model.gguf"))
-	r.POST("/api/pull", manage)
-	r.POST("/api/push", manage)
-	r.POST("/api/create", manage)
-	r.POST("/api/copy", manage)
-	r.DELETE("/api/delete", manage)
-	r.HEAD("/api/blobs/:digest", manage)
-	r.POST("/api/blobs/:digest", manage)
+	r.POST("/api/pull", admin(h.pull))
+	r.POST("/api/copy", admin(h.copyModel))
+	r.DELETE("/api/delete", admin(h.remove))
+	create := Handle(notImplemented("creating and pushing models is not supported: pull a GGUF model from Hugging Face with /api/pull (hf.co/OWNER/REPO:QUANT), or serve a local file: superfluid serve path/to/model.gguf"))
+	r.POST("/api/push", create)
+	r.POST("/api/create", create)
+	r.HEAD("/api/blobs/:digest", create)
+	r.POST("/api/blobs/:digest", create)
 }
 
 func notImplemented(msg string) Handler {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/runtime/models"
 )
 
 // optionKind is the JSON type an Ollama option takes.
@@ -145,27 +146,15 @@ func checkThink(raw json.RawMessage, model string) error {
 	return badRequest(`invalid think value %s; use true, false, "high", "medium", "low" or "max"`, describe(raw))
 }
 
-// checkKeepAlive validates keep_alive the way Ollama parses it (a number of seconds or a Go
-// duration such as "5m"). The value is accepted and not acted on: see the package doc.
-func checkKeepAlive(raw json.RawMessage) error {
-	if len(raw) == 0 || isNull(raw) {
-		return nil
+// keepAlive reads keep_alive with the syntax every dialect shares (models.ParseKeepAlive:
+// Ollama's duration strings and numbers of seconds; nil is the server's default, negative keeps
+// the model loaded), refusing a bad value in Ollama's words.
+func keepAlive(raw json.RawMessage) (*time.Duration, error) {
+	d, err := models.ParseKeepAlive(raw)
+	if err != nil {
+		return nil, badRequest(`invalid keep_alive %s: use a duration such as "5m" or "1h30m", a number of seconds, 0 to unload the model after the reply or -1 to keep it loaded`, describe(raw))
 	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return badRequest("invalid keep_alive: %v", err)
-	}
-	switch v := v.(type) {
-	case float64:
-		return nil
-	case string:
-		if _, err := time.ParseDuration(v); err != nil {
-			return badRequest(`invalid keep_alive %q: use a number of seconds or a duration such as "5m"`, v)
-		}
-		return nil
-	default:
-		return badRequest(`invalid keep_alive %s: use a number of seconds or a duration such as "5m"`, describe(raw))
-	}
+	return d, nil
 }
 
 // isNull reports whether raw is the JSON null.

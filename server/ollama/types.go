@@ -150,3 +150,32 @@ type tokenizeRequest struct {
 	Content *string `json:"content"`
 	Text    *string `json:"text"`
 }
+
+// pullRequest is POST /api/pull; Name is the deprecated spelling of Model. Insecure, and
+// Ollama's username and password, are accepted and ignored: pulls go to Hugging Face over HTTPS.
+type pullRequest struct {
+	Model    string `json:"model"`
+	Name     string `json:"name"`
+	Insecure bool   `json:"insecure"`
+	Stream   *bool  `json:"stream"`
+}
+
+// progress is one /api/pull line (Ollama's api.ProgressResponse).
+type progress struct {
+	Status    string `json:"status"`
+	Digest    string `json:"digest,omitempty"`
+	Total     int64  `json:"total,omitempty"`
+	Completed int64  `json:"completed,omitempty"`
+}
+
+// deleteRequest is DELETE /api/delete; Name is the deprecated spelling of Model.
+type deleteRequest struct {
+	Model string `json:"model"`
+	Name  string `json:"name"`
+}
+
+// copyRequest is POST /api/copy.
+type copyRequest struct {
+	Source      string `json:"source"`
+	Destination string `json:"destination"`
+}
