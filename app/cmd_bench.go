@@ -1,28 +1,105 @@
 package app
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
 
-// newBenchCommand is `superfluid bench MODEL.gguf`: the benchmark suites against one model.
+	"github.com/spf13/cobra"
+
+	"github.com/superfluid/superfluid/bench"
+)
+
+// newBenchCommand is `superfluid bench MODEL.gguf`: the benchmark suites (package bench) against
+// one model.
 func newBenchCommand() *cobra.Command {
 	cfg := DefaultConfig()
-	opts := benchOptions{suite: "all", repeat: 5, decodeTokens: 128, prefillTokens: 256, lanes: 8}
+	opts := bench.Options{Suite: "all", Repeat: 5, DecodeTokens: 128, PrefillTokens: 256, Lanes: 8}
 	cmd := &cobra.Command{
 		Use:   "bench MODEL.gguf",
-		Short: "measure decode and prefill speed, API vs engine",
-		Long: `Run the benchmark suites against one model: single (API vs engine), replay (multi-turn
-warm vs cold), streams (1/4/8 concurrent) and shared (32 chats, one system prompt).`,
-		Args: modelArgs(1, 1),
+		Short: "measure decode and prefill speed, API vs engine, downloads and model loads",
+		Long:  "Run the benchmark suites against one model:\n" + suiteHelp(),
+		Args:  modelArgs(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !bench.Known(opts.Suite) {
+				return &commandLineError{fmt.Sprintf("unknown suite %q; choose %s", opts.Suite, bench.SuiteList())}
+			}
+			if opts.Repeat < 1 {
+				return &commandLineError{fmt.Sprintf("--repeat must be at least 1, got %d", opts.Repeat)}
+			}
 			return runBench(cfg, opts, args[0], cmd.OutOrStdout())
 		},
 	}
 	fs := cmd.Flags()
 	serverFlags(fs, &cfg)
-	fs.StringVar(&opts.suite, "suite", opts.suite, "single (API vs engine), replay (multi-turn warm vs cold), streams (1/4/8 concurrent), shared (32 chats, one system prompt), or all")
-	fs.IntVar(&opts.repeat, "repeat", opts.repeat, "runs of each measurement (median and min reported)")
-	fs.IntVar(&opts.decodeTokens, "decode-tokens", opts.decodeTokens, "tokens generated per decode run")
-	fs.IntVar(&opts.prefillTokens, "prefill-tokens", opts.prefillTokens, "prompt tokens per prefill run")
-	fs.IntVar(&opts.lanes, "lanes", opts.lanes, "lanes of the server in the replay, streams and shared suites")
-	fs.BoolVar(&opts.writeModel, "write-model", false, "first write a TinyLlama-1.1B-shaped Q8_0 model with random weights at MODEL (outside the repository)")
+	fs.StringVar(&opts.Suite, "suite", opts.Suite, "the suite to run: "+bench.SuiteList())
+	fs.IntVar(&opts.Repeat, "repeat", opts.Repeat, "runs of each measurement (median and min reported)")
+	fs.IntVar(&opts.DecodeTokens, "decode-tokens", opts.DecodeTokens, "tokens generated per decode run")
+	fs.IntVar(&opts.PrefillTokens, "prefill-tokens", opts.PrefillTokens, "prompt tokens per prefill run")
+	fs.IntVar(&opts.Lanes, "lanes", opts.Lanes, "lanes of the server in the replay, streams and shared suites (--parallel sets the load suite's)")
+	fs.BoolVar(&opts.WriteModel, "write-model", false, "first write a TinyLlama-1.1B-shaped Q8_0 model with random weights at MODEL (outside the repository)")
 	return cmd
+}
+
+// suiteHelp lists the suites, one a line.
+func suiteHelp() string {
+	var s string
+	for _, suite := range bench.Suites {
+		s += fmt.Sprintf("  %-8s %s\n", suite.Name, suite.About)
+	}
+	return s + "  all      every suite above, in this order"
+}
+
+// runBench runs the suites with servers of this app, each in a fresh data folder that is
+// removed afterwards.
+func runBench(cfg Config, opts bench.Options, model string, stdout io.Writer) error {
+	dir, err := os.MkdirTemp("", "superfluid-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cfg.DataDir = dir
+	opts.Parallel, opts.ContextLength, opts.Threads = cfg.Parallel, cfg.ContextLength, cfg.Threads
+	opts.Serve = benchServe(cfg)
+	return bench.Run(model, opts, stdout)
+}
+
+// benchServe starts the app (server + worker) on a loopback port with the model loaded.
+func benchServe(cfg Config) func(bench.ServeOptions) (*bench.Server, error) {
+	return func(so bench.ServeOptions) (*bench.Server, error) {
+		cfg.ModelPath, cfg.Parallel, cfg.Threads = so.Model, so.Parallel, so.Threads
+		a, err := New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		ctx := context.Background()
+		// New registered the file; registering it again returns its entry (the bundled model's
+		// when the file is the same).
+		e, err := a.Manager().Catalog().AddLocal(ctx, so.Model, "")
+		if err == nil {
+			_, err = a.Manager().Load(ctx, e.ID)
+		}
+		var l net.Listener
+		if err == nil {
+			l, err = net.Listen("tcp", "127.0.0.1:0")
+		}
+		if err != nil {
+			a.Close()
+			return nil, err
+		}
+		sctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			a.Serve(sctx, l)
+		}()
+		stop := func() {
+			cancel()
+			<-done
+			a.Close()
+		}
+		return &bench.Server{URL: "http://" + l.Addr().String(), Model: e.ID, Stop: stop}, nil
+	}
 }

@@ -1,0 +1,67 @@
+package app
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/superfluid/superfluid/bench"
+)
+
+// TestBenchSuites runs the quick suites end to end on the test model: the app's servers (real
+// workers) through bench.Options.Serve, the engine in this process, the fake Hub.
+func TestBenchSuites(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts workers")
+	}
+	cases := []struct {
+		suite string
+		want  []string
+	}{
+		{"single", []string{"== single:", "decode tok/s", "prefill tok/s", "API/eng"}},
+		{"load", []string{"== load:", "model stories260K", "cold", "warm", "cold/warm (medians)"}},
+		{"pull", []string{"== pull:", "too small to measure", "Download/plain (medians)"}},
+	}
+	for _, c := range cases {
+		t.Run(c.suite, func(t *testing.T) {
+			cfg := testConfig(t, testModel)
+			opts := bench.Options{Suite: c.suite, Repeat: 2, DecodeTokens: 8, PrefillTokens: 32, Lanes: 2}
+			var out bytes.Buffer
+			if err := runBench(cfg, opts, testModel, &out); err != nil {
+				t.Fatalf("%v\n%s", err, out.String())
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, out.String())
+				}
+			}
+		})
+	}
+}
+
+// TestBenchCommandLine: the help lists every suite; a bad suite or repeat is a usage error.
+func TestBenchCommandLine(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"superfluid", "bench", "--help"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("bench --help: exit %d, stderr %q", code, stderr.String())
+	}
+	for _, s := range bench.Suites {
+		if !strings.Contains(stdout.String(), s.Name+" ") || !strings.Contains(stdout.String(), s.About) {
+			t.Errorf("bench --help does not list the %s suite:\n%s", s.Name, stdout.String())
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--suite", "bogus"}, `unknown suite "bogus"`},
+		{[]string{"--repeat", "0"}, "--repeat must be at least 1"},
+	} {
+		stdout.Reset()
+		stderr.Reset()
+		code := Main(append([]string{"superfluid", "bench", testModel}, c.args...), &stdout, &stderr)
+		if code != 2 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("bench %v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr.String(), c.want)
+		}
+	}
+}

@@ -1,0 +1,148 @@
+// Package bench measures superfluid against one model: decode and prefill speed through the
+// HTTP API next to the engine called directly, multi-turn and concurrent serving, prefix
+// sharing, model downloads from a fake Hugging Face Hub, and the time to first token of an
+// unloaded model. It starts the app through Options.Serve, so it does not depend on package app.
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/superfluid/superfluid/runtime/gguf"
+)
+
+// Options are what the bench is told: the suites to run, their sizes, and how to start the app.
+type Options struct {
+	// Suite is a suite name (see Suites) or "all".
+	Suite string
+	// Repeat is the number of runs of each measurement (median and min are reported).
+	Repeat int
+	// DecodeTokens are the tokens generated per decode run; PrefillTokens the prompt tokens per
+	// prefill run.
+	DecodeTokens, PrefillTokens int
+	// Lanes are the server's lanes in the replay, streams and shared suites; Parallel its lanes
+	// in the load suite.
+	Lanes, Parallel int
+	// ContextLength and Threads are what the engine called directly loads with (0: the
+	// model's window capped at 4096; threads chosen from the model size).
+	ContextLength, Threads int
+	// WriteModel asks for a TinyLlama-1.1B-shaped Q8_0 model to be written at the model path
+	// first (see WriteModel).
+	WriteModel bool
+	// TempDir is where the pull suite writes its downloads ("": the system's temporary folder).
+	TempDir string
+	// Serve starts the app (HTTP server and worker processes) on a loopback port with the
+	// model loaded. The suites that go through the HTTP API need it.
+	Serve func(ServeOptions) (*Server, error)
+}
+
+// ServeOptions are what one server of the bench runs with.
+type ServeOptions struct {
+	// Model is the path of the .gguf file to serve (and load before Serve returns).
+	Model string
+	// Parallel is the number of lanes; Threads the CPU threads (0: chosen from the model size).
+	Parallel, Threads int
+}
+
+// Server is a running app.
+type Server struct {
+	// URL is the base URL, such as "http://127.0.0.1:41234".
+	URL string
+	// Model is the id the app registered the model file as (what requests name).
+	Model string
+	// Stop shuts the server down and unloads every model.
+	Stop func()
+}
+
+// Suite is one benchmark.
+type Suite struct {
+	Name, About string
+	run         func(model string, o Options, w io.Writer) error
+}
+
+// Suites are the benchmarks in the order "all" runs them.
+var Suites = []Suite{
+	{"single", "one stream through the HTTP API vs the engine called directly", benchSingle},
+	{"replay", "an 8-turn conversation, time to first token warm vs with the cache off", benchReplay},
+	{"streams", "1, 4 and 8 concurrent streams", benchStreams},
+	{"shared", "32 concurrent chats sharing a 1,000-token system prompt", benchShared},
+	{"pull", "download throughput from a local fake Hugging Face Hub, with sha256, vs a plain HTTP GET", benchPull},
+	{"load", "time to first token of an unloaded model (worker start + load) vs a loaded one", benchLoad},
+}
+
+// Known reports whether name is a suite or "all".
+func Known(name string) bool {
+	return name == "all" || slices.ContainsFunc(Suites, func(s Suite) bool { return s.Name == name })
+}
+
+// SuiteList is the suite names joined with commas and "or all", for help texts.
+func SuiteList() string {
+	names := make([]string, len(Suites))
+	for i, s := range Suites {
+		names[i] = s.Name
+	}
+	return strings.Join(names, ", ") + " or all"
+}
+
+// Run runs the suites o selects against the model file at model, printing to w.
+func Run(model string, o Options, w io.Writer) error {
+	if !Known(o.Suite) {
+		return fmt.Errorf("unknown suite %q; choose %s", o.Suite, SuiteList())
+	}
+	if o.Repeat < 1 {
+		return errors.New("repeat must be at least 1")
+	}
+	if o.WriteModel {
+		if err := WriteModel(model); err != nil {
+			return fmt.Errorf("write the bench model: %w", err)
+		}
+	}
+	if _, err := os.Stat(model); err != nil {
+		return fmt.Errorf("model file: %w", err)
+	}
+	for _, s := range Suites {
+		if o.Suite != "all" && o.Suite != s.Name {
+			continue
+		}
+		fmt.Fprintf(w, "\n== %s: %s\n", s.Name, s.About)
+		if err := s.run(model, o, w); err != nil {
+			return fmt.Errorf("%s: %w", s.Name, err)
+		}
+	}
+	return nil
+}
+
+// WriteModel writes a model of real shape (TinyLlama-1.1B, Q8_0, 1.1 GB) with random weights at
+// path: speed does not depend on weight values, and no real model can be downloaded here.
+func WriteModel(path string) error {
+	return gguf.WriteTinyLlama(path, gguf.TinyLlamaOptions{
+		Vocab: 32000, Embd: 2048, Layers: 22, Heads: 32, KVHeads: 4, FF: 5632, ContextLength: 2048,
+		Q8: true, Name: "TinyLlama-1.1B-shape-random",
+	})
+}
+
+// serve starts a server through o.Serve.
+func serve(o Options, so ServeOptions) (*apiClient, func(), error) {
+	if o.Serve == nil {
+		return nil, nil, errors.New("this suite needs the app (Options.Serve is nil)")
+	}
+	s, err := o.Serve(so)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &apiClient{url: s.URL, model: s.Model}, s.Stop, nil
+}
+
+// medianMin returns the median and the minimum of xs (0, 0 when empty).
+func medianMin(xs []float64) (median, least float64) {
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2], s[0]
+}
