@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"github.com/superfluid/superfluid/runtime/models/hf/hftest"
 	"net"
 	"os"
 	"path/filepath"
@@ -51,9 +52,13 @@ func TestCLIHelp(t *testing.T) {
 		{[]string{"--help"}, []string{"superfluid [command]", "serve", "bench"}},
 		{[]string{"-h"}, []string{"superfluid [command]"}},
 		{[]string{"help"}, []string{"superfluid [command]"}},
-		{[]string{"serve", "--help"}, []string{"superfluid serve [MODEL.gguf]", "--port", "--completion-deadline-ms", "--verbose"}},
-		{[]string{"serve", "model.gguf", "-h"}, []string{"superfluid serve [MODEL.gguf]"}},
-		{[]string{"help", "serve"}, []string{"superfluid serve [MODEL.gguf]"}},
+		{[]string{"serve", "--help"}, []string{"superfluid serve [MODEL]", "--port", "--completion-deadline-ms", "--verbose"}},
+		{[]string{"serve", "model.gguf", "-h"}, []string{"superfluid serve [MODEL]"}},
+		{[]string{"help", "serve"}, []string{"superfluid serve [MODEL]"}},
+		{[]string{"list", "--help"}, []string{"superfluid list", "--data-dir"}},
+		{[]string{"pull", "--help"}, []string{"superfluid pull REFERENCE", "hf.co/OWNER/REPO:QUANT", "--hf-endpoint"}},
+		{[]string{"add", "--help"}, []string{"superfluid add PATH.gguf", "--name"}},
+		{[]string{"rm", "--help"}, []string{"superfluid rm ID", "--data-dir"}},
 		{[]string{"bench", "--help"}, []string{"superfluid bench MODEL.gguf", "--suite", "--write-model", "--lanes"}},
 		{[]string{"worker", "--help"}, []string{"superfluid worker", "--socket", "--vocab-only"}},
 	}
@@ -90,6 +95,8 @@ func TestCLIExitCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := t.TempDir()
+	hub := hftest.New()
+	defer hub.Close()
 	cases := []struct {
 		name string
 		args []string
@@ -111,6 +118,17 @@ func TestCLIExitCodes(t *testing.T) {
 		{"port in use", []string{"serve", "--port", busyPort, "--data-dir", data, testModel}, 1, []string{"listen on 127.0.0.1:" + busyPort, "pass --port"}},
 		{"data dir unusable", []string{"serve", "--port", "0", "--data-dir", filepath.Join(notDir, "sub"), testModel}, 1, []string{"open the database"}},
 		{"worker load failure", []string{"worker", "--model", filepath.Join(data, "nope.gguf"), "--socket", filepath.Join(data, "s")}, 1, []string{"worker:"}},
+		{"serve unknown id", []string{"serve", "--port", "0", "--data-dir", data, "no-such-model"}, 2, []string{`"no-such-model" is not in the catalog`}},
+		{"pull no reference", []string{"pull", "--data-dir", data}, 2, []string{"pass one reference"}},
+		{"pull an Ollama name", []string{"pull", "--data-dir", data, "llama3.2"}, 2, []string{"only Hugging Face references"}},
+		{"pull a path", []string{"pull", "--data-dir", data, "owner/repo/../../x.gguf"}, 2, []string{".."}},
+		{"pull unknown repo", []string{"pull", "--data-dir", data, "--hf-endpoint", hub.URL(), "owner/none:Q4_K_M"}, 2, []string{"owner/none"}},
+		{"add nothing", []string{"add", "--data-dir", data}, 2, []string{"pass one .gguf file"}},
+		{"add a missing file", []string{"add", "--data-dir", data, filepath.Join(data, "nope.gguf")}, 2, []string{"cannot be added"}},
+		{"add a file that is not GGUF", []string{"add", "--data-dir", data, notDir}, 2, []string{"not a usable GGUF model"}},
+		{"add a bad name", []string{"add", "--data-dir", data, "--name", "../x", testModel}, 2, []string{".."}},
+		{"rm nothing", []string{"rm", "--data-dir", data}, 2, []string{"name the model to remove"}},
+		{"rm unknown", []string{"rm", "--data-dir", data, "nope"}, 2, []string{`"nope" is not in the catalog`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

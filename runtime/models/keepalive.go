@@ -30,6 +30,9 @@ func ParseKeepAlive(raw json.RawMessage) (*time.Duration, error) {
 			return bad()
 		}
 		if secs, err := strconv.ParseFloat(s, 64); err == nil {
+			if math.IsNaN(secs) || math.IsInf(secs, 0) {
+				return bad()
+			}
 			d = seconds(secs)
 		} else if d, err = time.ParseDuration(s); err != nil {
 			return bad()

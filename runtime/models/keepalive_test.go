@@ -25,7 +25,7 @@ func TestParseKeepAlive(t *testing.T) {
 			t.Errorf("ParseKeepAlive(%s) = %v, %v; want %v", tt.raw, deref(got), err, deref(tt.want))
 		}
 	}
-	for _, raw := range []string{`"banana"`, `true`, `{}`, `[]`, `"5 minutes"`, `NaN`} {
+	for _, raw := range []string{`"banana"`, `true`, `{}`, `[]`, `"5 minutes"`, `NaN`, `"NaN"`, `"Inf"`, `"-Inf"`} {
 		if _, err := ParseKeepAlive([]byte(raw)); !errors.Is(err, llm.ErrInvalidInput) {
 			t.Errorf("ParseKeepAlive(%s): %v, want invalid input", raw, err)
 		}
