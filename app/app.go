@@ -179,7 +179,7 @@ func registerBundled(ctx context.Context, cat *models.Catalog) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	_, err := cat.Register(ctx, store.ModelRecord{ID: assets.BundledModelID, Path: path, Source: store.SourceBundled})
+	_, err := cat.Register(ctx, store.ModelRecord{ID: assets.BundledModelID, Path: path, Source: store.SourceBundled, SHA256: assets.BundledModelSHA256})
 	return err
 }
 

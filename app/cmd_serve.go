@@ -79,7 +79,10 @@ func serve(cmd *cobra.Command, cfg Config) error {
 		return err
 	}
 	defer a.Close()
-	what := fmt.Sprintf("%d models", len(a.mgr.Catalog().List()))
+	what := "1 model"
+	if n := len(a.mgr.Catalog().List()); n != 1 {
+		what = fmt.Sprintf("%d models", n)
+	}
 	if a.preload != nil {
 		what += ", loading " + a.preload.ID
 	}

@@ -1,0 +1,128 @@
+package models
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/runtime/models/hf"
+	"github.com/superfluid/superfluid/runtime/models/hf/hftest"
+)
+
+func tinyBytes(t *testing.T, seed int64) []byte {
+	t.Helper()
+	w, err := gguf.NewTinyLlama(gguf.TinyLlamaOptions{Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if _, err := w.WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// splitPart is a later part of a split model: split metadata and one tensor.
+func splitPart(t *testing.T, no, count int) []byte {
+	t.Helper()
+	w := gguf.NewWriter()
+	w.AddUint16("split.no", uint16(no))
+	w.AddUint16("split.count", uint16(count))
+	w.AddTensorF32("extra."+string(rune('a'+no)), []uint64{4}, []float32{1, 2, 3, 4})
+	var b bytes.Buffer
+	if _, err := w.WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestPull(t *testing.T) {
+	hub := hftest.New()
+	defer hub.Close()
+	good := tinyBytes(t, 1)
+	hub.AddFile("owner/tiny-GGUF", "tiny-Q8_0.gguf", good)
+	hub.AddFile("owner/tiny-GGUF", "tiny-F16.gguf", tinyBytes(t, 2))
+	hub.AddFile("owner/split-GGUF", "big-Q4_K_M-00001-of-00003.gguf", good)
+	hub.AddFile("owner/split-GGUF", "big-Q4_K_M-00002-of-00003.gguf", splitPart(t, 1, 3))
+	hub.AddFile("owner/split-GGUF", "big-Q4_K_M-00003-of-00003.gguf", splitPart(t, 2, 3))
+	hub.AddFile("owner/junk-GGUF", "junk-Q4_K_M.gguf", []byte("<html>not a model</html>"))
+	hub.AddFile("owner/cut-GGUF", "cut-Q4_K_M.gguf", good[:len(good)/2])
+	hub.AddFile("owner/nogguf", "README.md", []byte("# nothing here"))
+	client := hf.New(hf.Config{Endpoint: hub.URL(), Backoff: 1})
+	f := newFixture(t, 0, Config{}, nil)
+	ctx := context.Background()
+
+	var seen []hf.Progress
+	e, err := f.mgr.Pull(ctx, client, "hf.co/owner/tiny-GGUF:Q8_0", func(p hf.Progress) { seen = append(seen, p) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.ID != "hf.co/owner/tiny-GGUF:Q8_0" || e.Source != "huggingface" || e.Repo != "owner/tiny-GGUF" || e.File != "tiny-Q8_0.gguf" ||
+		e.Revision != hftest.Commit || e.SHA256 != hub.SHA256("owner/tiny-GGUF", "tiny-Q8_0.gguf") || !strings.HasPrefix(e.Path, f.cat.Dir()) {
+		t.Fatalf("entry %+v", e.ModelRecord)
+	}
+	if len(seen) == 0 || seen[len(seen)-1].Status != hf.StatusDone {
+		t.Fatalf("progress %+v", seen)
+	}
+	// Named the way users type it, it serves.
+	if err := generate(f.handle(t, "owner/tiny-GGUF:Q8_0")); err != nil {
+		t.Fatal(err)
+	}
+	// Pulling again is a no-op on the network.
+	before := hub.Requests("owner/tiny-GGUF", "tiny-Q8_0.gguf")
+	if _, err := f.mgr.Pull(ctx, client, "owner/tiny-GGUF:Q8_0", nil); err != nil || hub.Requests("owner/tiny-GGUF", "tiny-Q8_0.gguf") != before {
+		t.Fatalf("second pull: %v, requests %d -> %d", err, before, hub.Requests("owner/tiny-GGUF", "tiny-Q8_0.gguf"))
+	}
+
+	split, err := f.mgr.Pull(ctx, client, "owner/split-GGUF", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if split.ID != "hf.co/owner/split-GGUF:Q4_K_M" || len(split.Facts.Parts) != 3 || !strings.HasSuffix(split.Path, "-00001-of-00003.gguf") {
+		t.Fatalf("split entry %+v parts %v", split.ModelRecord, split.Facts.Parts)
+	}
+	for _, p := range split.Facts.Parts {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("part %s: %v", p, err)
+		}
+	}
+
+	bad := []struct {
+		ref  string
+		want error
+		msg  string
+	}{
+		{"owner/junk-GGUF", llm.ErrInvalidInput, "not a usable GGUF"},
+		{"owner/cut-GGUF", llm.ErrInvalidInput, "truncated"},
+		{"owner/tiny-GGUF:Q2_K", llm.ErrInvalidInput, "Q8_0"},
+		{"owner/tiny-GGUF", llm.ErrInvalidInput, "F16"}, // two quants, no Q4_K_M: lists them
+		{"owner/nogguf", llm.ErrInvalidInput, "GGUF"},
+		{"owner/none", llm.ErrModelNotFound, "owner/none"},
+		{"llama3.2", llm.ErrInvalidInput, "Hugging Face"},
+		{"owner/x/../../etc.gguf", llm.ErrInvalidInput, ".."},
+	}
+	for _, tt := range bad {
+		_, err := f.mgr.Pull(ctx, client, tt.ref, nil)
+		if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.msg) {
+			t.Errorf("Pull(%q) = %v; want %v mentioning %q", tt.ref, err, tt.want, tt.msg)
+		}
+	}
+	// Nothing of the refused files is registered or left on disk.
+	for _, e := range f.cat.List() {
+		if strings.Contains(e.ID, "junk") || strings.Contains(e.ID, "cut") {
+			t.Errorf("registered %s", e.ID)
+		}
+	}
+	filepath.Walk(f.cat.Dir(), func(p string, info os.FileInfo, err error) error {
+		if err == nil && (strings.Contains(p, "junk") || strings.Contains(p, "cut-")) && !info.IsDir() {
+			t.Errorf("left on disk: %s", p)
+		}
+		return nil
+	})
+}
