@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dustin/go-humanize"
+
 	"github.com/superfluid/superfluid/runtime/llm"
 )
 
@@ -151,7 +153,7 @@ type MemoryError struct {
 
 func (e *MemoryError) Error() string {
 	msg := fmt.Sprintf("the model %s needs about %s of memory (weights + KV cache) but %s of the %s budget is free",
-		e.Model, HumanBytes(e.Need), HumanBytes(max(0, e.Free)), HumanBytes(e.Budget))
+		e.Model, humanize.Bytes(uint64(e.Need)), humanize.Bytes(uint64(max(0, e.Free))), humanize.Bytes(uint64(e.Budget)))
 	if len(e.Busy) > 0 {
 		msg += fmt.Sprintf(" and %v are busy", e.Busy)
 	}
@@ -176,14 +178,10 @@ func (m *Manager) acquire(ctx context.Context, name string, s *slot, explicit bo
 			m.mu.Unlock()
 			return nil
 		case StateLoading, StateUnloading:
-			done := s.done
-			m.mu.Unlock()
-			select {
-			case <-done:
-				continue
-			case <-ctx.Done():
-				return ctx.Err()
+			if err := m.waitTransition(ctx, s); err != nil {
+				return err
 			}
+			continue
 		}
 		// Unloaded (or failed).
 		if explicit {
@@ -204,6 +202,19 @@ func (m *Manager) acquire(ctx context.Context, name string, s *slot, explicit bo
 		m.mu.Unlock()
 		m.events.publish(Event{Kind: EventLoading, Model: name})
 		go m.load(name, s, victims)
+	}
+}
+
+// waitTransition waits, without the lock (held on entry, released on return), for s's load or
+// unload to end.
+func (m *Manager) waitTransition(ctx context.Context, s *slot) error {
+	done := s.done
+	m.mu.Unlock()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -395,13 +406,8 @@ func (m *Manager) unloadSlot(ctx context.Context, s *slot) error {
 			m.finishUnload(s)
 			return nil
 		case StateLoading, StateUnloading:
-			done := s.done
-			m.mu.Unlock()
-			select {
-			case <-done:
-				continue
-			case <-ctx.Done():
-				return ctx.Err()
+			if err := m.waitTransition(ctx, s); err != nil {
+				return err
 			}
 		default:
 			vocab := s.vocab

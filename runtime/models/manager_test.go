@@ -14,7 +14,6 @@ import (
 	"github.com/superfluid/superfluid/runtime/enginetest"
 	"github.com/superfluid/superfluid/runtime/gguf"
 	"github.com/superfluid/superfluid/runtime/llm"
-	"github.com/superfluid/superfluid/server/store"
 )
 
 // fakeRunner is a Runner over the fake engine that counts loads and can be told to fail,
@@ -92,16 +91,7 @@ func (f *fixture) runner(path string) *fakeRunner {
 // newFixture registers n tiny models (m0, m1, ...) and a manager over fake runners.
 func newFixture(t *testing.T, n int, cfg Config, setup func(path string, r *fakeRunner)) *fixture {
 	t.Helper()
-	dir := t.TempDir()
-	st, err := store.Open(filepath.Join(dir, "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	cat, err := OpenCatalog(context.Background(), st, filepath.Join(dir, "models"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat, _, dir := openTestCatalog(t)
 	for i := range n {
 		path := filepath.Join(dir, fmt.Sprintf("m%d.gguf", i))
 		if err := gguf.WriteTinyLlama(path, gguf.TinyLlamaOptions{Seed: int64(i)}); err != nil {

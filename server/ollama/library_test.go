@@ -422,7 +422,7 @@ func TestAdminOnlyLocal(t *testing.T) {
 			req.Header.Set("X-Forwarded-For", "127.0.0.1") // proves nothing
 			rec := httptest.NewRecorder()
 			l.handler.ServeHTTP(rec, req)
-			checkError(t, rec.Result(), rec.Body.Bytes(), http.StatusForbidden, "only allowed from this machine")
+			checkError(t, rec.Result(), rec.Body.Bytes(), http.StatusForbidden, "allowed only from this machine")
 		}
 	}
 	if names := l.names(t); len(names) != 1 {

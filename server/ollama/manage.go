@@ -4,9 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"net/netip"
 	"path"
 	"strings"
 	"sync"
@@ -14,6 +12,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/superfluid/superfluid/runtime/models/hf"
+
+	"github.com/superfluid/superfluid/server/peer"
 )
 
 // admin guards the model-management routes (pull, delete, copy) with local.
@@ -31,15 +31,10 @@ func admin(h Handler) gin.HandlerFunc {
 // the proof of it. RemoteAddr is the TCP peer itself; X-Forwarded-For and the like are ignored
 // on purpose, since any client can send them.
 func local(c *gin.Context) error {
-	host, _, err := net.SplitHostPort(c.Request.RemoteAddr)
-	if err != nil {
-		host = c.Request.RemoteAddr
-	}
-	if ip, err := netip.ParseAddr(host); err == nil && ip.Unmap().IsLoopback() {
+	if peer.IsLoopback(c.Request) {
 		return nil
 	}
-	return &Error{Status: http.StatusForbidden,
-		Message: "model management (pull, copy, delete) is only allowed from this machine; run the request on the computer that runs the server"}
+	return &Error{Status: http.StatusForbidden, Message: peer.AdminOnlyMessage}
 }
 
 // Ollama's pull statuses around the per-file progress lines.

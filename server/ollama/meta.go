@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server/core"
 )
 
@@ -72,16 +73,14 @@ func readMeta(m *core.Model, exists bool) *modelMeta {
 	}
 	meta.license, _ = f.String("general.license")
 	var params uint64
-	bytesByType := map[uint32]int64{}
 	for _, t := range f.Tensors {
 		params += t.Elements()
-		bytesByType[t.Type] += t.Size
 		meta.tensors = append(meta.tensors, tensor{Name: t.Name, Type: gguf.TypeName(t.Type), Shape: t.Dims})
 	}
 	if params > 0 {
 		meta.details.ParameterSize = humanNumber(params)
 	}
-	meta.details.QuantizationLevel = quantization(f, bytesByType)
+	meta.details.QuantizationLevel = models.Quantization(f, nil)
 	return meta
 }
 
@@ -148,36 +147,6 @@ func jsonScalar(x any) any {
 		}
 	}
 	return x
-}
-
-// fileTypes are llama.cpp's llama_ftype names, by general.file_type.
-var fileTypes = map[uint64]string{
-	0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K", 11: "Q3_K_S",
-	12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K",
-	19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS", 23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL",
-	26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S", 29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16",
-	36: "TQ1_0", 37: "TQ2_0", 38: "MXFP4",
-}
-
-// quantization names the file's quantization: general.file_type, else the tensor type holding
-// the most bytes.
-func quantization(f *gguf.File, bytesByType map[uint32]int64) string {
-	if ft, ok := f.Uint("general.file_type"); ok {
-		if name, ok := fileTypes[ft]; ok {
-			return name
-		}
-	}
-	var best uint32
-	var most int64 = -1
-	for t, n := range bytesByType {
-		if n > most || n == most && t < best {
-			best, most = t, n
-		}
-	}
-	if most < 0 {
-		return ""
-	}
-	return gguf.TypeName(best)
 }
 
 // humanNumber writes a parameter count as Ollama does: "8B", "1.1B", "135.27M", "260K".

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/dustin/go-humanize"
 )
 
 // Progress reports a file's download state.
@@ -575,21 +577,7 @@ func diskErr(err error, need int64) error {
 	}
 	if need > 0 {
 		return fmt.Errorf("%w: %s (%d bytes) more are needed; free disk space and pull again (the download resumes): %w",
-			ErrDiskFull, humanBytes(need), need, err)
+			ErrDiskFull, humanize.Bytes(uint64(need)), need, err)
 	}
 	return fmt.Errorf("%w: free disk space and pull again: %w", ErrDiskFull, err)
-}
-
-// humanBytes formats n as e.g. "4.1 GB".
-func humanBytes(n int64) string {
-	const unit = 1000
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
 }
