@@ -146,7 +146,7 @@ func libraryFlags(fs *pflag.FlagSet, cfg *Config) {
 	if fs.Lookup("data-dir") == nil {
 		fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "where the server keeps its data")
 	}
-	fs.StringVar(&cfg.HFEndpoint, "hf-endpoint", cfg.HFEndpoint, "Hugging Face base URL (default $HF_ENDPOINT or https://huggingface.co); the token comes from $HF_TOKEN")
+	fs.StringVar(&cfg.HFEndpoint, "hf-endpoint", cfg.HFEndpoint, "Hugging Face base URL ($HF_ENDPOINT); the token comes from $HF_TOKEN and is sent only to this host")
 }
 
 // keepAliveFlag is a keep-alive in Ollama's syntax; negative means forever.
