@@ -19,7 +19,7 @@ func TestBenchSuites(t *testing.T) {
 		want  []string
 	}{
 		{"single", []string{"== single:", "decode tok/s", "prefill tok/s", "API/eng"}},
-		{"load", []string{"== load:", "model stories260K", "cold", "warm", "cold/warm (medians)"}},
+		{"load", []string{"== load:", "model " + modelID(testModel), "cold", "warm", "cold/warm (medians)"}},
 		{"pull", []string{"== pull:", "too small to measure", "Download/plain (medians)"}},
 	}
 	for _, c := range cases {
