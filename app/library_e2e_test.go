@@ -267,3 +267,34 @@ func (a *App) workerPID(t *testing.T, id string) int {
 	}
 	return pid
 }
+
+// TestServeReferencePullsWhenMissing: `superfluid serve OWNER/REPO:QUANT` pulls a model that is
+// not in the catalog, then loads it; a second start does not download again.
+func TestServeReferencePullsWhenMissing(t *testing.T) {
+	hub := hftest.New()
+	defer hub.Close()
+	data, err := os.ReadFile(writeModels(t, t.TempDir(), 1)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub.AddFile("tester/tiny-GGUF", "tiny-Q8_0.gguf", data)
+	cfg := testConfig(t, "tester/tiny-GGUF:Q8_0")
+	cfg.HFEndpoint = hub.URL()
+	var out bytes.Buffer
+	if err := pullIfMissing(cfg, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "pulling it") || !strings.Contains(out.String(), "done") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+	a, srv := startServer(t, cfg, false)
+	if a.preload == nil || a.preload.ID != "hf.co/tester/tiny-GGUF:Q8_0" {
+		t.Fatalf("preloaded %+v", a.preload)
+	}
+	chatOnce(t, srv.URL, "tester/tiny-GGUF:Q8_0")
+	requests := hub.Requests("tester/tiny-GGUF", "tiny-Q8_0.gguf")
+	out.Reset()
+	if err := pullIfMissing(cfg, &out); err != nil || out.Len() != 0 || hub.Requests("tester/tiny-GGUF", "tiny-Q8_0.gguf") != requests {
+		t.Fatalf("second start pulled again: %v %q", err, out.String())
+	}
+}

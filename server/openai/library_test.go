@@ -199,3 +199,26 @@ func TestCatalogMissingFile(t *testing.T) {
 	resp, b := f.do(t, http.MethodPost, "/v1/chat/completions", `{"model":"beta","messages":[{"role":"user","content":"x"}]}`)
 	checkError(t, resp, b, wantError{500, "server_error", "", "", "cannot be used"})
 }
+
+func TestCatalogProps(t *testing.T) {
+	f := setupCatalog(t)
+	var p struct {
+		Model  string `json:"model"`
+		Loaded bool   `json:"loaded"`
+	}
+	getJSON(t, f.fixture, http.MethodGet, "/props?model=beta", "", &p)
+	if p.Model != "beta" || p.Loaded {
+		t.Fatalf("props?model=beta: %+v", p)
+	}
+	getJSON(t, f.fixture, http.MethodGet, "/props?model=beta&autoload=1", "", &p)
+	if p.Model != "beta" || !p.Loaded || !f.list(t)["beta"].Loaded {
+		t.Fatalf("props?model=beta&autoload=1: %+v", p)
+	}
+	// With no model named, /props describes a loaded model rather than the first by name.
+	getJSON(t, f.fixture, http.MethodGet, "/props", "", &p)
+	if p.Model != "beta" {
+		t.Fatalf("props: %+v, want the loaded model", p)
+	}
+	resp, b := f.do(t, http.MethodGet, "/props?model=../x", "")
+	checkError(t, resp, b, wantError{400, invalidReq, "", "", ".."})
+}

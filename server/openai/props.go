@@ -6,6 +6,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/core"
 )
 
 // llama.cpp server routes, answered in OpenAI's error shape.
@@ -27,11 +28,11 @@ func retired(c *gin.Context) error {
 func (h *handlers) slots(c *gin.Context) error {
 	name := c.Query("model")
 	if name == "" {
-		models := h.svc.Models()
-		if len(models) == 0 {
-			return &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Message: "no model is served"}
+		m, err := h.defaultModel()
+		if err != nil {
+			return err
 		}
-		name = models[0].ID
+		name = m.ID
 	}
 	m, s, err := h.svc.Slots(c.Request.Context(), name)
 	if err != nil {
@@ -57,22 +58,36 @@ func (h *handlers) slots(c *gin.Context) error {
 	return nil
 }
 
+// defaultModel is what /props and /slots describe when no model is named (llama-server serves
+// one): the first loaded model, else the first in the catalog.
+func (h *handlers) defaultModel() (*core.Model, error) {
+	models := h.svc.Models()
+	if len(models) == 0 {
+		return nil, &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Message: "no model is served; superfluid pull fetches one"}
+	}
+	for _, m := range models {
+		if m.Loaded() {
+			return m, nil
+		}
+	}
+	return models[0], nil
+}
+
 // health is liveness only: the server answers; models load on their own schedule.
 func (h *handlers) health(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"status": "ok"})
 }
 
 func (h *handlers) props(c *gin.Context) error {
-	models := h.svc.Models()
-	if len(models) == 0 {
-		return &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Message: "no model is served"}
-	}
-	m := models[0]
+	var m *core.Model
+	var err error
 	if name := c.Query("model"); name != "" {
-		var err error
-		if m, err = h.svc.Model(name); err != nil {
-			return err
-		}
+		m, err = h.svc.Model(name)
+	} else {
+		m, err = h.defaultModel()
+	}
+	if err != nil {
+		return err
 	}
 	if c.Query("autoload") == "1" || c.Query("autoload") == "true" {
 		if _, err := h.svc.LoadModel(c.Request.Context(), m.ID); err != nil {
