@@ -153,16 +153,15 @@ func (a *App) resolve(ctx context.Context, name string) (*models.Entry, error) {
 }
 
 // looksLikePath reports whether a command-line model name is a file rather than an id or a
-// Hugging Face reference.
+// Hugging Face reference: a file that exists wins, then anything that reads as a path.
 func looksLikePath(name string) bool {
-	if strings.HasSuffix(name, ".gguf") && !models.IsReference(name) {
+	if st, err := os.Stat(name); err == nil && !st.IsDir() {
 		return true
 	}
 	if filepath.IsAbs(name) || strings.HasPrefix(name, "./") || strings.HasPrefix(name, "../") {
 		return true
 	}
-	st, err := os.Stat(name)
-	return err == nil && !st.IsDir() && !models.IsReference(name)
+	return strings.HasSuffix(name, ".gguf") && !models.IsReference(name)
 }
 
 // registerBundled writes the bundled model into the models folder and registers it, once: a

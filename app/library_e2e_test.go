@@ -298,3 +298,21 @@ func TestServeReferencePullsWhenMissing(t *testing.T) {
 		t.Fatalf("second start pulled again: %v %q", err, out.String())
 	}
 }
+
+func TestLooksLikePath(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "assets"), 0o755)
+	os.WriteFile(filepath.Join(dir, "assets", "m.gguf"), []byte("x"), 0o644)
+	wd, _ := os.Getwd()
+	defer os.Chdir(wd)
+	os.Chdir(dir)
+	for name, want := range map[string]bool{
+		"assets/m.gguf": true, // exists: a file, though it reads as OWNER/REPO
+		"owner/repo/model-Q4_K_M.gguf": false, "owner/repo:Q8_0": false, "hf.co/o/r": false,
+		"/abs/missing.gguf": true, "./m.gguf": true, "missing.gguf": true, "stories260K": false,
+	} {
+		if got := looksLikePath(name); got != want {
+			t.Errorf("looksLikePath(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
