@@ -21,3 +21,15 @@ const BundledModelSHA256 = "270cba1bd5109f42d03350f60406024560464db173c0e387d91f
 //
 //go:embed icon.png
 var Icon []byte
+
+// Tray icons (PNG, 64×64), one per state the tray shows.
+var (
+	//go:embed tray-idle.png
+	TrayIdle []byte
+	//go:embed tray-loading.png
+	TrayLoading []byte
+	//go:embed tray-generating.png
+	TrayGenerating []byte
+	//go:embed tray-error.png
+	TrayError []byte
+)

@@ -1,0 +1,196 @@
+package tray
+
+import (
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/theme"
+)
+
+// Icons are the tray icon per state and the app icon.
+type Icons struct {
+	App   fyne.Resource
+	State map[IconState]fyne.Resource
+}
+
+// App is the desktop app: one window with tabs and, where the desktop has one, a tray menu.
+type App struct {
+	fyne  fyne.App
+	c     Controller
+	icons Icons
+	win   fyne.Window
+	tabs  *container.AppTabs
+
+	models     *modelsView
+	server     *serverView
+	playground *playgroundView
+	playTab    *container.TabItem
+
+	icon      IconState
+	hasTray   bool
+	onQuit    func()
+	stopWatch func()
+}
+
+// New builds the window over the controller. onQuit runs after the app stopped the server (it
+// typically closes the rest of the program); nil does nothing more.
+func New(a fyne.App, c Controller, icons Icons, onQuit func()) *App {
+	t := &App{fyne: a, c: c, icons: icons, onQuit: onQuit, icon: -1}
+	if icons.App != nil {
+		a.SetIcon(icons.App)
+	}
+	t.win = a.NewWindow("superfluid")
+	t.models = newModelsView(t)
+	t.server = newServerView(t)
+	t.playground = newPlaygroundView(t)
+	t.playTab = container.NewTabItemWithIcon("Playground", theme.MailComposeIcon(), t.playground.content)
+	t.tabs = container.NewAppTabs(
+		container.NewTabItemWithIcon("Models", theme.StorageIcon(), t.models.content),
+		container.NewTabItemWithIcon("Server", theme.ComputerIcon(), t.server.content),
+		t.playTab,
+	)
+	t.win.SetContent(t.tabs)
+	t.win.Resize(fyne.NewSize(860, 620))
+	// Closing the window hides it; Quit (tray menu or main menu) ends the app.
+	_, t.hasTray = a.(desktop.App)
+	t.win.SetCloseIntercept(func() {
+		if t.hasTray {
+			t.win.Hide()
+			return
+		}
+		t.Quit()
+	})
+	t.win.SetMainMenu(fyne.NewMainMenu(fyne.NewMenu("superfluid",
+		fyne.NewMenuItem("Copy API URL", t.copyURL),
+		fyne.NewMenuItemSeparator(),
+		&fyne.MenuItem{Label: "Quit", IsQuit: true, Action: t.Quit},
+	)))
+	t.refresh()
+	t.watch()
+	return t
+}
+
+// Window is the main window.
+func (t *App) Window() fyne.Window { return t.win }
+
+// Tabs is the window's tab bar (tests pick tabs with it).
+func (t *App) Tabs() *container.AppTabs { return t.tabs }
+
+// Show opens the window on a tab: "models", "server" or "playground".
+func (t *App) Show(tab string) {
+	for _, item := range t.tabs.Items {
+		if strings.EqualFold(item.Text, tab) {
+			t.tabs.Select(item)
+		}
+	}
+	t.win.Show()
+	t.win.RequestFocus()
+}
+
+// Quit stops the server (unloading its workers) and ends the app.
+func (t *App) Quit() {
+	if t.stopWatch != nil {
+		t.stopWatch()
+	}
+	_ = t.c.StopServer()
+	if t.onQuit != nil {
+		t.onQuit()
+	}
+	t.fyne.Quit()
+}
+
+// watch applies the controller's events to the UI, inside fyne.Do.
+func (t *App) watch() {
+	events, stop := t.c.Subscribe()
+	t.stopWatch = stop
+	go func() {
+		for ev := range events {
+			ev := ev
+			fyne.Do(func() {
+				if ev.Kind == EventPull {
+					t.models.showProgress(ev)
+					return
+				}
+				t.refresh()
+			})
+		}
+	}()
+}
+
+// refresh redraws every view, the tray menu and the tray icon from the controller's state.
+func (t *App) refresh() {
+	st, models := t.c.Server(), t.c.Models()
+	t.models.refresh()
+	t.server.refresh(st, models)
+	t.playground.refresh(models)
+	t.setTray(st, models)
+}
+
+func (t *App) setTray(st ServerStatus, models []Model) {
+	d, ok := t.fyne.(desktop.App)
+	if !ok {
+		return
+	}
+	d.SetSystemTrayMenu(fyne.NewMenu("superfluid", t.fyneItems(TrayMenu(st, models))...))
+	if icon := TrayIcon(st, models, t.c.Generating()); icon != t.icon {
+		t.icon = icon
+		if res := t.icons.State[icon]; res != nil {
+			d.SetSystemTrayIcon(res)
+		}
+	}
+}
+
+// fyneItems turns the plain menu into fyne menu items.
+func (t *App) fyneItems(items []MenuItem) []*fyne.MenuItem {
+	var out []*fyne.MenuItem
+	for _, it := range items {
+		if it.Separator {
+			out = append(out, fyne.NewMenuItemSeparator())
+			continue
+		}
+		mi := fyne.NewMenuItem(it.Label, t.actionFunc(it))
+		mi.Disabled = it.Disabled
+		if it.Action == ActionQuit {
+			mi.IsQuit = true
+		}
+		if len(it.Children) > 0 {
+			mi.ChildMenu = fyne.NewMenu("", t.fyneItems(it.Children)...)
+		}
+		out = append(out, mi)
+	}
+	return out
+}
+
+func (t *App) actionFunc(it MenuItem) func() {
+	switch it.Action {
+	case ActionStartServer:
+		return func() { t.server.run(t.c.StartServer) }
+	case ActionStopServer:
+		return func() { t.server.run(t.c.StopServer) }
+	case ActionLoad:
+		return func() { t.models.act("load", it.Arg, t.c.Load) }
+	case ActionUnload:
+		return func() { t.models.act("unload", it.Arg, t.c.Unload) }
+	case ActionOpenWindow:
+		return func() { t.Show("models") }
+	case ActionOpenPlayground:
+		return func() { t.Show("playground") }
+	case ActionCopyURL:
+		return t.copyURL
+	case ActionQuit:
+		return t.Quit
+	default:
+		return nil
+	}
+}
+
+func (t *App) copyURL() {
+	t.fyne.Clipboard().SetContent(t.c.APIURL())
+}
+
+func (t *App) showError(err error) {
+	dialog.ShowError(err, t.win)
+}

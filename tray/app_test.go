@@ -1,0 +1,159 @@
+package tray
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+)
+
+func newTestApp(t *testing.T) (*App, *fakeController) {
+	t.Helper()
+	a := test.NewTempApp(t)
+	f := newFake()
+	app := New(a, f, Icons{}, nil)
+	app.Window().Resize(fyne.NewSize(860, 620))
+	return app, f
+}
+
+// eventually polls cond on the UI goroutine's state (no timing is asserted).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok := false
+		fyne.DoAndWait(func() { ok = cond() })
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestModelsTabLoadUnload(t *testing.T) {
+	app, _ := newTestApp(t)
+	row := app.models.rows["stories260K"]
+	if row == nil || row.state.Text != "Unloaded" || row.load.Disabled() || !row.unload.Disabled() {
+		t.Fatalf("row before load: %+v", row)
+	}
+	if !strings.Contains(row.details.Text, "F32") || !strings.Contains(row.details.Text, "context 2048") || !strings.Contains(row.details.Text, "RAM") {
+		t.Fatalf("details %q", row.details.Text)
+	}
+	test.Tap(row.load)
+	eventually(t, "the row says loaded", func() bool {
+		r := app.models.rows["stories260K"]
+		return r.state.Text == "Loaded" && r.load.Disabled() && !r.unload.Disabled()
+	})
+	test.Tap(app.models.rows["stories260K"].unload)
+	eventually(t, "the row says unloaded", func() bool { return app.models.rows["stories260K"].state.Text == "Unloaded" })
+	// The tray menu follows: with nothing loaded it says so.
+	items := TrayMenu(app.c.Server(), app.c.Models())
+	if find(items, "No model loaded") == nil {
+		t.Fatalf("tray menu %v", labels(items))
+	}
+}
+
+func TestModelsTabDownloadProgress(t *testing.T) {
+	app, f := newTestApp(t)
+	test.Type(app.models.ref, "hf.co/owner/new-GGUF:Q4_K_M")
+	test.Tap(app.models.download)
+	seen := map[float64]bool{}
+	eventually(t, "the download finishes", func() bool {
+		seen[app.models.bar.Value] = true
+		return strings.HasPrefix(app.models.progress.Text, "Downloaded")
+	})
+	if len(seen) < 3 {
+		t.Fatalf("the progress bar took %d values; want it to move", len(seen))
+	}
+	if app.models.rows["hf.co/owner/new-GGUF:Q4_K_M"] == nil {
+		t.Fatal("the downloaded model is not listed")
+	}
+	// Cancel, then start again.
+	test.Type(app.models.ref, "hf.co/owner/other-GGUF:Q4_K_M")
+	test.Tap(app.models.download)
+	eventually(t, "progress shows", func() bool { return app.models.bar.Value > 0 && app.models.pulling != nil })
+	test.Tap(app.models.cancel)
+	eventually(t, "cancelled", func() bool { return strings.HasPrefix(app.models.progress.Text, "Cancelled") })
+	if app.models.download.Disabled() {
+		t.Fatal("Download stays disabled after a cancel")
+	}
+	test.Tap(app.models.download)
+	eventually(t, "the second try finishes", func() bool { return strings.HasPrefix(app.models.progress.Text, "Downloaded") })
+	if f.pulls != 3 {
+		t.Fatalf("pulls = %d", f.pulls)
+	}
+}
+
+func TestPlaygroundStreams(t *testing.T) {
+	app, f := newTestApp(t)
+	f.gate = make(chan struct{})
+	app.Show("playground")
+	if app.playground.model.Selected == "" {
+		t.Fatal("no model chosen")
+	}
+	test.Type(app.playground.input, "Tell me a story")
+	test.Tap(app.playground.send)
+	eventually(t, "the first words show while the reply streams", func() bool {
+		return strings.Contains(app.playground.transcript.Text, "Once ") && strings.HasSuffix(strings.TrimSpace(app.playground.transcript.Text), "▌")
+	})
+	if app.playground.stop.Disabled() || !app.playground.send.Disabled() {
+		t.Fatal("Stop must be enabled and Send disabled while streaming")
+	}
+	close(f.gate)
+	eventually(t, "the reply completes", func() bool { return strings.Contains(app.playground.stats.Text, "tokens/s") })
+	text := app.playground.transcript.Text
+	if !strings.Contains(text, "You:\nTell me a story") || !strings.Contains(text, "there was a fox.") || strings.Contains(text, "▌") {
+		t.Fatalf("transcript %q", text)
+	}
+	if !strings.Contains(app.playground.stats.Text, "4 of 12 prompt tokens cached") {
+		t.Fatalf("stats %q", app.playground.stats.Text)
+	}
+	// Stop during a second reply.
+	f.gate = make(chan struct{})
+	test.Type(app.playground.input, "Another")
+	test.Tap(app.playground.send)
+	eventually(t, "streaming", func() bool { return !app.playground.stop.Disabled() })
+	test.Tap(app.playground.stop)
+	eventually(t, "stopped", func() bool { return app.playground.stats.Text == "Stopped." })
+	if len(app.playground.history) != 4 { // question, answer, question, the partial second answer
+		t.Fatalf("history %+v", app.playground.history)
+	}
+	// Bad settings are named, not sent.
+	app.playground.temperature.SetText("hot")
+	test.Type(app.playground.input, "x")
+	test.Tap(app.playground.send)
+	if !strings.Contains(app.playground.stats.Text, "temperature") {
+		t.Fatalf("stats %q", app.playground.stats.Text)
+	}
+}
+
+func TestServerTabStartStop(t *testing.T) {
+	app, f := newTestApp(t)
+	if app.server.status.Text != "Running on 127.0.0.1:8453" || app.server.url.Text != "http://127.0.0.1:8453/v1" {
+		t.Fatalf("status %q url %q", app.server.status.Text, app.server.url.Text)
+	}
+	test.Tap(app.server.stop)
+	eventually(t, "stopped", func() bool { return app.server.status.Text == "Stopped" && !app.server.start.Disabled() })
+	test.Tap(app.server.start)
+	eventually(t, "running", func() bool { return strings.HasPrefix(app.server.status.Text, "Running") })
+	f.mu.Lock()
+	f.status = ServerStatus{Address: "127.0.0.1:8453", Err: "port 8453 is in use; set another port"}
+	f.mu.Unlock()
+	fyne.DoAndWait(app.refresh)
+	if !strings.Contains(app.server.status.Text, "in use") || app.icon != IconError && app.hasTray {
+		t.Fatalf("status %q", app.server.status.Text)
+	}
+}
+
+func TestQuitStopsTheServer(t *testing.T) {
+	app, f := newTestApp(t)
+	app.Quit()
+	if f.stopped != 1 {
+		t.Fatalf("server stopped %d times", f.stopped)
+	}
+}

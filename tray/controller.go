@@ -1,0 +1,93 @@
+// Package tray is the desktop app: the tray menu and the main window (models with downloads,
+// the server, a playground). It knows the server only through the Controller interface and its
+// events, so it can be driven by a fake in headless tests; every UI update from an event runs
+// inside fyne.Do.
+package tray
+
+import "context"
+
+// ServerStatus is the server as the app shows it.
+type ServerStatus struct {
+	Running bool
+	// Address is host:port while running, or the address it would use.
+	Address string
+	// Err says why the server is not running (a port in use, ...); "" when it stopped cleanly.
+	Err string
+}
+
+// Model is one catalog model as the app lists it.
+type Model struct {
+	ID           string
+	Quantization string
+	Source       string
+	Size         int64
+	Context      int
+	Runtime      string
+	// State is unloaded, loading, loaded, unloading, failed or missing.
+	State string
+	Err   string
+	// Need is the estimated RAM the model takes loaded.
+	Need int64
+}
+
+// Loaded reports whether the model is loaded.
+func (m Model) Loaded() bool { return m.State == "loaded" }
+
+// Event kinds the app reacts to.
+const (
+	EventModels   = "models"   // a model's state or the catalog changed
+	EventPull     = "pull"     // download progress
+	EventServer   = "server"   // the server started or stopped
+	EventActivity = "activity" // generations started or ended
+)
+
+// Event is a change pushed by the controller.
+type Event struct {
+	Kind  string
+	Model string
+	Err   string
+	// Download progress (EventPull).
+	Status           string
+	Total, Completed int64
+}
+
+// Message is one chat turn.
+type Message struct {
+	Role    string // system, user or assistant
+	Content string
+}
+
+// ChatSettings are the playground's choices for one reply.
+type ChatSettings struct {
+	Model       string
+	Temperature float64
+	MaxTokens   int
+}
+
+// ChatStats describe a finished reply.
+type ChatStats struct {
+	PromptTokens, CachedTokens, CompletionTokens int
+	TokensPerSecond                              float64
+	FinishReason                                 string
+}
+
+// Controller is what the desktop app may do with the server it owns.
+type Controller interface {
+	Server() ServerStatus
+	StartServer() error
+	StopServer() error
+	// APIURL is the base URL other apps point at (http://host:port/v1).
+	APIURL() string
+	Models() []Model
+	Load(id string) error
+	Unload(id string) error
+	Delete(id string) error
+	// Pull downloads a Hugging Face reference; progress arrives as EventPull events.
+	Pull(ctx context.Context, reference string) error
+	// Chat streams a reply to msgs, calling onText for each piece as it arrives.
+	Chat(ctx context.Context, s ChatSettings, msgs []Message, onText func(string)) (ChatStats, error)
+	// Generating is how many generations are running now.
+	Generating() int
+	// Subscribe returns the event stream and a function that ends it.
+	Subscribe() (<-chan Event, func())
+}

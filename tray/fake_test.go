@@ -1,0 +1,142 @@
+package tray
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+)
+
+// fakeController is an in-memory server for headless UI tests.
+type fakeController struct {
+	mu      sync.Mutex
+	status  ServerStatus
+	models  []Model
+	events  chan Event
+	reply   string
+	gate    chan struct{} // when set, Chat waits for it after the first piece
+	pullErr error
+	pulls   int
+	stopped int
+}
+
+func newFake() *fakeController {
+	return &fakeController{
+		status: ServerStatus{Running: true, Address: "127.0.0.1:8453"},
+		models: []Model{
+			{ID: "stories260K", Quantization: "F32", Source: "bundled", Size: 1185376, Context: 2048, State: "unloaded", Need: 70 << 20},
+			{ID: "hf.co/owner/tiny-GGUF:Q8_0", Quantization: "Q8_0", Source: "huggingface", Size: 5 << 20, Context: 4096, State: "unloaded"},
+		},
+		events: make(chan Event, 100),
+		reply:  "Once upon a time there was a fox.",
+	}
+}
+
+func (f *fakeController) Server() ServerStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.status
+}
+
+func (f *fakeController) StartServer() error {
+	f.mu.Lock()
+	f.status = ServerStatus{Running: true, Address: "127.0.0.1:8453"}
+	f.mu.Unlock()
+	f.events <- Event{Kind: EventServer}
+	return nil
+}
+
+func (f *fakeController) StopServer() error {
+	f.mu.Lock()
+	f.status = ServerStatus{Address: "127.0.0.1:8453"}
+	f.stopped++
+	f.mu.Unlock()
+	f.events <- Event{Kind: EventServer}
+	return nil
+}
+
+func (f *fakeController) APIURL() string { return "http://127.0.0.1:8453/v1" }
+
+func (f *fakeController) Models() []Model {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Model(nil), f.models...)
+}
+
+func (f *fakeController) setState(id, state string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.models {
+		if f.models[i].ID == id {
+			f.models[i].State = state
+			f.events <- Event{Kind: EventModels, Model: id}
+			return nil
+		}
+	}
+	return errors.New("no such model")
+}
+
+func (f *fakeController) Load(id string) error   { return f.setState(id, "loaded") }
+func (f *fakeController) Unload(id string) error { return f.setState(id, "unloaded") }
+
+func (f *fakeController) Delete(id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.models {
+		if f.models[i].ID == id {
+			f.models = append(f.models[:i], f.models[i+1:]...)
+			f.events <- Event{Kind: EventModels}
+			return nil
+		}
+	}
+	return errors.New("no such model")
+}
+
+// Pull sends progress in ten steps, then adds the model; cancelling stops it.
+func (f *fakeController) Pull(ctx context.Context, ref string) error {
+	f.mu.Lock()
+	f.pulls++
+	err := f.pullErr
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	const total = 10 << 20
+	for i := 1; i <= 10; i++ {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		f.events <- Event{Kind: EventPull, Model: ref, Status: "pulling", Total: total, Completed: int64(i) * total / 10}
+	}
+	f.mu.Lock()
+	f.models = append(f.models, Model{ID: ref, State: "unloaded", Size: total})
+	f.mu.Unlock()
+	f.events <- Event{Kind: EventModels}
+	return nil
+}
+
+// Chat streams the reply word by word.
+func (f *fakeController) Chat(ctx context.Context, s ChatSettings, msgs []Message, onText func(string)) (ChatStats, error) {
+	words := strings.SplitAfter(f.reply, " ")
+	for i, w := range words {
+		if ctx.Err() != nil {
+			return ChatStats{}, ctx.Err()
+		}
+		onText(w)
+		if i == 0 && f.gate != nil {
+			select {
+			case <-f.gate:
+			case <-ctx.Done():
+				return ChatStats{}, ctx.Err()
+			}
+		}
+	}
+	return ChatStats{PromptTokens: 12, CachedTokens: 4, CompletionTokens: len(words), TokensPerSecond: 123.4, FinishReason: "stop"}, nil
+}
+
+func (f *fakeController) Generating() int { return 0 }
+
+func (f *fakeController) Subscribe() (<-chan Event, func()) { return f.events, func() {} }

@@ -1,0 +1,204 @@
+package tray
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// playgroundView is the Playground tab: a multi-turn chat with a chosen model that streams the
+// reply as it arrives, with Stop, and the speed and cached tokens of each reply.
+type playgroundView struct {
+	app         *App
+	model       *widget.Select
+	system      *widget.Entry
+	temperature *widget.Entry
+	maxTokens   *widget.Entry
+	transcript  *widget.Label
+	scroll      *container.Scroll
+	input       *widget.Entry
+	send, stop  *widget.Button
+	clear       *widget.Button
+	stats       *widget.Label
+
+	history []Message
+	reply   *strings.Builder
+	cancel  context.CancelFunc
+	content fyne.CanvasObject
+}
+
+func newPlaygroundView(a *App) *playgroundView {
+	v := &playgroundView{app: a}
+	v.model = widget.NewSelect(nil, nil)
+	v.model.PlaceHolder = "Choose a model"
+	v.system = widget.NewMultiLineEntry()
+	v.system.SetPlaceHolder("System prompt (optional)")
+	v.system.SetMinRowsVisible(2)
+	v.temperature = widget.NewEntry()
+	v.temperature.SetText("0.8")
+	v.maxTokens = widget.NewEntry()
+	v.maxTokens.SetText("256")
+	v.transcript = widget.NewLabel("")
+	v.transcript.Wrapping = fyne.TextWrapWord
+	v.scroll = container.NewVScroll(v.transcript)
+	v.input = widget.NewMultiLineEntry()
+	v.input.SetPlaceHolder("Write a message; Send (or Ctrl+Enter) asks the model")
+	v.input.SetMinRowsVisible(3)
+	v.send = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), v.ask)
+	v.send.Importance = widget.HighImportance
+	v.stop = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), func() {
+		if v.cancel != nil {
+			v.cancel()
+		}
+	})
+	v.stop.Disable()
+	v.clear = widget.NewButtonWithIcon("New chat", theme.ContentClearIcon(), v.reset)
+	v.stats = widget.NewLabel("")
+
+	settings := widget.NewForm(
+		widget.NewFormItem("Model", v.model),
+		widget.NewFormItem("System", v.system),
+		widget.NewFormItem("Temperature", v.temperature),
+		widget.NewFormItem("Max tokens", v.maxTokens),
+	)
+	bottom := container.NewVBox(widget.NewSeparator(), v.input,
+		container.NewBorder(nil, nil, v.stats, container.NewHBox(v.clear, v.stop, v.send)))
+	v.content = container.NewBorder(container.NewVBox(
+		widget.NewLabelWithStyle("Playground", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
+		settings, widget.NewSeparator()), bottom, nil, nil, v.scroll)
+	return v
+}
+
+// refresh offers the catalog's models, keeping the choice.
+func (v *playgroundView) refresh(models []Model) {
+	var ids []string
+	for _, m := range models {
+		if m.State != "missing" {
+			ids = append(ids, m.ID)
+		}
+	}
+	v.model.Options = ids
+	if v.model.Selected == "" && len(ids) > 0 {
+		v.model.SetSelected(preferLoaded(models, ids))
+	}
+	v.model.Refresh()
+}
+
+// preferLoaded picks a loaded model when there is one.
+func preferLoaded(models []Model, ids []string) string {
+	for _, m := range models {
+		if m.Loaded() {
+			return m.ID
+		}
+	}
+	return ids[0]
+}
+
+// ask sends the input as the next user turn and streams the reply.
+func (v *playgroundView) ask() {
+	text := strings.TrimSpace(v.input.Text)
+	if text == "" || v.cancel != nil {
+		return
+	}
+	if v.model.Selected == "" {
+		v.stats.SetText("Choose a model first.")
+		return
+	}
+	settings, err := v.settings()
+	if err != nil {
+		v.stats.SetText(err.Error())
+		return
+	}
+	v.history = append(v.history, Message{Role: "user", Content: text})
+	msgs := append([]Message(nil), v.history...)
+	if sys := strings.TrimSpace(v.system.Text); sys != "" {
+		msgs = append([]Message{{Role: "system", Content: sys}}, msgs...)
+	}
+	v.input.SetText("")
+	v.reply = &strings.Builder{}
+	ctx, cancel := context.WithCancel(context.Background())
+	v.cancel = cancel
+	v.send.Disable()
+	v.stop.Enable()
+	v.stats.SetText("Generating…")
+	v.render()
+	go func() {
+		stats, err := v.app.c.Chat(ctx, settings, msgs, func(piece string) {
+			fyne.Do(func() {
+				v.reply.WriteString(piece)
+				v.render()
+			})
+		})
+		fyne.Do(func() { v.finish(stats, err, ctx.Err() != nil) })
+	}()
+}
+
+func (v *playgroundView) settings() (ChatSettings, error) {
+	s := ChatSettings{Model: v.model.Selected}
+	t, err := strconv.ParseFloat(strings.TrimSpace(v.temperature.Text), 64)
+	if err != nil || t < 0 || t > 2 {
+		return s, fmt.Errorf("temperature must be a number from 0 to 2")
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v.maxTokens.Text))
+	if err != nil || n < 1 {
+		return s, fmt.Errorf("max tokens must be a whole number above 0")
+	}
+	s.Temperature, s.MaxTokens = t, n
+	return s, nil
+}
+
+// finish ends a reply: it joins the history, or shows why it stopped.
+func (v *playgroundView) finish(stats ChatStats, err error, stopped bool) {
+	text := v.reply.String()
+	v.cancel = nil
+	v.send.Enable()
+	v.stop.Disable()
+	switch {
+	case stopped:
+		v.stats.SetText("Stopped.")
+	case err != nil:
+		v.stats.SetText("Error: " + err.Error())
+	default:
+		v.stats.SetText(fmt.Sprintf("%d tokens · %.1f tokens/s · %d of %d prompt tokens cached · %s",
+			stats.CompletionTokens, stats.TokensPerSecond, stats.CachedTokens, stats.PromptTokens, stats.FinishReason))
+	}
+	if text != "" {
+		v.history = append(v.history, Message{Role: "assistant", Content: text})
+	} else if err != nil || stopped {
+		v.history = v.history[:len(v.history)-1] // the question got no answer: let it be asked again
+	}
+	v.reply = nil
+	v.render()
+}
+
+func (v *playgroundView) reset() {
+	if v.cancel != nil {
+		v.cancel()
+	}
+	v.history, v.reply = nil, nil
+	v.stats.SetText("")
+	v.render()
+}
+
+// render writes the conversation, with the reply being streamed last.
+func (v *playgroundView) render() {
+	var b strings.Builder
+	for _, m := range v.history {
+		who := "You"
+		if m.Role == "assistant" {
+			who = v.model.Selected
+		}
+		fmt.Fprintf(&b, "%s:\n%s\n\n", who, m.Content)
+	}
+	if v.reply != nil {
+		fmt.Fprintf(&b, "%s:\n%s▌\n", v.model.Selected, v.reply.String())
+	}
+	v.transcript.SetText(b.String())
+	v.scroll.ScrollToBottom()
+}
