@@ -20,7 +20,7 @@ type playgroundView struct {
 	system      *widget.Entry
 	temperature *widget.Entry
 	maxTokens   *widget.Entry
-	transcript  *widget.Label
+	transcript  *widget.RichText
 	scroll      *container.Scroll
 	input       *widget.Entry
 	send, stop  *widget.Button
@@ -44,11 +44,11 @@ func newPlaygroundView(a *App) *playgroundView {
 	v.temperature.SetText("0.8")
 	v.maxTokens = widget.NewEntry()
 	v.maxTokens.SetText("256")
-	v.transcript = widget.NewLabel("")
+	v.transcript = widget.NewRichText()
 	v.transcript.Wrapping = fyne.TextWrapWord
 	v.scroll = container.NewVScroll(v.transcript)
 	v.input = widget.NewMultiLineEntry()
-	v.input.SetPlaceHolder("Write a message; Send (or Ctrl+Enter) asks the model")
+	v.input.SetPlaceHolder("Write a message, then Send")
 	v.input.SetMinRowsVisible(3)
 	v.send = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), v.ask)
 	v.send.Importance = widget.HighImportance
@@ -186,19 +186,36 @@ func (v *playgroundView) reset() {
 	v.render()
 }
 
-// render writes the conversation, with the reply being streamed last.
+// render writes the conversation, each turn under its speaker's name, with the reply being
+// streamed last.
 func (v *playgroundView) render() {
-	var b strings.Builder
+	var segs []widget.RichTextSegment
+	turn := func(who, text string, color fyne.ThemeColorName) {
+		segs = append(segs,
+			&widget.TextSegment{Text: who, Style: widget.RichTextStyle{ColorName: color, TextStyle: fyne.TextStyle{Bold: true}}},
+			&widget.TextSegment{Text: text, Style: widget.RichTextStyleParagraph})
+	}
 	for _, m := range v.history {
-		who := "You"
 		if m.Role == "assistant" {
-			who = v.model.Selected
+			turn(v.model.Selected, m.Content, theme.ColorNamePrimary)
+		} else {
+			turn("You", m.Content, theme.ColorNameForeground)
 		}
-		fmt.Fprintf(&b, "%s:\n%s\n\n", who, m.Content)
 	}
 	if v.reply != nil {
-		fmt.Fprintf(&b, "%s:\n%s▌\n", v.model.Selected, v.reply.String())
+		turn(v.model.Selected, v.reply.String()+"▌", theme.ColorNamePrimary)
 	}
-	v.transcript.SetText(b.String())
+	v.transcript.Segments = segs
+	v.transcript.Refresh()
 	v.scroll.ScrollToBottom()
+}
+
+// transcriptText is the conversation as plain text (tests).
+func (v *playgroundView) transcriptText() string {
+	var b strings.Builder
+	for _, s := range v.transcript.Segments {
+		b.WriteString(s.Textual())
+		b.WriteString("\n")
+	}
+	return b.String()
 }

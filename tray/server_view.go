@@ -11,7 +11,7 @@ import (
 type serverView struct {
 	app         *App
 	status      *widget.Label
-	url         *widget.Entry
+	url         *widget.Label
 	start, stop *widget.Button
 	copyURL     *widget.Button
 	loaded      *widget.Label
@@ -19,9 +19,9 @@ type serverView struct {
 }
 
 func newServerView(a *App) *serverView {
-	v := &serverView{app: a, status: widget.NewLabel(""), url: widget.NewEntry(), loaded: widget.NewLabel("")}
+	v := &serverView{app: a, status: widget.NewLabel(""), url: widget.NewLabel(""), loaded: widget.NewLabel("")}
 	v.status.Wrapping = fyne.TextWrapWord
-	v.url.Disable()
+	v.url.Selectable = true
 	v.start = widget.NewButtonWithIcon("Start", theme.MediaPlayIcon(), func() { v.run(a.c.StartServer) })
 	v.stop = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), func() { v.run(a.c.StopServer) })
 	v.copyURL = widget.NewButtonWithIcon("Copy", theme.ContentCopyIcon(), func() { a.copyURL() })
@@ -30,8 +30,9 @@ func newServerView(a *App) *serverView {
 		widget.NewFormItem("API base URL", container.NewBorder(nil, nil, nil, v.copyURL, v.url)),
 		widget.NewFormItem("Loaded models", v.loaded),
 	)
-	help := widget.NewLabel("Point OpenAI, Anthropic and Ollama clients at this address. " +
-		"OpenAI SDKs take the base URL above; Ollama clients take it without /v1; Anthropic SDKs without /v1 as well.")
+	help := widget.NewLabel("Point other apps at this server: OpenAI SDKs and tools take the base URL above; " +
+		"Anthropic SDKs and Ollama clients take the same address without /v1. No API key is needed on this machine " +
+		"(SDKs that insist on one accept any text).")
 	help.Wrapping = fyne.TextWrapWord
 	v.content = container.NewVBox(
 		widget.NewLabelWithStyle("Server", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
