@@ -2,8 +2,9 @@
 # (as root, or with sudo): scripts/setup.sh installs the build dependencies first.
 
 GO       ?= go
-# make run serves the whole catalog (the bundled stories260K on a fresh machine); MODEL=... also
-# loads that model at start (a catalog id, a .gguf path or hf.co/OWNER/REPO:QUANT).
+# make run starts the desktop app over the whole catalog (the bundled stories260K on a fresh
+# machine; with no display, the server alone); MODEL=... serves and loads that model at start (a
+# catalog id, a .gguf path or hf.co/OWNER/REPO:QUANT).
 MODEL    ?=
 # make bench measures one model file; the bundled model is always there.
 BENCH_MODEL ?= $(or $(MODEL),assets/stories260K.gguf)
@@ -46,7 +47,7 @@ export CGO_CPPFLAGS := -I$(INCLUDE) $(AMX_INC)
 
 GOFLAGS_BUILD := -tags '$(TAGS)'
 
-.PHONY: all setup build portable run test test-short bench clean
+.PHONY: all setup build portable run test test-short bench screenshots clean
 all: build
 
 setup:
@@ -59,8 +60,9 @@ build: setup
 portable:
 	$(MAKE) build TARGET=portable
 
+# run: the desktop app (with no display, the server alone); MODEL=... runs superfluid serve MODEL.
 run: build
-	./bin/superfluid serve $(ARGS) $(MODEL)
+	./bin/superfluid $(if $(MODEL),serve $(MODEL)) $(ARGS)
 
 test: setup
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -73,6 +75,11 @@ test-short: setup
 
 bench: build
 	./bin/superfluid bench $(ARGS) $(BENCH_MODEL)
+
+# screenshots: the real app under Xvfb, each tab written to docs/screenshots/.
+screenshots: build
+	$(GO) build -o bin/fakehub ./scripts/fakehub
+	bash scripts/screenshots.sh
 
 clean:
 	rm -rf bin

@@ -382,6 +382,42 @@ type transfer struct {
 	prog     *Progress
 	emit     func(Progress)
 	lastEmit time.Time
+
+	// A read that lands between two progress events leaves its bytes unreported until the next
+	// read, which never comes when the connection then stalls; trailing reports them.
+	trailMu  sync.Mutex
+	trailing *time.Timer
+}
+
+// report emits the progress now, or schedules it so that the last bytes are never left unshown.
+func (t *transfer) report() {
+	now := time.Now()
+	t.trailMu.Lock()
+	defer t.trailMu.Unlock()
+	if wait := progressInterval - now.Sub(t.lastEmit); wait > 0 {
+		if t.trailing == nil {
+			t.trailing = time.AfterFunc(wait, func() {
+				t.trailMu.Lock()
+				defer t.trailMu.Unlock()
+				if t.trailing != nil { // not stopped by a report or the attempt's end meanwhile
+					t.trailing, t.lastEmit = nil, time.Now()
+					t.emit(*t.prog)
+				}
+			})
+		}
+		return
+	}
+	t.stopTrailing()
+	t.lastEmit = now
+	t.emit(*t.prog)
+}
+
+// stopTrailing drops a scheduled report (the caller holds trailMu).
+func (t *transfer) stopTrailing() {
+	if t.trailing != nil {
+		t.trailing.Stop()
+		t.trailing = nil
+	}
 }
 
 // restart empties the partial file and the hash.
@@ -401,6 +437,11 @@ func (t *transfer) restart() error {
 // attempt makes one request from the current offset and copies its body. It
 // reports whether any byte was stored.
 func (t *transfer) attempt(ctx context.Context) (moved bool, err error) {
+	defer func() {
+		t.trailMu.Lock()
+		t.stopTrailing()
+		t.trailMu.Unlock()
+	}()
 	var hdr http.Header
 	if t.n > 0 {
 		hdr = http.Header{"Range": {"bytes=" + strconv.FormatInt(t.n, 10) + "-"}}
@@ -455,11 +496,10 @@ func (t *transfer) attempt(ctx context.Context) (moved bool, err error) {
 			t.h.add(buf[:m])
 			t.n += int64(m)
 			moved = true
+			t.trailMu.Lock()
 			t.prog.Completed = t.n
-			if now := time.Now(); now.Sub(t.lastEmit) >= progressInterval {
-				t.lastEmit = now
-				t.emit(*t.prog)
-			}
+			t.trailMu.Unlock()
+			t.report()
 		}
 		if rerr == io.EOF {
 			break

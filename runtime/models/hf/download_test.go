@@ -508,3 +508,32 @@ func TestParseRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// TestDownloadReportsBytesBeforeAStall: the bytes that arrived just before the connection went
+// quiet are reported while it is quiet, not only when data flows again (a progress bar that
+// sat at 0% during a stall at 40% was the bug).
+func TestDownloadReportsBytesBeforeAStall(t *testing.T) {
+	f := newFixture(t, 1<<20, func(c *Config) { c.StallTimeout = time.Minute })
+	cut := int64(len(f.data) * 4 / 10)
+	f.srv.Faults(testRepo, f.name).StallAt.Store(cut)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reported := make(chan int64, 100)
+	go f.c.Download(ctx, f.res, f.dir, func(p Progress) {
+		select {
+		case reported <- p.Completed:
+		default:
+		}
+	})
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case n := <-reported:
+			if n >= cut {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("the %d bytes before the stall were never reported", cut)
+		}
+	}
+}

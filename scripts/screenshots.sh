@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# make screenshots: runs the real desktop app (bin/superfluid, no command) under Xvfb inside a
+# D-Bus session, opens each tab, streams a playground reply from the bundled model, starts a
+# download from a local fake Hugging Face Hub (bin/fakehub, paused at 40% so the bar shows mid-way),
+# writes PNGs to docs/screenshots/, then quits with SIGTERM and checks the exit code is 0.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ -z "${SCREENSHOTS_INNER:-}" ]; then
+  missing=()
+  for p in xvfb xauth dbus imagemagick xdotool curl; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    sudo_cmd=""
+    [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+    $sudo_cmd apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+  export SCREENSHOTS_INNER=1
+  exec xvfb-run -a -s "-screen 0 900x660x24" dbus-run-session -- "$0" "$@"
+fi
+
+out=docs/screenshots
+mkdir -p "$out"
+work=$(mktemp -d)
+cleanup() {
+  kill "${hub_pid:-}" 2>/dev/null || true
+  kill -9 "${app_pid:-}" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The window opens at the top left of the bare X server; these are its controls' positions.
+shot() { /usr/bin/import -window root "$out/$1.png"; echo "wrote $out/$1.png"; }
+click() { xdotool mousemove "$1" "$2" click 1; sleep "${3:-0.8}"; }
+
+cp assets/stories260K.gguf "$work/stories-F32.gguf"
+bin/fakehub -pause 0.4 "demo/stories-GGUF=$work/stories-F32.gguf" > "$work/hub" &
+hub_pid=$!
+for _ in $(seq 50); do [ -s "$work/hub" ] && break; sleep 0.1; done
+port=$((20000 + RANDOM % 20000))
+bin/superfluid --port "$port" --data-dir "$work/data" --hf-endpoint "$(head -1 "$work/hub")" > "$work/app.log" 2>&1 &
+app_pid=$!
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/health" > /dev/null && break; sleep 0.2; done
+sleep 2
+
+click 50 50                      # Models
+shot models
+click 350 558 0.3                # the reference box
+xdotool type --delay 10 "hf.co/demo/stories-GGUF:F32"
+click 755 558 3                  # Download: the fake Hub pauses at 40%
+shot models-download
+click 250 50                     # Playground
+click 400 535 0.3
+xdotool type --delay 10 "Once upon a time, there was a little dog"
+click 863 597 3                  # Send
+shot playground
+click 140 50                     # Server
+shot server
+
+kill -TERM "$app_pid"
+code=0
+wait "$app_pid" || code=$?
+echo "the app exited with code $code after SIGTERM"
+[ "$code" -eq 0 ]
