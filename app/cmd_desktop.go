@@ -1,0 +1,84 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+
+	"fyne.io/fyne/v2"
+	fyneapp "fyne.io/fyne/v2/app"
+	"github.com/spf13/cobra"
+
+	"github.com/superfluid/superfluid/assets"
+	"github.com/superfluid/superfluid/tray"
+)
+
+// desktopFlags declares the desktop app's flags on the root command: the address and data dir
+// as serve takes them, and --hidden.
+func desktopFlags(cmd *cobra.Command, cfg *Config, hidden *bool) {
+	fs := cmd.Flags()
+	fs.StringVar(&cfg.Host, "host", cfg.Host, "address the server listens on")
+	fs.IntVar(&cfg.Port, "port", cfg.Port, "port the server listens on")
+	fs.BoolVar(hidden, "hidden", false, "start in the tray without opening the window")
+	libraryFlags(fs, cfg)
+}
+
+// hasDisplay reports whether a window can be opened (on Linux: an X11 or Wayland display).
+func hasDisplay() bool {
+	if runtime.GOOS != "linux" && runtime.GOOS != "freebsd" {
+		return true
+	}
+	return os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != ""
+}
+
+// runDesktop is `superfluid` with no command: the tray app and its window over the same server
+// `superfluid serve` runs. Without a display it says so and runs the server alone.
+func runDesktop(cmd *cobra.Command, cfg Config, hidden bool) error {
+	if !hasDisplay() {
+		fmt.Fprintln(cmd.ErrOrStderr(), "superfluid: no display (DISPLAY and WAYLAND_DISPLAY are unset); running the server alone, as superfluid serve does")
+		return serve(cmd, cfg)
+	}
+	a, err := Open(cfg)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	c := newController(a)
+	defer c.close()
+	ui := fyneapp.NewWithID("io.superfluid.app")
+	app := tray.New(ui, c, trayIcons(), nil)
+	if err := c.StartServer(); err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "superfluid: %v\n", err)
+		hidden = false // the window says what is wrong and offers Start
+		app.Show("server")
+	} else {
+		fmt.Fprintf(cmd.ErrOrStderr(), "superfluid: serving on http://%s (data in %s)\n", c.Server().Address, cfg.DataDir)
+	}
+	if !hidden {
+		app.Show("models")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		fyne.Do(app.Quit)
+	}()
+	ui.Run()
+	return nil
+}
+
+func trayIcons() tray.Icons {
+	res := func(name string, b []byte) fyne.Resource { return fyne.NewStaticResource(name, b) }
+	return tray.Icons{
+		App: res("icon.png", assets.Icon),
+		State: map[tray.IconState]fyne.Resource{
+			tray.IconIdle:       res("tray-idle.png", assets.TrayIdle),
+			tray.IconLoading:    res("tray-loading.png", assets.TrayLoading),
+			tray.IconGenerating: res("tray-generating.png", assets.TrayGenerating),
+			tray.IconError:      res("tray-error.png", assets.TrayError),
+		},
+	}
+}

@@ -1,0 +1,242 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/superfluid/superfluid/runtime/chat"
+	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/runtime/models"
+	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/tray"
+)
+
+// controller is what the desktop app drives: the App, its HTTP server (started and stopped from
+// the tray) and the events the window shows. It implements tray.Controller.
+type controller struct {
+	a *App
+
+	mu     sync.Mutex
+	srv    *http.Server
+	status tray.ServerStatus
+	served chan struct{} // closes when the running server's Serve returns
+
+	generating atomic.Int64
+	subsMu     sync.Mutex
+	subs       map[chan tray.Event]struct{}
+	stopEvents func()
+}
+
+func newController(a *App) *controller {
+	c := &controller{a: a, subs: map[chan tray.Event]struct{}{},
+		status: tray.ServerStatus{Address: net.JoinHostPort(a.cfg.Host, strconv.Itoa(a.cfg.Port))}}
+	events, stop := a.mgr.Subscribe(256)
+	c.stopEvents = stop
+	go func() {
+		for ev := range events {
+			if ev.Kind == models.EventPull {
+				c.publish(tray.Event{Kind: tray.EventPull, Model: ev.Model, Status: ev.Status, Total: ev.Total, Completed: ev.Completed})
+				continue
+			}
+			c.publish(tray.Event{Kind: tray.EventModels, Model: ev.Model, Err: ev.Err})
+		}
+	}()
+	return c
+}
+
+// publish fans an event out without blocking: a subscriber that falls behind misses events
+// (each carries the whole state to redraw, except progress, whose next event supersedes it).
+func (c *controller) publish(ev tray.Event) {
+	c.subsMu.Lock()
+	defer c.subsMu.Unlock()
+	for ch := range c.subs {
+		select {
+		case ch <- ev:
+		default:
+		}
+	}
+}
+
+func (c *controller) Subscribe() (<-chan tray.Event, func()) {
+	ch := make(chan tray.Event, 256)
+	c.subsMu.Lock()
+	c.subs[ch] = struct{}{}
+	c.subsMu.Unlock()
+	return ch, func() {
+		c.subsMu.Lock()
+		if _, ok := c.subs[ch]; ok {
+			delete(c.subs, ch)
+			close(ch)
+		}
+		c.subsMu.Unlock()
+	}
+}
+
+func (c *controller) Server() tray.ServerStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.status
+}
+
+func (c *controller) APIURL() string {
+	return "http://" + c.Server().Address + "/v1"
+}
+
+// StartServer listens on the configured address and serves the API there.
+func (c *controller) StartServer() error {
+	c.mu.Lock()
+	if c.srv != nil {
+		c.mu.Unlock()
+		return nil
+	}
+	addr := net.JoinHostPort(c.a.cfg.Host, strconv.Itoa(c.a.cfg.Port))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		c.status = tray.ServerStatus{Address: addr, Err: listenError(addr, err)}
+		c.mu.Unlock()
+		c.publish(tray.Event{Kind: tray.EventServer})
+		return errors.New(c.status.Err)
+	}
+	srv := &http.Server{Handler: c.a.handler, ReadHeaderTimeout: 30 * time.Second}
+	served := make(chan struct{})
+	c.srv, c.served = srv, served
+	c.status = tray.ServerStatus{Running: true, Address: l.Addr().String()}
+	c.mu.Unlock()
+	go func() {
+		defer close(served)
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			c.mu.Lock()
+			c.status = tray.ServerStatus{Address: addr, Err: err.Error()}
+			c.srv = nil
+			c.mu.Unlock()
+			c.publish(tray.Event{Kind: tray.EventServer})
+		}
+	}()
+	c.publish(tray.Event{Kind: tray.EventServer})
+	return nil
+}
+
+// listenError says why the port cannot be used and what to do.
+func listenError(addr string, err error) string {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Sprintf("%s is in use by another program; quit it, or start superfluid with --port", addr)
+	}
+	return fmt.Sprintf("cannot listen on %s: %v", addr, err)
+}
+
+// StopServer closes the listener, lets requests in flight finish (up to 10 s) and unloads every
+// model's worker.
+func (c *controller) StopServer() error {
+	c.mu.Lock()
+	srv, served := c.srv, c.served
+	c.srv = nil
+	c.status = tray.ServerStatus{Address: c.status.Address}
+	c.mu.Unlock()
+	if srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-served
+	}
+	for _, e := range c.a.mgr.Catalog().List() {
+		if c.a.mgr.Status(e).State != models.StateUnloaded {
+			_, _ = c.a.mgr.Unload(context.Background(), e.ID)
+		}
+	}
+	c.publish(tray.Event{Kind: tray.EventServer})
+	return nil
+}
+
+func (c *controller) Models() []tray.Model {
+	entries := c.a.mgr.Catalog().List()
+	out := make([]tray.Model, 0, len(entries))
+	for _, e := range entries {
+		st := c.a.mgr.Status(e)
+		m := tray.Model{ID: e.ID, Quantization: e.Quantization, Source: e.Source, Size: e.Size,
+			Context: c.a.mgr.Engine(e).Info().ContextLength, Runtime: "llamacpp-cpu", State: st.State, Need: st.Need}
+		if st.Err != nil {
+			m.Err = st.Err.Error()
+		}
+		if e.Err != nil {
+			m.State, m.Err = models.StateFailed, e.Err.Error()
+			if e.Missing() {
+				m.State = "missing"
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func (c *controller) Load(id string) error {
+	_, err := c.a.mgr.Load(context.Background(), id)
+	return err
+}
+
+func (c *controller) Unload(id string) error {
+	_, err := c.a.mgr.Unload(context.Background(), id)
+	return err
+}
+
+func (c *controller) Delete(id string) error {
+	_, err := c.a.svc.DeleteModel(context.Background(), id)
+	c.publish(tray.Event{Kind: tray.EventModels})
+	return err
+}
+
+func (c *controller) Pull(ctx context.Context, reference string) error {
+	_, err := c.a.svc.PullModel(ctx, reference, nil)
+	c.publish(tray.Event{Kind: tray.EventModels})
+	return err
+}
+
+func (c *controller) Generating() int { return int(c.generating.Load()) }
+
+// Chat runs a playground reply through the same core as the three APIs (the prefix cache and
+// the request records included).
+func (c *controller) Chat(ctx context.Context, s tray.ChatSettings, msgs []tray.Message, onText func(string)) (tray.ChatStats, error) {
+	c.generating.Add(1)
+	c.publish(tray.Event{Kind: tray.EventActivity})
+	defer func() {
+		c.generating.Add(-1)
+		c.publish(tray.Event{Kind: tray.EventActivity})
+	}()
+	req := &core.ChatRequest{ID: fmt.Sprintf("playground-%d", time.Now().UnixNano()), Endpoint: "playground", Stream: true, Model: s.Model}
+	for _, m := range msgs {
+		req.Messages = append(req.Messages, chat.Message{Role: m.Role, Content: m.Content})
+	}
+	temp := s.Temperature
+	req.Generation = llm.Request{MaxTokens: s.MaxTokens, Sampling: llm.Sampling{Temperature: &temp}}
+	res, err := c.a.svc.Chat(ctx, req, func(_ int, ev llm.Event) error {
+		if ev.Text != "" {
+			onText(ev.Text)
+		}
+		return nil
+	})
+	if err != nil {
+		return tray.ChatStats{}, err
+	}
+	u := res.Usage()
+	stats := tray.ChatStats{PromptTokens: u.PromptTokens, CachedTokens: u.CachedTokens, CompletionTokens: u.CompletionTokens}
+	d := res.Choices[0]
+	stats.FinishReason = d.FinishReason
+	if span := d.Timings.Decode; span > 0 && u.CompletionTokens > 1 {
+		// The first token comes out of the prefill; the rest are the decode (Ollama's eval rate).
+		stats.TokensPerSecond = float64(u.CompletionTokens-1) / span.Seconds()
+	}
+	return stats, nil
+}
+
+// close stops the server and the event relay.
+func (c *controller) close() {
+	_ = c.StopServer()
+	c.stopEvents()
+}
