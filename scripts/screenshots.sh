@@ -2,7 +2,8 @@
 # make screenshots: runs the real desktop app (bin/superfluid, no command) under Xvfb inside a
 # D-Bus session, opens each tab, streams a playground reply from the bundled model, starts a
 # download from a local fake Hugging Face Hub (bin/fakehub, paused at 40% so the bar shows mid-way),
-# writes PNGs to docs/screenshots/, then quits with SIGTERM and checks the exit code is 0.
+# writes PNGs to docs/screenshots/, then quits with SIGTERM and checks the exit code is 0, with and
+# without a session D-Bus.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -63,4 +64,14 @@ kill -TERM "$app_pid"
 code=0
 wait "$app_pid" || code=$?
 echo "the app exited with code $code after SIGTERM"
+[ "$code" -eq 0 ]
+
+# No session D-Bus (so no tray host): the app still runs and quits cleanly.
+env -u DBUS_SESSION_BUS_ADDRESS bin/superfluid --port "$port" --data-dir "$work/data" > "$work/nodbus.log" 2>&1 &
+app_pid=$!
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/health" > /dev/null && break; sleep 0.2; done
+kill -TERM "$app_pid"
+code=0
+wait "$app_pid" || code=$?
+echo "without a session D-Bus the app exited with code $code after SIGTERM"
 [ "$code" -eq 0 ]
