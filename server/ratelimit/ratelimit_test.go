@@ -56,3 +56,44 @@ func TestDisabledAndEviction(t *testing.T) {
 		t.Fatalf("%d buckets kept after they all refilled", n)
 	}
 }
+
+// TestBoundedWithoutRefill: with no refill (a rate of 0) no bucket ever fills up again, yet
+// the map stays within MaxBuckets however many clients come; the clients forgotten are the
+// least recently seen, so a client being limited right now stays limited.
+func TestBoundedWithoutRefill(t *testing.T) {
+	clock := time.Unix(0, 0)
+	b := New(1, 0)
+	b.now = func() time.Time { clock = clock.Add(time.Millisecond); return clock }
+	b.Take("busy")
+	for i := range 3 * MaxBuckets {
+		if ok, _ := b.Take(fmt.Sprint(i)); !ok {
+			t.Fatalf("client %d refused its first request", i)
+		}
+		if i%1000 == 0 {
+			if ok, _ := b.Take("busy"); ok {
+				t.Fatalf("after %d other clients, a client over its limit got a fresh bucket", i)
+			}
+		}
+		if n := len(b.buckets); n > MaxBuckets {
+			t.Fatalf("%d buckets kept after %d clients; want at most %d", n, i+2, MaxBuckets)
+		}
+	}
+}
+
+// TestBoundedWhileLimiting: with a slow refill, many clients limited at once still fit.
+func TestBoundedWhileLimiting(t *testing.T) {
+	clock := time.Unix(0, 0)
+	b := New(2, 0.001)
+	b.now = func() time.Time { clock = clock.Add(time.Microsecond); return clock }
+	for i := range 2 * MaxBuckets {
+		key := fmt.Sprint(i)
+		b.Take(key)
+		b.Take(key)
+		if ok, _ := b.Take(key); ok {
+			t.Fatalf("client %d went past its burst", i)
+		}
+	}
+	if n := len(b.buckets); n > MaxBuckets {
+		t.Fatalf("%d buckets kept; want at most %d", n, MaxBuckets)
+	}
+}
