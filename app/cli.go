@@ -132,6 +132,7 @@ func serverFlags(fs *pflag.FlagSet, cfg *Config) {
 	fs.IntVar(&cfg.MaxTokens, "max-tokens", cfg.MaxTokens, "default completion cap (0 = fill the context)")
 	fs.IntVar(&cfg.Queue, "queue", cfg.Queue, "requests that may wait for a lane; beyond it the answer is 429 (0 = unbounded)")
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "where the server keeps its data")
+	fs.IntVar(&cfg.RecordsDays, "records-days", cfg.RecordsDays, "days the request records are kept; older ones are pruned in the background (0 = forever)")
 	fs.IntVar(&cfg.CompletionBurst, "completion-burst", cfg.CompletionBurst, "fill-in-the-middle requests a client may send at once (0 = no limit)")
 	fs.Float64Var(&cfg.CompletionRate, "completion-rate", cfg.CompletionRate, "fill-in-the-middle requests per second a client's allowance refills at")
 	fs.Var(millis{&cfg.CompletionDeadline}, "completion-deadline-ms", "cut fill-in-the-middle generations after this many milliseconds (0 = none)")

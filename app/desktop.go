@@ -155,6 +155,50 @@ func (c *controller) StopServer() error {
 	return nil
 }
 
+// SetPort changes the port the server listens on from its next start.
+func (c *controller) SetPort(port int) error {
+	if port < 1 || port > 65535 {
+		return fmt.Errorf("port %d is not between 1 and 65535", port)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.srv != nil {
+		return errors.New("stop the server before changing its port")
+	}
+	c.a.cfg.Port = port
+	c.status = tray.ServerStatus{Address: net.JoinHostPort(c.a.cfg.Host, strconv.Itoa(port))}
+	return nil
+}
+
+// Activity is the loaded models' lanes and the latest request records.
+func (c *controller) Activity() tray.Activity {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var act tray.Activity
+	for _, m := range c.a.svc.Models() {
+		if !m.Loaded() {
+			continue
+		}
+		_, slots, err := c.a.svc.Slots(ctx, m.ID)
+		if err != nil {
+			continue
+		}
+		for _, l := range slots.Lanes {
+			act.Lanes = append(act.Lanes, tray.Lane{Model: m.ID, ID: l.ID, State: l.State, Task: l.Task,
+				CachedTokens: l.CachedTokens, Generated: l.Generated})
+		}
+	}
+	recs, _ := c.a.store.RecentRequests(ctx, 50)
+	for _, r := range recs {
+		act.Requests = append(act.Requests, tray.Request{
+			Time: r.CreatedAt.Local().Format("15:04:05"), Model: r.Model, Endpoint: r.Endpoint, Status: r.Status,
+			PromptTokens: r.PromptTokens, CachedTokens: r.CachedTokens, CompletionTokens: r.CompletionTokens,
+			Duration: r.Total.Round(time.Millisecond).String(), FinishReason: r.FinishReason, Error: r.Error,
+		})
+	}
+	return act
+}
+
 func (c *controller) Models() []tray.Model {
 	entries := c.a.mgr.Catalog().List()
 	out := make([]tray.Model, 0, len(entries))

@@ -224,6 +224,9 @@ func TestRequestRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := a.Store().Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	rec, err := a.Store().Request(context.Background(), reply.ID)
 	if err != nil {
 		t.Fatal(err)

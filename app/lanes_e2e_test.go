@@ -284,6 +284,9 @@ func TestWarmAcrossEndpoints(t *testing.T) {
 	if cached != reply.Usage.PromptTokens-1 || h.Get("x-superfluid-warm") != strconv.Itoa(cached) {
 		t.Fatalf("cached %d of %d, header %q", cached, reply.Usage.PromptTokens, h.Get("x-superfluid-warm"))
 	}
+	if err := a.Store().Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	rec, err := a.Store().Request(context.Background(), reply.ID)
 	if err != nil {
 		t.Fatal(err)

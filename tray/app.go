@@ -2,6 +2,7 @@ package tray
 
 import (
 	"strings"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -28,6 +29,7 @@ type App struct {
 	server     *serverView
 	playground *playgroundView
 	playTab    *container.TabItem
+	serverTab  *container.TabItem
 
 	icon      IconState
 	hasTray   bool
@@ -47,9 +49,10 @@ func New(a fyne.App, c Controller, icons Icons, onQuit func()) *App {
 	t.server = newServerView(t)
 	t.playground = newPlaygroundView(t)
 	t.playTab = container.NewTabItemWithIcon("Playground", theme.MailComposeIcon(), t.playground.content)
+	t.serverTab = container.NewTabItemWithIcon("Server", theme.ComputerIcon(), t.server.content)
 	t.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon("Models", theme.StorageIcon(), t.models.content),
-		container.NewTabItemWithIcon("Server", theme.ComputerIcon(), t.server.content),
+		t.serverTab,
 		t.playTab,
 	)
 	t.win.SetContent(t.tabs)
@@ -102,10 +105,32 @@ func (t *App) Quit() {
 	t.fyne.Quit()
 }
 
-// watch applies the controller's events to the UI, inside fyne.Do.
+// watch applies the controller's events to the UI, inside fyne.Do, and polls the server's
+// activity (lanes, request log) once a second while the Server tab is shown.
 func (t *App) watch() {
 	events, stop := t.c.Subscribe()
-	t.stopWatch = stop
+	done := make(chan struct{})
+	t.stopWatch = func() {
+		stop()
+		close(done)
+	}
+	go func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			showing := false
+			fyne.DoAndWait(func() { showing = t.tabs.Selected() == t.serverTab })
+			if showing {
+				a := t.c.Activity()
+				fyne.Do(func() { t.server.refreshActivity(a) })
+			}
+		}
+	}()
 	go func() {
 		for ev := range events {
 			ev := ev

@@ -7,6 +7,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 )
 
 func newTestApp(t *testing.T) (*App, *fakeController) {
@@ -157,5 +158,30 @@ func TestQuitStopsTheServer(t *testing.T) {
 	app.Quit()
 	if f.stopped != 1 {
 		t.Fatalf("server stopped %d times", f.stopped)
+	}
+}
+
+func TestServerTabPortAndActivity(t *testing.T) {
+	app, f := newTestApp(t)
+	f.mu.Lock()
+	f.status = ServerStatus{Address: "127.0.0.1:8453", Err: "127.0.0.1:8453 is in use by another program"}
+	f.mu.Unlock()
+	fyne.DoAndWait(app.refresh)
+	app.Show("server")
+	if app.server.port.Text != "8453" {
+		t.Fatalf("port field %q", app.server.port.Text)
+	}
+	app.server.port.SetText("70000")
+	if app.server.port.Validate() == nil {
+		t.Fatal("port 70000 accepted")
+	}
+	app.server.port.SetText("18999")
+	fyne.DoAndWait(app.server.changePort)
+	eventually(t, "running on the new port", func() bool { return app.server.status.Text == "Running on 127.0.0.1:18999" })
+	eventually(t, "the lanes and the request log show", func() bool {
+		return strings.Contains(app.server.lanes.Text, "stories260K lane 0: decode") && len(app.server.log) == 1
+	})
+	if got := app.server.cell(widget.TableCellID{Row: 1, Col: 6}); got != "24" {
+		t.Fatalf("reply tokens cell %q", got)
 	}
 }

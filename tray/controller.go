@@ -71,11 +71,40 @@ type ChatStats struct {
 	FinishReason                                 string
 }
 
+// Lane is one lane of a loaded model, as the server tab shows it.
+type Lane struct {
+	Model        string
+	ID           int
+	State        string // idle, prefill or decode
+	Task         string
+	CachedTokens int
+	Generated    int
+}
+
+// Request is one line of the recent request log.
+type Request struct {
+	Time                                         string // "15:04:05"
+	Model, Endpoint, FinishReason, Error         string
+	Status                                       int
+	PromptTokens, CachedTokens, CompletionTokens int
+	Duration                                     string
+}
+
+// Activity is what the server is doing: its lanes and the latest requests.
+type Activity struct {
+	Lanes    []Lane
+	Requests []Request
+}
+
 // Controller is what the desktop app may do with the server it owns.
 type Controller interface {
 	Server() ServerStatus
 	StartServer() error
 	StopServer() error
+	// SetPort changes the port the server listens on from its next start.
+	SetPort(port int) error
+	// Activity is a snapshot of the lanes and the recent requests.
+	Activity() Activity
 	// APIURL is the base URL other apps point at (http://host:port/v1).
 	APIURL() string
 	Models() []Model

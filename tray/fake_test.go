@@ -3,6 +3,7 @@ package tray
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -41,7 +42,7 @@ func (f *fakeController) Server() ServerStatus {
 
 func (f *fakeController) StartServer() error {
 	f.mu.Lock()
-	f.status = ServerStatus{Running: true, Address: "127.0.0.1:8453"}
+	f.status = ServerStatus{Running: true, Address: f.status.Address}
 	f.mu.Unlock()
 	f.events <- Event{Kind: EventServer}
 	return nil
@@ -138,5 +139,20 @@ func (f *fakeController) Chat(ctx context.Context, s ChatSettings, msgs []Messag
 }
 
 func (f *fakeController) Generating() int { return 0 }
+
+func (f *fakeController) SetPort(port int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.status.Address = "127.0.0.1:" + strconv.Itoa(port)
+	f.status.Err = ""
+	return nil
+}
+
+func (f *fakeController) Activity() Activity {
+	return Activity{
+		Lanes:    []Lane{{Model: "stories260K", ID: 0, State: "decode", Task: "chatcmpl-1", CachedTokens: 40, Generated: 12}},
+		Requests: []Request{{Time: "16:01:02", Model: "stories260K", Endpoint: "/v1/chat/completions", Status: 200, PromptTokens: 12, CachedTokens: 11, CompletionTokens: 24, Duration: "31ms", FinishReason: "length"}},
+	}
+}
 
 func (f *fakeController) Subscribe() (<-chan Event, func()) { return f.events, func() {} }

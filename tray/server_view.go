@@ -1,6 +1,12 @@
 package tray
 
 import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/theme"
@@ -15,6 +21,10 @@ type serverView struct {
 	start, stop *widget.Button
 	copyURL     *widget.Button
 	loaded      *widget.Label
+	port        *widget.Entry
+	lanes       *widget.Label
+	requests    *widget.Table
+	log         []Request
 	content     fyne.CanvasObject
 }
 
@@ -25,19 +35,118 @@ func newServerView(a *App) *serverView {
 	v.start = widget.NewButtonWithIcon("Start", theme.MediaPlayIcon(), func() { v.run(a.c.StartServer) })
 	v.stop = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), func() { v.run(a.c.StopServer) })
 	v.copyURL = widget.NewButtonWithIcon("Copy", theme.ContentCopyIcon(), func() { a.copyURL() })
+	v.port = widget.NewEntry()
+	v.port.Validator = validPort
+	setPort := widget.NewButton("Use port", func() { v.changePort() })
+	v.port.OnSubmitted = func(string) { v.changePort() }
+	v.lanes = widget.NewLabel("")
+	v.lanes.Wrapping = fyne.TextWrapWord
+	v.requests = widget.NewTable(func() (int, int) { return len(v.log) + 1, len(requestColumns) },
+		func() fyne.CanvasObject { return widget.NewLabel("") },
+		func(id widget.TableCellID, o fyne.CanvasObject) { o.(*widget.Label).SetText(v.cell(id)) })
+	for i, w := range requestColumnWidths {
+		v.requests.SetColumnWidth(i, w)
+	}
 	form := widget.NewForm(
 		widget.NewFormItem("Status", v.status),
 		widget.NewFormItem("API base URL", container.NewBorder(nil, nil, nil, v.copyURL, v.url)),
+		widget.NewFormItem("Port", container.NewBorder(nil, nil, nil, setPort, v.port)),
 		widget.NewFormItem("Loaded models", v.loaded),
+		widget.NewFormItem("Lanes", v.lanes),
 	)
 	help := widget.NewLabel("Point other apps at this server: OpenAI SDKs and tools take the base URL above; " +
 		"Anthropic SDKs and Ollama clients take the same address without /v1. No API key is needed on this machine " +
 		"(SDKs that insist on one accept any text).")
 	help.Wrapping = fyne.TextWrapWord
-	v.content = container.NewVBox(
+	top := container.NewVBox(
 		widget.NewLabelWithStyle("Server", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
-		widget.NewSeparator(), form, container.NewHBox(v.start, v.stop), help)
+		widget.NewSeparator(), form, container.NewHBox(v.start, v.stop), help,
+		widget.NewLabelWithStyle("Recent requests", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
+	v.content = container.NewBorder(top, nil, nil, nil, v.requests)
 	return v
+}
+
+var (
+	requestColumns      = []string{"Time", "Model", "Endpoint", "Status", "Prompt", "Cached", "Reply", "Time taken", "Finish"}
+	requestColumnWidths = []float32{80, 150, 170, 60, 65, 65, 60, 90, 80}
+)
+
+func (v *serverView) cell(id widget.TableCellID) string {
+	if id.Row == 0 {
+		return requestColumns[id.Col]
+	}
+	r := v.log[id.Row-1]
+	switch id.Col {
+	case 0:
+		return r.Time
+	case 1:
+		return r.Model
+	case 2:
+		return r.Endpoint
+	case 3:
+		return strconv.Itoa(r.Status)
+	case 4:
+		return strconv.Itoa(r.PromptTokens)
+	case 5:
+		return strconv.Itoa(r.CachedTokens)
+	case 6:
+		return strconv.Itoa(r.CompletionTokens)
+	case 7:
+		return r.Duration
+	default:
+		if r.Error != "" {
+			return "error"
+		}
+		return r.FinishReason
+	}
+}
+
+// validPort accepts 1–65535.
+func validPort(s string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 1 || n > 65535 {
+		return errors.New("a port is a number from 1 to 65535")
+	}
+	return nil
+}
+
+// changePort applies the port field: the server restarts there if it was running.
+func (v *serverView) changePort() {
+	if err := validPort(v.port.Text); err != nil {
+		v.app.showError(err)
+		return
+	}
+	port, _ := strconv.Atoi(strings.TrimSpace(v.port.Text))
+	v.run(func() error {
+		running := v.app.c.Server().Running
+		if running {
+			if err := v.app.c.StopServer(); err != nil {
+				return err
+			}
+		}
+		if err := v.app.c.SetPort(port); err != nil {
+			return err
+		}
+		return v.app.c.StartServer()
+	})
+}
+
+// refreshActivity redraws the lanes and the request log.
+func (v *serverView) refreshActivity(a Activity) {
+	var b strings.Builder
+	for _, l := range a.Lanes {
+		fmt.Fprintf(&b, "%s lane %d: %s", l.Model, l.ID, l.State)
+		if l.State != "idle" {
+			fmt.Fprintf(&b, " (%s, %d generated)", l.Task, l.Generated)
+		}
+		fmt.Fprintf(&b, ", %d tokens cached\n", l.CachedTokens)
+	}
+	if b.Len() == 0 {
+		b.WriteString("no model loaded")
+	}
+	v.lanes.SetText(strings.TrimSpace(b.String()))
+	v.log = a.Requests
+	v.requests.Refresh()
 }
 
 func (v *serverView) run(fn func() error) {
@@ -68,6 +177,9 @@ func (v *serverView) refresh(st ServerStatus, models []Model) {
 		v.copyURL.Disable()
 	}
 	v.url.SetText(v.app.c.APIURL())
+	if _, port, err := net.SplitHostPort(st.Address); err == nil && v.app.win.Canvas().Focused() != v.port {
+		v.port.SetText(port)
+	}
 	n := 0
 	names := ""
 	for _, m := range models {

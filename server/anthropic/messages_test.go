@@ -248,6 +248,9 @@ func TestMessagesRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := f.st.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	rec, err := f.st.Request(t.Context(), msg.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -263,6 +266,9 @@ func TestUnknownModelRecorded(t *testing.T) {
 	for _, stream := range []string{"false", "true"} {
 		resp, b := f.do(t, http.MethodPost, "/v1/messages", `{"model":"nope","max_tokens":5,"stream":`+stream+`,"messages":[{"role":"user","content":"x"}]}`)
 		checkError(t, resp, b, wantError{404, "not_found_error", `"nope"`})
+	}
+	if err := f.st.Flush(t.Context()); err != nil {
+		t.Fatal(err)
 	}
 	recs, err := f.st.RecentRequests(t.Context(), 10)
 	if err != nil {

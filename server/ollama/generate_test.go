@@ -99,6 +99,9 @@ func TestRecords(t *testing.T) {
 	f := setup(t, config{})
 	f.do(t, http.MethodPost, "/api/chat", `{"model":"fake:latest","messages":[{"role":"user","content":"hi"}]}`)
 	f.do(t, http.MethodPost, "/api/generate", `{"model":"fake","prompt":"hi","stream":false}`)
+	if err := f.st.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	recs, err := f.st.RecentRequests(t.Context(), 10)
 	if err != nil {
 		t.Fatal(err)

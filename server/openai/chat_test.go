@@ -249,6 +249,9 @@ func TestChatRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := f.st.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	rec, err := f.st.Request(t.Context(), got.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -268,6 +271,9 @@ func TestChatRecorded(t *testing.T) {
 	// Failures the core sees are recorded too, with their status.
 	resp, b = f.do(t, http.MethodPost, "/v1/chat/completions", `{"model":"nope","messages":[{"role":"user","content":"x"}]}`)
 	checkError(t, resp, b, wantError{404, invalidReq, "model", "model_not_found", "nope"})
+	if err := f.st.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	recent, err := f.st.RecentRequests(t.Context(), 1)
 	if err != nil || len(recent) != 1 {
 		t.Fatalf("recent: %v %v", recent, err)
@@ -279,6 +285,9 @@ func TestChatRecorded(t *testing.T) {
 		if _, err := f.client.Chat.Completions.New(t.Context(), params(nil)); err != nil {
 			t.Fatal(i, err)
 		}
+	}
+	if err := f.st.Flush(t.Context()); err != nil {
+		t.Fatal(err)
 	}
 	if recent, _ = f.st.RecentRequests(t.Context(), 100); len(recent) != 6 {
 		t.Errorf("%d records, want 6", len(recent))

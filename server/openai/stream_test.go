@@ -189,6 +189,9 @@ func TestStreamErrorAfterStart(t *testing.T) {
 	if want := (apiError{Message: got.Message, Type: "server_error"}); got != want || !strings.Contains(got.Message, "boom") {
 		t.Errorf("error %+v, want server_error with boom, param and code null", got)
 	}
+	if err := f.st.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	recent, err := f.st.RecentRequests(t.Context(), 1)
 	if err != nil || len(recent) != 1 {
 		t.Fatal(recent, err)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -35,9 +36,51 @@ const requestColumns = `id, model, endpoint, stream, status, error, finish_reaso
 	prompt_tokens, completion_tokens, cached_tokens, lane,
 	queue_us, prefill_us, decode_us, total_us, client_disconnected, created_at`
 
-// RecordRequest stores r. Durations are truncated to microseconds; a zero
-// CreatedAt is set to the current time. Recording an ID twice is an error.
+// RecordRequest stores r now, through the records writer, and returns when
+// it is committed (Record queues it instead). Durations are truncated to
+// microseconds; a zero CreatedAt is set to the current time. Recording an ID
+// twice is an error.
 func (s *Store) RecordRequest(ctx context.Context, r RequestRecord) error {
+	return s.RecordRequests(ctx, []RequestRecord{r})
+}
+
+// RecordRequests stores rs in one transaction through the records writer
+// (synchronous=NORMAL). A record that cannot be stored (an empty or
+// repeated ID) is left out and its error returned, joined with the others';
+// the rest are committed.
+func (s *Store) RecordRequests(ctx context.Context, rs []RequestRecord) (err error) {
+	if len(rs) == 0 {
+		return nil
+	}
+	tx, err := s.rw.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("record requests: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO requests (`+requestColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("record requests: %w", err)
+	}
+	defer stmt.Close()
+	var errs []error
+	for _, r := range rs {
+		// A failed INSERT (a constraint) undoes that statement only; the transaction goes on.
+		if err := insertRequest(ctx, stmt, r); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("record requests: commit %d records: %w", len(rs), err)
+	}
+	return errors.Join(errs...)
+}
+
+func insertRequest(ctx context.Context, stmt *sql.Stmt, r RequestRecord) error {
 	if r.ID == "" {
 		return errors.New("record request: empty id")
 	}
@@ -45,9 +88,7 @@ func (s *Store) RecordRequest(ctx context.Context, r RequestRecord) error {
 	if created.IsZero() {
 		created = time.Now()
 	}
-	_, err := s.w.ExecContext(ctx, `INSERT INTO requests (`+requestColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, r.Model, r.Endpoint, boolInt(r.Stream), r.Status, r.Error, r.FinishReason,
+	_, err := stmt.ExecContext(ctx, r.ID, r.Model, r.Endpoint, boolInt(r.Stream), r.Status, r.Error, r.FinishReason,
 		r.PromptTokens, r.CompletionTokens, r.CachedTokens, r.Lane,
 		r.Queue.Microseconds(), r.Prefill.Microseconds(), r.Decode.Microseconds(), r.Total.Microseconds(),
 		boolInt(r.ClientDisconnected), formatTime(created))
@@ -55,6 +96,61 @@ func (s *Store) RecordRequest(ctx context.Context, r RequestRecord) error {
 		return fmt.Errorf("record request %s: %w", r.ID, err)
 	}
 	return nil
+}
+
+// pruneBatch is how many records one prune statement deletes: few, so that
+// the records writer's inserts wait for at most one small transaction.
+const pruneBatch = 500
+
+// PruneRequests deletes the request records created before the given time,
+// in batches of a few hundred (one transaction each), and returns how many
+// it deleted.
+func (s *Store) PruneRequests(ctx context.Context, before time.Time) (int64, error) {
+	return s.pruneRequests(ctx, before, pruneBatch)
+}
+
+func (s *Store) pruneRequests(ctx context.Context, before time.Time, batch int) (int64, error) {
+	var total int64
+	for {
+		res, err := s.rw.ExecContext(ctx, `DELETE FROM requests WHERE rowid IN
+			(SELECT rowid FROM requests WHERE created_at < ? ORDER BY created_at LIMIT ?)`, formatTime(before), batch)
+		if err != nil {
+			return total, fmt.Errorf("prune request records: %w", err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return total, fmt.Errorf("prune request records: %w", err)
+		}
+		total += n
+		if n < int64(batch) {
+			return total, nil
+		}
+	}
+}
+
+// pruneLoop deletes the records older than keep now and then every interval, until ctx ends;
+// done, when set, hears of each pass.
+func (s *Store) pruneLoop(ctx context.Context, keep, every time.Duration, done func(int64, error)) {
+	defer s.housework.Done()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		n, err := s.PruneRequests(ctx, time.Now().Add(-keep))
+		switch {
+		case err != nil && ctx.Err() == nil:
+			slog.Warn("old request records were not pruned; they will be at the next pass", "err", err)
+		case n > 0:
+			slog.Info("pruned old request records", "deleted", n, "kept", keep)
+		}
+		if done != nil {
+			done(n, err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // Request returns the record with the given id, or an error wrapping

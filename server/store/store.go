@@ -1,17 +1,35 @@
-// Package store persists the server's records in SQLite: request records
-// now, and sessions, responses, files, batches, keys and usage as those
+// Package store persists the server's records in SQLite: request records, stored Responses
+// API responses and the model catalog now, and sessions, files, batches, keys and usage as those
 // features add their migrations.
 //
-// It uses modernc.org/sqlite (pure Go, no cgo). A Store holds two pools on
-// one database file: a writer with exactly one connection, so writes from
-// this process queue in Go instead of contending for SQLite's lock, and a
-// read-only pool (SQLite's mode=ro) of several connections, which WAL lets
-// read while the writer writes. Every pragma is in the DSN, so every pooled
-// connection gets it, not just the one a db.Exec happens to land on:
-// journal_mode=WAL, synchronous=FULL, busy_timeout=5000 and foreign_keys=ON
-// on both pools, and _txlock=immediate on the writer, so a write transaction
-// takes the write lock at BEGIN instead of failing with SQLITE_BUSY when it
-// upgrades.
+// It uses modernc.org/sqlite (pure Go, no cgo). A Store holds three pools on one database
+// file:
+//   - the writer, exactly one connection, synchronous=FULL: everything the user stores
+//     (responses, the model catalog, later files and batches) is on disk when the call returns;
+//   - the records writer, exactly one connection, synchronous=NORMAL: request records only. Under
+//     WAL, NORMAL skips the fsync at each commit; a power loss can lose the last commits, never
+//     corrupt the file. A lost last record is acceptable; a reply that waits on an fsync is not;
+//   - a read-only pool (SQLite's mode=ro) of several connections, which WAL lets read while
+//     either writer writes.
+//
+// synchronous is a per-connection pragma, hence the second writer connection rather than a
+// second file: one file keeps one schema, one migration sequence and one backup. The two writers
+// queue on SQLite's write lock; every write transaction is short (a request record batch is at
+// most a few hundred rows, a prune batch a few hundred deletes), and busy_timeout lets one wait
+// for the other instead of failing.
+//
+// Every pragma is in the DSN, so every pooled connection gets it, not just the one a db.Exec
+// happens to land on: journal_mode=WAL, busy_timeout=5000 and foreign_keys=ON on every pool,
+// synchronous as above (FULL on the readers, where it is moot), and _txlock=immediate on both
+// writers, so a write transaction takes the write lock at BEGIN (waiting up to busy_timeout)
+// instead of failing with SQLITE_BUSY when it upgrades.
+//
+// Request records are written off the reply path: Record queues one on a bounded channel and
+// never blocks; a background writer inserts what is queued in batches, one transaction each.
+// When the queue is full the record is dropped, counted (DroppedRecords) and logged, so a slow
+// or hung disk never stalls a reply. Flush waits for what is queued; Close drains the queue
+// before closing the database. With Options.KeepRecords, records older than that are pruned in
+// the background, at Open and then hourly, in small batches.
 //
 // The schema is built by numbered SQL files embedded from migrations/
 // (0001_requests.sql, 0002_....sql, ...). Open applies the ones the database
@@ -25,6 +43,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"embed"
@@ -39,6 +58,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -68,16 +88,59 @@ const busyTimeout = 5 * time.Second
 // Store is a handle on the superfluid database. It is safe for concurrent use.
 type Store struct {
 	path    string
-	w       *sql.DB // the writer: one connection
+	w       *sql.DB // the writer: one connection, synchronous=FULL
+	rw      *sql.DB // the records writer: one connection, synchronous=NORMAL
 	r       *sql.DB // the readers: read-only, several connections
 	applied []int   // migration versions this Open applied, for tests
+
+	rec *recorder // the background writer of request records
+
+	// Housekeeping (pruning) runs until stop is called; Close waits for it.
+	stop      context.CancelFunc
+	housework sync.WaitGroup
 }
 
-// Open opens (creating if needed) the database at path, creating its parent
-// directory with mode 0700, and brings its schema up to date. It fails with
-// an error wrapping ErrNewerDatabase when the database was written by a
-// newer superfluid.
+// Options tunes a Store; the zero value is the default for each field.
+type Options struct {
+	// RecordQueue bounds the request records waiting for the background writer (default
+	// 4096); past it Record drops them.
+	RecordQueue int
+	// RecordBatch bounds the records one transaction inserts (default 256).
+	RecordBatch int
+	// KeepRecords is how long request records are kept: older ones are deleted in the
+	// background, at Open and then every PruneEvery. 0 keeps them forever.
+	KeepRecords time.Duration
+	// PruneEvery is the interval between prunes (default an hour).
+	PruneEvery time.Duration
+	// WrapRecordSink, when set, wraps the sink the background writer inserts request records
+	// through; tests use it to slow or fail the insert. The Store itself is the sink it wraps.
+	WrapRecordSink func(RequestSink) RequestSink
+
+	// pruned, when set, is called after each prune pass (tests).
+	pruned func(deleted int64, err error)
+}
+
+// Defaults of Options.
+const (
+	defaultRecordQueue = 4096
+	defaultRecordBatch = 256
+	defaultPruneEvery  = time.Hour
+)
+
+// Open opens the database at path with the default Options.
 func Open(path string) (*Store, error) {
+	return OpenWith(path, Options{})
+}
+
+// OpenWith opens (creating if needed) the database at path, creating its
+// parent directory with mode 0700, brings its schema up to date and starts
+// the background writer of request records (and pruning, when
+// opts.KeepRecords is set). It fails with an error wrapping ErrNewerDatabase
+// when the database was written by a newer superfluid.
+func OpenWith(path string, opts Options) (*Store, error) {
+	if opts.KeepRecords < 0 {
+		return nil, fmt.Errorf("open database: keep records for %v: want 0 (forever) or more", opts.KeepRecords)
+	}
 	if path == "" {
 		return nil, errors.New("open database: empty path")
 	}
@@ -89,14 +152,10 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("open database %s: create directory: %w", abs, err)
 	}
 
-	w, err := openPool(dsn(abs, false))
+	w, err := openOneConn(dsn(abs, poolWriter))
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", abs, err)
 	}
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
-	w.SetConnMaxLifetime(0)
-	w.SetConnMaxIdleTime(0)
 
 	ctx := context.Background()
 	applied, err := migrate(ctx, w, migrationFiles)
@@ -108,10 +167,16 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("open database %s: %w", abs, err)
 	}
 
+	rw, err := openOneConn(dsn(abs, poolRecords))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open database %s: records writer: %w", abs, err)
+	}
 	// The readers open after the writer has created the file and switched
 	// it to WAL: a mode=ro connection can do neither.
-	r, err := openPool(dsn(abs, true))
+	r, err := openPool(dsn(abs, poolReader))
 	if err != nil {
+		rw.Close()
 		w.Close()
 		return nil, fmt.Errorf("open database %s: read pool: %w", abs, err)
 	}
@@ -119,7 +184,32 @@ func Open(path string) (*Store, error) {
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 
-	return &Store{path: abs, w: w, r: r, applied: applied}, nil
+	s := &Store{path: abs, w: w, rw: rw, r: r, applied: applied}
+	var sink RequestSink = s
+	if opts.WrapRecordSink != nil {
+		sink = opts.WrapRecordSink(s)
+	}
+	s.rec = newRecorder(sink, cmp.Or(opts.RecordQueue, defaultRecordQueue), cmp.Or(opts.RecordBatch, defaultRecordBatch))
+	ctx, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	if opts.KeepRecords > 0 {
+		s.housework.Add(1)
+		go s.pruneLoop(ctx, opts.KeepRecords, cmp.Or(opts.PruneEvery, defaultPruneEvery), opts.pruned)
+	}
+	return s, nil
+}
+
+// openOneConn opens a pool of exactly one connection, kept open.
+func openOneConn(dsn string) (*sql.DB, error) {
+	db, err := openPool(dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	return db, nil
 }
 
 // openPool opens a pool and makes one connection, so a bad path or DSN
@@ -136,22 +226,35 @@ func openPool(dsn string) (*sql.DB, error) {
 	return db, nil
 }
 
-// dsn builds the modernc DSN for the database at the absolute path abs. The
-// "file:" form makes SQLite read mode=ro; the path is escaped so that '?',
-// '#' and '%' in it stay part of the name.
-func dsn(abs string, readOnly bool) string {
-	p := filepath.ToSlash(abs)
-	if !strings.HasPrefix(p, "/") {
-		p = "/" + p // Windows: file:/C:/...
+// pool says which of the Store's pools a DSN is for.
+type pool int
+
+const (
+	poolWriter  pool = iota // what the user stores: synchronous=FULL
+	poolRecords             // request records: synchronous=NORMAL
+	poolReader              // read-only
+)
+
+// dsn builds the modernc DSN for pool p on the database at the absolute path
+// abs. The "file:" form makes SQLite read mode=ro; the path is escaped so
+// that '?', '#' and '%' in it stay part of the name.
+func dsn(abs string, p pool) string {
+	name := filepath.ToSlash(abs)
+	if !strings.HasPrefix(name, "/") {
+		name = "/" + name // Windows: file:/C:/...
 	}
-	u := url.URL{Scheme: "file", OmitHost: true, Path: p}
+	u := url.URL{Scheme: "file", OmitHost: true, Path: name}
+	synchronous := "FULL"
+	if p == poolRecords {
+		synchronous = "NORMAL"
+	}
 	q := []string{
 		"_pragma=busy_timeout(" + strconv.FormatInt(busyTimeout.Milliseconds(), 10) + ")",
 		"_pragma=journal_mode(WAL)",
-		"_pragma=synchronous(FULL)",
+		"_pragma=synchronous(" + synchronous + ")",
 		"_pragma=foreign_keys(ON)",
 	}
-	if readOnly {
+	if p == poolReader {
 		// No _txlock: BEGIN IMMEDIATE needs a write lock.
 		q = append(q, "mode=ro")
 	} else {
@@ -160,10 +263,16 @@ func dsn(abs string, readOnly bool) string {
 	return u.String() + "?" + strings.Join(q, "&")
 }
 
-// Close closes both pools. The readers close first so that the writer's
-// connection, the last one, checkpoints the WAL into the database file.
+// Close stops pruning, drains the queue of request records into the
+// database (a record queued after Close began is dropped and counted), and
+// closes the pools. The readers close first and the writer last, so that
+// the writer's connection, the last one, checkpoints the WAL into the
+// database file.
 func (s *Store) Close() error {
-	return errors.Join(s.r.Close(), s.w.Close())
+	s.stop()
+	s.housework.Wait()
+	s.rec.close()
+	return errors.Join(s.r.Close(), s.rw.Close(), s.w.Close())
 }
 
 // migration is one numbered SQL file.

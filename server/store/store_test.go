@@ -142,18 +142,23 @@ func TestPragmasOnEveryConnection(t *testing.T) {
 	if got := s.w.Stats().MaxOpenConnections; got != 1 {
 		t.Errorf("writer MaxOpenConnections = %d, want 1", got)
 	}
+	if got := s.rw.Stats().MaxOpenConnections; got != 1 {
+		t.Errorf("records writer MaxOpenConnections = %d, want 1", got)
+	}
 	if got := s.r.Stats().MaxOpenConnections; got < 3 {
 		t.Errorf("reader MaxOpenConnections = %d, want at least 3", got)
 	}
 
 	pools := []struct {
-		name     string
-		db       *sql.DB
-		conns    int
-		readOnly bool
+		name        string
+		db          *sql.DB
+		conns       int
+		readOnly    bool
+		synchronous int
 	}{
-		{"writer", s.w, 1, false},
-		{"reader", s.r, 3, true},
+		{"writer", s.w, 1, false, 2},          // FULL: what the user stores
+		{"records writer", s.rw, 1, false, 1}, // NORMAL: request records
+		{"reader", s.r, 3, true, 2},
 	}
 	for _, p := range pools {
 		t.Run(p.name, func(t *testing.T) {
@@ -188,8 +193,8 @@ func TestPragmasOnEveryConnection(t *testing.T) {
 				if journal != "wal" {
 					t.Errorf("conn %d: journal_mode = %q, want wal", i, journal)
 				}
-				if synchronous != 2 {
-					t.Errorf("conn %d: synchronous = %d, want 2 (FULL)", i, synchronous)
+				if synchronous != p.synchronous {
+					t.Errorf("conn %d: synchronous = %d, want %d", i, synchronous, p.synchronous)
 				}
 				if busy != 5000 {
 					t.Errorf("conn %d: busy_timeout = %d, want 5000", i, busy)
@@ -198,7 +203,7 @@ func TestPragmasOnEveryConnection(t *testing.T) {
 					t.Errorf("conn %d: foreign_keys = %d, want 1", i, fk)
 				}
 				_, err := c.ExecContext(ctx, `INSERT INTO requests (id, model, endpoint, stream, status, created_at)
-					VALUES ('probe', '', '', 0, 0, '')`)
+					VALUES (?, '', '', 0, 0, '')`, p.name)
 				if p.readOnly && err == nil {
 					t.Errorf("conn %d: write through the read pool succeeded", i)
 				}
@@ -210,13 +215,20 @@ func TestPragmasOnEveryConnection(t *testing.T) {
 	}
 }
 
-// TestWriterBeginsImmediate checks _txlock=immediate: a transaction on the
-// writer holds the write lock from BEGIN, before any statement, so another
-// connection cannot start writing.
+// TestWriterBeginsImmediate checks _txlock=immediate: a transaction on
+// either writer holds the write lock from BEGIN, before any statement, so
+// another connection cannot start writing.
 func TestWriterBeginsImmediate(t *testing.T) {
-	ctx := context.Background()
 	s := openTest(t)
-	tx, err := s.w.BeginTx(ctx, nil)
+	for _, w := range []*sql.DB{s.w, s.rw} {
+		beginsImmediate(t, s, w)
+	}
+}
+
+func beginsImmediate(t *testing.T, s *Store, w *sql.DB) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := w.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatalf("BeginTx: %v", err)
 	}
@@ -291,6 +303,9 @@ func TestOpenFails(t *testing.T) {
 		{"parent is a file", filepath.Join(file, "superfluid.db"), syscall.ENOTDIR, false},
 		{"path is a directory", dir, nil, false},
 		{"parent not writable", filepath.Join(locked, "sub", "superfluid.db"), os.ErrPermission, true},
+		// The same path (the directory cannot be created) for root, whom permission bits do
+		// not stop: a directory to create under a regular file.
+		{"directory under a file", filepath.Join(file, "sub", "dir", "superfluid.db"), syscall.ENOTDIR, false},
 		{"not a database", notDB, nil, false},
 		{"empty path", "", nil, false},
 	}
@@ -306,6 +321,11 @@ func TestOpenFails(t *testing.T) {
 			}
 			if !strings.HasPrefix(err.Error(), "open database") {
 				t.Errorf("error %q lacks the %q context", err, "open database")
+			}
+			if tt.wantIs == syscall.ENOTDIR || tt.wantIs == os.ErrPermission {
+				if !strings.Contains(err.Error(), "create directory") {
+					t.Errorf("error %q does not say the directory could not be created", err)
+				}
 			}
 			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
 				t.Errorf("error %v does not wrap %v", err, tt.wantIs)
@@ -462,7 +482,7 @@ func TestMigrateAppliesOnlyNew(t *testing.T) {
 // openWriter opens a bare writer pool, without migrations, on a fresh file.
 func openWriter(t *testing.T) *sql.DB {
 	t.Helper()
-	db, err := openPool(dsn(filepath.Join(t.TempDir(), "m.db"), false))
+	db, err := openPool(dsn(filepath.Join(t.TempDir(), "m.db"), poolWriter))
 	if err != nil {
 		t.Fatal(err)
 	}

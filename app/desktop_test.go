@@ -1,0 +1,96 @@
+package app
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/superfluid/superfluid/tray"
+)
+
+// TestDesktopController drives the desktop app's controller without a display: a busy port is
+// reported, another port works, a playground reply streams from the real worker and shows in
+// the activity, and stopping the server unloads the workers.
+func TestDesktopController(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	cfg := testConfig(t, "")
+	cfg.Port = busy.Addr().(*net.TCPAddr).Port
+	a, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	c := newController(a)
+	defer c.close()
+	events, stop := c.Subscribe()
+	defer stop()
+
+	if err := c.StartServer(); err == nil || !strings.Contains(c.Server().Err, "in use") || c.Server().Running {
+		t.Fatalf("start on a busy port: %v, status %+v", err, c.Server())
+	}
+	if err := c.SetPort(0); err == nil {
+		t.Fatal("port 0 accepted")
+	}
+	free, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := free.Addr().(*net.TCPAddr).Port
+	free.Close()
+	if err := c.SetPort(port); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartServer(); err != nil || !c.Server().Running || !strings.HasSuffix(c.APIURL(), ":"+strconv.Itoa(port)+"/v1") {
+		t.Fatalf("start: %v %+v %s", err, c.Server(), c.APIURL())
+	}
+	if err := c.SetPort(port + 1); err == nil {
+		t.Fatal("the port changed under a running server")
+	}
+
+	model := modelID(testModel)
+	var pieces []string
+	stats, err := c.Chat(context.Background(), tray.ChatSettings{Model: model, Temperature: 0, MaxTokens: 12},
+		[]tray.Message{{Role: "user", Content: "Once upon a time"}}, func(s string) { pieces = append(pieces, s) })
+	if err != nil || len(pieces) == 0 || stats.CompletionTokens == 0 || stats.PromptTokens == 0 || stats.FinishReason == "" {
+		t.Fatalf("chat: %v, %d pieces, %+v", err, len(pieces), stats)
+	}
+	var loaded bool
+	for _, m := range c.Models() {
+		loaded = loaded || (m.ID == model && m.Loaded() && m.Need > 0 && m.Context > 0)
+	}
+	if !loaded {
+		t.Fatalf("models %+v", c.Models())
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		act := c.Activity()
+		if len(act.Lanes) > 0 && len(act.Requests) > 0 && act.Requests[0].Endpoint == "playground" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("activity %+v", act)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := c.StopServer(); err != nil || c.Server().Running {
+		t.Fatalf("stop: %v %+v", err, c.Server())
+	}
+	for _, m := range c.Models() {
+		if m.Loaded() {
+			t.Fatalf("%s is still loaded after the server stopped", m.ID)
+		}
+	}
+	sawServer := false
+	for len(events) > 0 {
+		if ev := <-events; ev.Kind == tray.EventServer {
+			sawServer = true
+		}
+	}
+	if !sawServer {
+		t.Fatal("no server event")
+	}
+}
