@@ -307,7 +307,7 @@ func TestLooksLikePath(t *testing.T) {
 	defer os.Chdir(wd)
 	os.Chdir(dir)
 	for name, want := range map[string]bool{
-		"assets/m.gguf": true, // exists: a file, though it reads as OWNER/REPO
+		"assets/m.gguf":                true, // exists: a file, though it reads as OWNER/REPO
 		"owner/repo/model-Q4_K_M.gguf": false, "owner/repo:Q8_0": false, "hf.co/o/r": false,
 		"/abs/missing.gguf": true, "./m.gguf": true, "missing.gguf": true, "stories260K": false,
 	} {
