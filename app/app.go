@@ -63,10 +63,7 @@ func New(cfg Config) (*App, error) {
 // resolves the model named in cfg (registering a .gguf path; a Hugging Face reference must be
 // pulled first, see PullReference). Nothing loads until asked.
 func Open(cfg Config) (*App, error) {
-	if cfg.RecordsDays < 0 {
-		return nil, &UsageError{fmt.Sprintf("--records-days %d: give the days to keep request records, or 0 to keep them forever", cfg.RecordsDays)}
-	}
-	st, err := store.OpenWith(databasePath(cfg.DataDir), store.Options{KeepRecords: time.Duration(cfg.RecordsDays) * 24 * time.Hour})
+	st, err := store.Open(databasePath(cfg.DataDir))
 	if err != nil {
 		return nil, fmt.Errorf("open the database in %s: %w", cfg.DataDir, err)
 	}
@@ -101,8 +98,8 @@ func build(cfg Config, st *store.Store) (*App, error) {
 		}
 	}
 	a.svc = core.NewCatalog(core.Config{MaxTokens: cfg.MaxTokens, Queue: cfg.Queue}, st, a.mgr, a.hub)
-	a.handler = server.New(server.Config{KeepAlive: cfg.KeepAlive, CompletionBurst: cfg.CompletionBurst,
-		CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline}, a.svc)
+	a.handler = server.New(server.Config{KeepAlive: cfg.KeepAlive, WriteTimeout: cfg.WriteTimeout, TrustedProxies: cfg.TrustedProxies,
+		CompletionBurst: cfg.CompletionBurst, CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline}, a.svc)
 	return a, nil
 }
 
@@ -211,8 +208,7 @@ func (a *App) Worker() *worker.Client {
 // Store is the database.
 func (a *App) Store() *store.Store { return a.store }
 
-// Close unloads every model and closes the store, which first writes every request record
-// still queued; a request that finishes after that is counted as a dropped record.
+// Close unloads every model and closes the store.
 func (a *App) Close() error {
 	a.mgr.Close()
 	return a.store.Close()
@@ -220,7 +216,10 @@ func (a *App) Close() error {
 
 // Serve answers HTTP on l until ctx ends, then drains for up to 10 seconds.
 func (a *App) Serve(ctx context.Context, l net.Listener) error {
-	srv := &http.Server{Handler: a.handler, ReadHeaderTimeout: 30 * time.Second}
+	// Streamed replies bound each write themselves (server.Config.WriteTimeout): a whole-reply
+	// WriteTimeout would cut long generations. IdleTimeout closes kept-alive connections that
+	// send nothing more.
+	srv := &http.Server{Handler: a.handler, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	select {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -134,11 +136,12 @@ func serverFlags(fs *pflag.FlagSet, cfg *Config) {
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "where the server keeps its data")
 	fs.IntVar(&cfg.RecordsDays, "records-days", cfg.RecordsDays, "days the request records are kept; older ones are pruned in the background (0 = forever)")
 	fs.IntVar(&cfg.CompletionBurst, "completion-burst", cfg.CompletionBurst, "fill-in-the-middle requests a client may send at once (0 = no limit)")
-	fs.Float64Var(&cfg.CompletionRate, "completion-rate", cfg.CompletionRate, "fill-in-the-middle requests per second a client's allowance refills at")
+	fs.Var(rateFlag{&cfg.CompletionRate}, "completion-rate", "fill-in-the-middle requests per second a client's allowance refills at (above 0)")
 	fs.Var(millis{&cfg.CompletionDeadline}, "completion-deadline-ms", "cut fill-in-the-middle generations after this many milliseconds (0 = none)")
 	fs.Var(keepAliveFlag{&cfg.ModelKeepAlive}, "keep-alive", `how long an idle model stays loaded: "5m", seconds, 0 (unload after each request) or -1 (never unload)`)
 	fs.IntVar(&cfg.MaxLoaded, "max-loaded", cfg.MaxLoaded, "models loaded at once; loading one more evicts the least recently used idle model (0 = no bound)")
 	fs.Var(bytesFlag{&cfg.MemoryBudget}, "memory-budget", `RAM the loaded models may take, e.g. "12GB" (0 = three quarters of the RAM available at start)`)
+	fs.Var(proxiesFlag{&cfg.TrustedProxies}, "trusted-proxies", "reverse proxies (addresses or CIDR ranges, comma-separated) whose X-Forwarded-For names the client; by default the header is ignored")
 	libraryFlags(fs, cfg)
 }
 
@@ -194,6 +197,52 @@ func (b bytesFlag) Set(v string) error {
 }
 
 func (b bytesFlag) Type() string { return "size" }
+
+// rateFlag is a rate per second above 0: a rate of 0 would never refill a client's allowance.
+type rateFlag struct{ r *float64 }
+
+func (f rateFlag) String() string {
+	if f.r == nil {
+		return "0"
+	}
+	return strconv.FormatFloat(*f.r, 'g', -1, 64)
+}
+
+func (f rateFlag) Set(v string) error {
+	r, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(r > 0) || math.IsInf(r, 1) {
+		return fmt.Errorf("want a number of requests per second above 0, got %q (to turn the limit off, pass --completion-burst 0)", v)
+	}
+	*f.r = r
+	return nil
+}
+
+func (f rateFlag) Type() string { return "float" }
+
+// proxiesFlag is a comma-separated list of IP addresses and CIDR ranges; it may be repeated.
+type proxiesFlag struct{ list *[]string }
+
+func (f proxiesFlag) String() string {
+	if f.list == nil {
+		return ""
+	}
+	return strings.Join(*f.list, ",")
+}
+
+func (f proxiesFlag) Set(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		p = strings.TrimSpace(p)
+		_, perr := netip.ParsePrefix(p)
+		addr, aerr := netip.ParseAddr(p)
+		if perr != nil && (aerr != nil || addr.Zone() != "") {
+			return fmt.Errorf("want IP addresses or CIDR ranges such as 127.0.0.1 or 10.0.0.0/8, got %q", p)
+		}
+		*f.list = append(*f.list, p)
+	}
+	return nil
+}
+
+func (f proxiesFlag) Type() string { return "CIDRs" }
 
 // millis is a time.Duration flag given in whole milliseconds.
 type millis struct{ d *time.Duration }

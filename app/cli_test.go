@@ -110,6 +110,12 @@ func TestCLIExitCodes(t *testing.T) {
 		{"unknown root flag", []string{"--nope"}, 2, []string{"unknown flag: --nope"}},
 		{"bad flag value", []string{"serve", "--port", "x", "a.gguf"}, 2, []string{`invalid argument "x" for "--port"`}},
 		{"bad milliseconds", []string{"serve", "--completion-deadline-ms", "-5", "a.gguf"}, 2, []string{"whole number of milliseconds"}},
+		{"completion rate zero", []string{"serve", "--port", "0", "--data-dir", data, "--completion-rate", "0", "nope.gguf"}, 2,
+			[]string{`"--completion-rate"`, "above 0", "--completion-burst 0"}},
+		{"completion rate negative", []string{"serve", "--port", "0", "--data-dir", data, "--completion-rate=-1", "nope.gguf"}, 2, []string{"above 0"}},
+		{"completion rate NaN", []string{"serve", "--port", "0", "--data-dir", data, "--completion-rate", "NaN", "nope.gguf"}, 2, []string{"above 0"}},
+		{"bad trusted proxy", []string{"serve", "--port", "0", "--data-dir", data, "--trusted-proxies", "127.0.0.1,10.0.0.0/33", "nope.gguf"}, 2,
+			[]string{`"10.0.0.0/33"`, "CIDR"}},
 		{"serve two models", []string{"serve", "a.gguf", "b.gguf"}, 2, []string{"expected one model, got 2"}},
 		{"serve missing file", []string{"serve", "--port", "0", "--data-dir", data, "nope.gguf"}, 2, []string{"nope.gguf does not exist"}},
 		{"bench no model", []string{"bench", "--repeat", "1"}, 2, []string{"no model given", "superfluid bench path/to/model.gguf"}},
@@ -150,8 +156,10 @@ func TestCLIExitCodes(t *testing.T) {
 // --x=v spelling.
 func TestCLIFlagsAroundModel(t *testing.T) {
 	for _, args := range [][]string{
-		{"--port", "9", "--ctx=128", "--completion-deadline-ms", "250", "m.gguf", "--parallel", "3"},
-		{"m.gguf", "--port=9", "--ctx", "128", "--completion-deadline-ms=250", "--parallel=3"},
+		{"--port", "9", "--ctx=128", "--completion-deadline-ms", "250", "m.gguf", "--parallel", "3",
+			"--completion-rate", "2.5", "--trusted-proxies", "127.0.0.1,10.0.0.0/8", "--trusted-proxies", "::1"},
+		{"m.gguf", "--port=9", "--ctx", "128", "--completion-deadline-ms=250", "--parallel=3",
+			"--completion-rate=2.5", "--trusted-proxies=127.0.0.1, 10.0.0.0/8,::1"},
 	} {
 		cmd := newServeCommand()
 		var model string
@@ -170,6 +178,10 @@ func TestCLIFlagsAroundModel(t *testing.T) {
 		deadline := fs.Lookup("completion-deadline-ms").Value.String()
 		if port != 9 || ctx != 128 || parallel != 3 || deadline != "250" || model != "m.gguf" {
 			t.Errorf("%v: port %d ctx %d parallel %d deadline %s model %q", args, port, ctx, parallel, deadline, model)
+		}
+		rate, proxies := fs.Lookup("completion-rate").Value.String(), fs.Lookup("trusted-proxies").Value.String()
+		if rate != "2.5" || proxies != "127.0.0.1,10.0.0.0/8,::1" {
+			t.Errorf("%v: completion-rate %s trusted-proxies %s", args, rate, proxies)
 		}
 	}
 }

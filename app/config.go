@@ -44,11 +44,14 @@ type Config struct {
 	CompletionDeadline time.Duration
 	// DataDir holds everything the server writes (the database, later files and caches).
 	DataDir string
-	// RecordsDays is how many days request records are kept (--records-days); older ones are
-	// pruned in the background. 0 keeps them forever.
-	RecordsDays int
 	// KeepAlive is the SSE keep-alive interval.
 	KeepAlive time.Duration
+	// WriteTimeout bounds the write of each frame of a streamed reply; a client that stops
+	// reading for longer is dropped and its generation stopped.
+	WriteTimeout time.Duration
+	// TrustedProxies are the reverse proxies (addresses or CIDR ranges) whose X-Forwarded-For
+	// names the client (--trusted-proxies); empty trusts no such header.
+	TrustedProxies []string
 	// WorkerCommand starts a worker process: the program and its leading arguments.
 	WorkerCommand []string
 	// WorkerEnv is added to the worker's environment.
@@ -65,9 +68,9 @@ func DefaultConfig() Config {
 		Parallel:        4,
 		Queue:           64,
 		CompletionBurst: 20,
-		RecordsDays:     30,
 		CompletionRate:  10,
 		KeepAlive:       5 * time.Second,
+		WriteTimeout:    30 * time.Second,
 		ModelKeepAlive:  5 * time.Minute,
 		HFEndpoint:      cmp.Or(os.Getenv("HF_ENDPOINT"), hf.DefaultEndpoint),
 		HFToken:         os.Getenv("HF_TOKEN"),

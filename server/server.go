@@ -21,11 +21,24 @@ import (
 type Config struct {
 	// KeepAlive is the SSE keep-alive interval; 0 disables keep-alives.
 	KeepAlive time.Duration
+	// WriteTimeout bounds the write of each frame of a streamed reply (SSE and NDJSON): a
+	// client that stops reading for longer is dropped, its generation stopped and its request
+	// recorded as a client disconnect. 0 means DefaultWriteTimeout; negative, no bound.
+	WriteTimeout time.Duration
+	// TrustedProxies are the addresses and CIDR ranges of reverse proxies whose
+	// X-Forwarded-For and X-Real-IP headers name the client (--trusted-proxies). Empty: the
+	// headers are ignored and the client is the connection's peer, so no client can pick its
+	// own rate-limit bucket.
+	TrustedProxies []string
 	// Fill-in-the-middle limits: per-client token bucket and generation deadline.
 	CompletionBurst    int
 	CompletionRate     float64
 	CompletionDeadline time.Duration
 }
+
+// DefaultWriteTimeout is how long one frame of a streamed reply may take to write when the
+// Config names no bound.
+const DefaultWriteTimeout = 30 * time.Second
 
 func init() { gin.SetMode(gin.ReleaseMode) }
 
@@ -33,11 +46,23 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 func New(cfg Config, svc *core.Service) http.Handler {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
+	if err := r.SetTrustedProxies(cfg.TrustedProxies); err != nil {
+		// The command line checks the list; a bad one from elsewhere trusts nobody.
+		slog.Error("trusted proxies ignored", "err", err)
+		_ = r.SetTrustedProxies(nil)
+	}
+	writeTimeout := cfg.WriteTimeout
+	switch {
+	case writeTimeout == 0:
+		writeTimeout = DefaultWriteTimeout
+	case writeTimeout < 0:
+		writeTimeout = 0
+	}
 	r.Use(recovery)
-	openai.Routes(r, svc, openai.Options{KeepAlive: cfg.KeepAlive, CompletionBurst: cfg.CompletionBurst,
+	openai.Routes(r, svc, openai.Options{KeepAlive: cfg.KeepAlive, WriteTimeout: writeTimeout, CompletionBurst: cfg.CompletionBurst,
 		CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline})
-	ollama.Routes(r, svc)
-	anthropic.Routes(r, svc, anthropic.Options{KeepAlive: cfg.KeepAlive})
+	ollama.Routes(r, svc, ollama.Options{WriteTimeout: writeTimeout})
+	anthropic.Routes(r, svc, anthropic.Options{KeepAlive: cfg.KeepAlive, WriteTimeout: writeTimeout})
 	r.NoRoute(func(c *gin.Context) {
 		writeError(c, http.StatusNotFound, fmt.Sprintf("unknown route %s %s", c.Request.Method, c.Request.URL.Path))
 	})

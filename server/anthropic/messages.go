@@ -28,6 +28,9 @@ const (
 type Options struct {
 	// KeepAlive is the interval of SSE comment keep-alives; 0 disables them.
 	KeepAlive time.Duration
+	// WriteTimeout bounds the write of each SSE frame (0: no bound); a client that stops
+	// reading for longer is dropped and its generation stopped.
+	WriteTimeout time.Duration
 }
 
 type handlers struct {
@@ -112,7 +115,7 @@ func toUsage(prompt, cached, output int) usage {
 // content_block_stop, message_delta (stop_reason, usage) and message_stop. An error after the
 // stream began is an `event: error` frame, and the stream ends there.
 func (h *handlers) stream(c *gin.Context, creq *core.ChatRequest, model string) error {
-	s := sse.New(c.Writer, h.opts.KeepAlive)
+	s := sse.New(c.Writer, h.opts.KeepAlive, h.opts.WriteTimeout)
 	defer s.Close()
 	_, err := h.svc.Chat(c.Request.Context(), creq, func(_ int, ev llm.Event) error {
 		switch {

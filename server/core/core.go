@@ -141,6 +141,37 @@ func statusOf(err error) int {
 	}
 }
 
+// ChoicesError refuses a request for more choices (n) than the model's lanes and queue could
+// ever hold at once: retrying cannot help, so it is invalid input rather than overload.
+type ChoicesError struct {
+	N, Lanes, Queue int
+}
+
+func (e *ChoicesError) Error() string {
+	return fmt.Sprintf("n=%d is more than this model can ever run at once (%d lanes + %d queued); ask for at most %d",
+		e.N, e.Lanes, e.Queue, e.Lanes+e.Queue)
+}
+
+// Unwrap lets errors.Is(err, llm.ErrInvalidInput) match.
+func (e *ChoicesError) Unwrap() error { return llm.ErrInvalidInput }
+
+// undelivered marks an error from a dialect's Emit: the reply could not be written (the client
+// hung up, or stopped reading for longer than the write timeout). It matches context.Canceled,
+// so the request is recorded as a client disconnect (499) like a hang-up noticed by the
+// request's context.
+func undelivered(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &undeliveredError{err}
+}
+
+type undeliveredError struct{ err error }
+
+func (e *undeliveredError) Error() string { return "reply not delivered: " + e.err.Error() }
+
+func (e *undeliveredError) Unwrap() []error { return []error{context.Canceled, e.err} }
+
 // LoadModel makes sure the model's engine is up (Ollama's empty generate, /v1/models/load).
 func (s *Service) LoadModel(ctx context.Context, name string) (*Model, error) {
 	m, err := s.Model(name)
@@ -172,14 +203,21 @@ func (s *Service) Slots(ctx context.Context, name string) (*Model, llm.Slots, er
 // Inflight is how many generations are running or queued on the model right now.
 func (m *Model) Inflight() int { return int(m.inflight.Load()) }
 
-// admit reserves n generations on m, or refuses when the lanes and the queue are full.
+// admit reserves n generations on m, or refuses when the lanes and the queue are full. More
+// than the lanes and the queue together could never run, so that is invalid input, not a
+// reason to retry.
 func (s *Service) admit(m *Model, n int) (release func(), err error) {
+	if s.cfg.Queue <= 0 {
+		m.inflight.Add(int64(n))
+		return func() { m.inflight.Add(-int64(n)) }, nil
+	}
+	lanes := max(1, m.Info().Parallel)
+	limit := lanes + s.cfg.Queue
+	if n > limit {
+		return nil, &ChoicesError{N: n, Lanes: lanes, Queue: s.cfg.Queue}
+	}
 	total := m.inflight.Add(int64(n))
 	release = func() { m.inflight.Add(-int64(n)) }
-	if s.cfg.Queue <= 0 {
-		return release, nil
-	}
-	limit := max(1, m.Info().Parallel) + s.cfg.Queue
 	if total > int64(limit) {
 		release()
 		return nil, &llm.OverloadedError{Limit: limit, RetryAfter: time.Second}

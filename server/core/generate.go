@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -48,7 +49,9 @@ func (r *Result) Usage() llm.Usage {
 	return u
 }
 
-// Emit receives the events of choice i. Calls are serialized.
+// Emit receives the events of choice i. Calls are serialized. An error from Emit means the
+// reply cannot be delivered (the client hung up or stopped reading): the generation stops and
+// the request is recorded as a client disconnect.
 type Emit func(choice int, ev llm.Event) error
 
 // Chat renders the conversation and generates N choices, running them side by side on the
@@ -169,7 +172,7 @@ func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n in
 				}
 				mu.Lock()
 				defer mu.Unlock()
-				return emit(i, ev)
+				return undelivered(emit(i, ev))
 			})
 			if errs[i] != nil {
 				cancel() // one failed choice fails the request; stop the others
@@ -228,7 +231,8 @@ func (s *Service) record(ctx context.Context, key recordKey, res *Result, err er
 			rec.Queue, rec.Prefill, rec.Decode = d.Timings.Queue, d.Timings.Prefill, d.Timings.Decode
 		}
 	}
-	// Queued, not written: the reply never waits for the disk. A full queue drops the record
-	// (the store counts and logs it) rather than hold the reply.
-	s.store.Record(rec)
+	// The request's own context may be gone (client disconnected); the record must still land.
+	if werr := s.store.RecordRequest(context.WithoutCancel(ctx), rec); werr != nil {
+		slog.Error("record request", "id", key.id, "err", werr)
+	}
 }

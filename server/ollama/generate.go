@@ -13,6 +13,7 @@ import (
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/sse"
 )
 
 // turn is what both generation routes share once the request is valid.
@@ -71,12 +72,12 @@ func (h *handlers) generate(c *gin.Context) error {
 	if req.Suffix != "" {
 		ireq := &core.InfillRequest{ID: id, Endpoint: "/api/generate", Stream: t.stream, Model: m.ID,
 			Prefix: req.Prompt, Suffix: req.Suffix, Mode: core.FIMPrefixSuffixMiddle, Generation: *gen, KeepAlive: ka}
-		return respond(c, t, frame, func(emit core.Emit) (*core.Result, error) { return h.svc.Infill(c.Request.Context(), ireq, emit) })
+		return h.respond(c, t, frame, func(emit core.Emit) (*core.Result, error) { return h.svc.Infill(c.Request.Context(), ireq, emit) })
 	}
 	if req.Raw {
 		gen.Prompt = req.Prompt
 		creq := &core.CompletionRequest{ID: id, Endpoint: "/api/generate", Stream: t.stream, Model: m.ID, Generation: *gen, KeepAlive: ka}
-		return respond(c, t, frame, func(emit core.Emit) (*core.Result, error) { return h.svc.Complete(c.Request.Context(), creq, emit) })
+		return h.respond(c, t, frame, func(emit core.Emit) (*core.Result, error) { return h.svc.Complete(c.Request.Context(), creq, emit) })
 	}
 	var msgs []chat.Message
 	if req.System != "" {
@@ -84,7 +85,7 @@ func (h *handlers) generate(c *gin.Context) error {
 	}
 	msgs = append(msgs, chat.Message{Role: "user", Content: req.Prompt})
 	creq := &core.ChatRequest{ID: id, Endpoint: "/api/generate", Stream: t.stream, Model: m.ID, Messages: msgs, Generation: *gen, KeepAlive: ka}
-	return respond(c, t, frame, func(emit core.Emit) (*core.Result, error) { return h.svc.Chat(c.Request.Context(), creq, emit) })
+	return h.respond(c, t, frame, func(emit core.Emit) (*core.Result, error) { return h.svc.Chat(c.Request.Context(), creq, emit) })
 }
 
 func (h *handlers) chat(c *gin.Context) error {
@@ -128,7 +129,7 @@ func (h *handlers) chat(c *gin.Context) error {
 			Done: done != nil, DoneReason: reason(done), metrics: t.metrics(done)}
 	}
 	creq := &core.ChatRequest{ID: newID(), Endpoint: "/api/chat", Stream: t.stream, Model: m.ID, Messages: msgs, Generation: *gen, KeepAlive: ka}
-	return respond(c, t, frame, func(emit core.Emit) (*core.Result, error) { return h.svc.Chat(c.Request.Context(), creq, emit) })
+	return h.respond(c, t, frame, func(emit core.Emit) (*core.Result, error) { return h.svc.Chat(c.Request.Context(), creq, emit) })
 }
 
 // roles are the roles Ollama's chat takes (it lower-cases them first, and so does this).
@@ -237,7 +238,7 @@ func reason(done *llm.Done) string {
 
 // respond runs call and writes its events: NDJSON lines as they come when streaming, else one
 // JSON object with the whole text. frame builds a line from a text piece or the final Done.
-func respond(c *gin.Context, t *turn, frame func(string, *llm.Done) any, call func(core.Emit) (*core.Result, error)) error {
+func (h *handlers) respond(c *gin.Context, t *turn, frame func(string, *llm.Done) any, call func(core.Emit) (*core.Result, error)) error {
 	if !t.stream {
 		var text strings.Builder
 		res, err := call(func(_ int, ev llm.Event) error {
@@ -250,7 +251,7 @@ func respond(c *gin.Context, t *turn, frame func(string, *llm.Done) any, call fu
 		c.JSON(http.StatusOK, frame(text.String(), &res.Choices[0]))
 		return nil
 	}
-	out := &ndjson{w: c.Writer}
+	out := &ndjson{w: c.Writer, timeout: h.opts.WriteTimeout}
 	_, err := call(func(_ int, ev llm.Event) error {
 		switch {
 		case ev.Done != nil:
@@ -271,8 +272,10 @@ func respond(c *gin.Context, t *turn, frame func(string, *llm.Done) any, call fu
 
 // ndjson writes one JSON object per line, committing the 200 and headers with the first line
 // so that errors found before it still get their status.
+// Each line must reach the connection within timeout (0: no bound), as SSE frames must.
 type ndjson struct {
 	w         gin.ResponseWriter
+	timeout   time.Duration
 	committed bool
 	err       error
 }
@@ -290,11 +293,10 @@ func (s *ndjson) line(v any) error {
 		s.w.Header().Set("Content-Type", "application/x-ndjson")
 		s.w.WriteHeader(http.StatusOK)
 	}
-	if _, err := s.w.Write(append(b, '\n')); err != nil {
+	if err := sse.WriteFrame(s.w, s.timeout, append(b, '\n')); err != nil {
 		s.err = err
 		return err
 	}
-	s.w.Flush()
 	return nil
 }
 

@@ -81,7 +81,7 @@ func (h *handlers) pull(c *gin.Context) error {
 		_, err := h.svc.PullModel(ctx, name, q.put)
 		done <- err
 	}()
-	s := &pullStream{out: &ndjson{w: c.Writer}, last: map[string]progress{}}
+	s := &pullStream{out: &ndjson{w: c.Writer, timeout: h.opts.WriteTimeout}, last: map[string]progress{}}
 	for {
 		select {
 		case <-q.ready:

@@ -70,6 +70,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -79,14 +80,22 @@ import (
 // Version is what /api/version reports: the Ollama release whose API this package speaks.
 const Version = "0.24.0"
 
+// Options tunes the dialect.
+type Options struct {
+	// WriteTimeout bounds the write of each NDJSON line (0: no bound); a client that stops
+	// reading for longer is dropped and its generation stopped.
+	WriteTimeout time.Duration
+}
+
 type handlers struct {
 	svc  *core.Service
+	opts Options
 	meta metaCache
 }
 
 // Routes registers the Ollama routes on r.
-func Routes(r gin.IRouter, svc *core.Service) {
-	h := &handlers{svc: svc}
+func Routes(r gin.IRouter, svc *core.Service, opts Options) {
+	h := &handlers{svc: svc, opts: opts}
 	running := func(c *gin.Context) { c.String(http.StatusOK, "Ollama is running") }
 	r.GET("/", running)
 	r.HEAD("/", running)

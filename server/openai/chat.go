@@ -27,6 +27,9 @@ const fingerprint = "superfluid"
 type Options struct {
 	// KeepAlive is the interval of SSE comment keep-alives; 0 disables them.
 	KeepAlive time.Duration
+	// WriteTimeout bounds the write of each SSE frame (0: no bound); a client that stops
+	// reading for longer is dropped and its generation stopped.
+	WriteTimeout time.Duration
 	// CompletionBurst and CompletionRate are the per-client fill-in-the-middle token bucket
 	// (--completion-burst, --completion-rate per second); a burst of 0 disables it.
 	CompletionBurst int
@@ -108,7 +111,7 @@ func toUsage(u llm.Usage) usage {
 }
 
 func (h *handlers) streamChat(c *gin.Context, creq *core.ChatRequest, opts streamOptions) error {
-	s := sse.New(c.Writer, h.opts.KeepAlive)
+	s := sse.New(c.Writer, h.opts.KeepAlive, h.opts.WriteTimeout)
 	defer s.Close()
 	base := chunk{ID: creq.ID, Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: creq.Model, SystemFingerprint: fingerprint}
 	frame := func(d delta, finish *string) chunk {

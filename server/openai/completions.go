@@ -178,7 +178,7 @@ func completionPrompt(req *completionRequest) (string, error) {
 }
 
 func (h *handlers) streamCompletion(c *gin.Context, base textCompletion, echo string, run func(core.Emit) (*core.Result, error)) error {
-	s := sse.New(c.Writer, h.opts.KeepAlive)
+	s := sse.New(c.Writer, h.opts.KeepAlive, h.opts.WriteTimeout)
 	defer s.Close()
 	frame := func(text string, finish *string) textCompletion {
 		ch := base

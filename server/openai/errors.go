@@ -54,6 +54,7 @@ type wireError struct {
 func toError(err error) *Error {
 	var e *Error
 	var cl *llm.ContextLengthError
+	var ce *core.ChoicesError
 	switch {
 	case errors.As(err, &e):
 		return e
@@ -63,6 +64,8 @@ func toError(err error) *Error {
 		return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "context_length_exceeded", Param: "messages", Message: err.Error()}
 	case errors.Is(err, llm.ErrModelNotFound):
 		return &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Param: "model", Message: err.Error()}
+	case errors.As(err, &ce):
+		return invalid("n", err.Error())
 	case errors.Is(err, llm.ErrInvalidInput):
 		return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: err.Error()}
 	case errors.Is(err, llm.ErrOverloaded):

@@ -121,7 +121,7 @@ func failureCode(e *Error) string {
 // streamResponse runs the generation as SSE events. Errors found before the first event get
 // a proper status code; later ones travel as response.failed (or error). There is no [DONE].
 func (h *handlers) streamResponse(c *gin.Context, creq *core.ChatRequest, p *responseParams) error {
-	s := sse.New(c.Writer, h.opts.KeepAlive)
+	s := sse.New(c.Writer, h.opts.KeepAlive, h.opts.WriteTimeout)
 	defer s.Close()
 	rs := &responseStream{s: s, obj: p.obj, msgID: newID("msg_")}
 	res, err := h.svc.Chat(c.Request.Context(), creq, func(_ int, ev llm.Event) error {

@@ -1,11 +1,14 @@
 // Package sse writes Server-Sent Events for the streaming dialects: data frames, comment
 // keep-alives while the model is busy, and headers committed late so that errors found before
-// the first token can still get a proper status code.
+// the first token can still get a proper status code. Every frame must reach the connection
+// within a write timeout, so a client that stops reading is dropped instead of holding its
+// lane; WriteFrame gives Ollama's NDJSON lines the same bound.
 package sse
 
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -14,7 +17,8 @@ import (
 // Stream is one SSE response. Its methods are safe for concurrent use (the keep-alive timer
 // writes from its own goroutine).
 type Stream struct {
-	w http.ResponseWriter
+	w       http.ResponseWriter
+	timeout time.Duration
 
 	mu        sync.Mutex
 	committed bool
@@ -30,8 +34,10 @@ type Stream struct {
 // New prepares a stream on w; nothing is written until Commit, Data or a keep-alive.
 // Keep-alive comments go out every interval (0 disables) while no data flows; the first one
 // commits the headers, so a long queue or prefill never leaves the client with silence.
-func New(w http.ResponseWriter, interval time.Duration) *Stream {
-	s := &Stream{w: w, stop: make(chan struct{})}
+// Each frame must be written and flushed within writeTimeout (0: no bound); a frame that is
+// not fails, and so does every write after it.
+func New(w http.ResponseWriter, interval, writeTimeout time.Duration) *Stream {
+	s := &Stream{w: w, timeout: writeTimeout, stop: make(chan struct{})}
 	if interval > 0 {
 		go s.keepAlive(interval)
 	}
@@ -141,14 +147,52 @@ func (s *Stream) writeLocked(frame string) error {
 	}
 	s.commitLocked()
 	s.lastWrite = time.Now()
-	if _, err := s.w.Write([]byte(frame)); err != nil {
+	if err := WriteFrame(s.w, s.timeout, []byte(frame)); err != nil {
 		s.err = err
 		return err
 	}
-	if f, ok := s.w.(http.Flusher); ok {
-		f.Flush()
+	return nil
+}
+
+// WriteFrame writes one frame of a streamed reply and flushes it to the connection, giving up
+// when that takes longer than timeout (0: no bound): a client that stops reading fills its
+// socket buffers, and without a deadline the write would block its handler forever. The
+// deadline stays set after the frame, so it also bounds the end of the reply net/http writes
+// after the handler returns; net/http clears it before the connection's next request. A write
+// that times out breaks the connection, and net/http cancels the request's context.
+func WriteFrame(w http.ResponseWriter, timeout time.Duration, frame []byte) error {
+	if timeout > 0 {
+		err := http.NewResponseController(w).SetWriteDeadline(time.Now().Add(timeout))
+		if err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return fmt.Errorf("set write deadline: %w", err)
+		}
+	}
+	if _, err := w.Write(frame); err != nil {
+		return fmt.Errorf("write to client: %w", err)
+	}
+	if err := flush(w); err != nil {
+		return fmt.Errorf("write to client: %w", err)
 	}
 	return nil
+}
+
+// flush sends what w buffered and returns the error of that write. http.ResponseController's
+// Flush stops at the first writer with a Flush method that cannot fail (gin's), losing the
+// error, so this looks through wrappers for FlushError first.
+func flush(w http.ResponseWriter) error {
+	for {
+		switch f := w.(type) {
+		case interface{ FlushError() error }:
+			return f.FlushError()
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = f.Unwrap()
+		case http.Flusher:
+			f.Flush()
+			return nil
+		default:
+			return nil
+		}
+	}
 }
 
 func (s *Stream) keepAlive(interval time.Duration) {

@@ -102,7 +102,7 @@ func TestFraming(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := httptest.NewRecorder()
-			s := sse.New(rec, 0)
+			s := sse.New(rec, 0, 0)
 			if err := tt.write(s); err != nil {
 				t.Fatal(err)
 			}
@@ -121,7 +121,7 @@ func TestFraming(t *testing.T) {
 
 func TestEveryFrameFlushed(t *testing.T) {
 	w := newWriter()
-	s := sse.New(w, 0)
+	s := sse.New(w, 0, 0)
 	defer s.Close()
 	for i := range 3 {
 		if err := s.Data(i); err != nil {
@@ -135,7 +135,7 @@ func TestEveryFrameFlushed(t *testing.T) {
 
 func TestSetHeader(t *testing.T) {
 	rec := httptest.NewRecorder()
-	s := sse.New(rec, 0)
+	s := sse.New(rec, 0, 0)
 	defer s.Close()
 	if s.Committed() {
 		t.Fatal("committed before anything was written")
@@ -165,7 +165,7 @@ func TestSetHeader(t *testing.T) {
 
 func TestMarshalErrorWritesNothing(t *testing.T) {
 	rec := httptest.NewRecorder()
-	s := sse.New(rec, 0)
+	s := sse.New(rec, 0, 0)
 	defer s.Close()
 	if err := s.Data(make(chan int)); err == nil {
 		t.Fatal("Data of a channel succeeded")
@@ -184,7 +184,7 @@ func TestMarshalErrorWritesNothing(t *testing.T) {
 
 func TestKeepAliveCommits(t *testing.T) {
 	w := newWriter()
-	s := sse.New(w, time.Millisecond)
+	s := sse.New(w, time.Millisecond, 0)
 	defer s.Close()
 	w.waitWrite(t)
 	if !s.Committed() {
@@ -204,7 +204,7 @@ func TestKeepAliveCommits(t *testing.T) {
 
 func TestNoKeepAliveWhenDisabled(t *testing.T) {
 	w := newWriter()
-	s := sse.New(w, 0)
+	s := sse.New(w, 0, 0)
 	defer s.Close()
 	select {
 	case <-w.wrote:
@@ -218,7 +218,7 @@ func TestNoKeepAliveWhenDisabled(t *testing.T) {
 
 func TestNoWritesAfterClose(t *testing.T) {
 	w := newWriter()
-	s := sse.New(w, time.Millisecond)
+	s := sse.New(w, time.Millisecond, 0)
 	w.waitWrite(t) // the keep-alive goroutine is running
 	if err := s.Data("last"); err != nil {
 		t.Fatal(err)
@@ -244,7 +244,7 @@ func TestNoWritesAfterClose(t *testing.T) {
 
 func TestWriteErrorSticks(t *testing.T) {
 	w := newWriter()
-	s := sse.New(w, time.Millisecond)
+	s := sse.New(w, time.Millisecond, 0)
 	defer s.Close()
 	if err := s.Data(1); err != nil {
 		t.Fatal(err)
@@ -272,7 +272,7 @@ func TestWriteErrorSticks(t *testing.T) {
 // Data from several goroutines and keep-alives at once: every frame arrives whole. Run with -race.
 func TestConcurrentFrames(t *testing.T) {
 	w := newWriter()
-	s := sse.New(w, 50*time.Microsecond)
+	s := sse.New(w, 50*time.Microsecond, 0)
 	const writers, frames = 8, 200
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -328,7 +328,7 @@ func TestConcurrentFrames(t *testing.T) {
 // still answer with an ordinary error status; Done silences keep-alives too.
 func TestSettle(t *testing.T) {
 	rec := httptest.NewRecorder()
-	s := sse.New(rec, time.Millisecond)
+	s := sse.New(rec, time.Millisecond, 0)
 	if s.Settle() {
 		t.Fatal("settled stream reports committed before anything was written")
 	}
@@ -342,7 +342,7 @@ func TestSettle(t *testing.T) {
 	}
 
 	rec = httptest.NewRecorder()
-	s = sse.New(rec, time.Millisecond)
+	s = sse.New(rec, time.Millisecond, 0)
 	if err := s.Done(); err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func TestSettle(t *testing.T) {
 // a silence gets them.
 func TestKeepAliveOnlyInSilence(t *testing.T) {
 	rec := httptest.NewRecorder()
-	s := sse.New(rec, 200*time.Millisecond)
+	s := sse.New(rec, 200*time.Millisecond, 0)
 	for range 60 { // 300 ms of frames, one every 5 ms
 		if err := s.Data(map[string]int{"n": 1}); err != nil {
 			t.Fatal(err)
@@ -372,7 +372,7 @@ func TestKeepAliveOnlyInSilence(t *testing.T) {
 
 	for attempt := 0; ; attempt++ {
 		rec := httptest.NewRecorder()
-		s := sse.New(rec, 10*time.Millisecond)
+		s := sse.New(rec, 10*time.Millisecond, 0)
 		_ = s.Data(map[string]int{"n": 1})
 		time.Sleep(50 * time.Millisecond)
 		s.Settle() // no keep-alive writes after this, so the body can be read
@@ -384,5 +384,78 @@ func TestKeepAliveOnlyInSilence(t *testing.T) {
 		if attempt == 50 {
 			t.Fatalf("no keep-alive in a silence: %q", got)
 		}
+	}
+}
+
+// deadlineWriter records the write deadlines set through http.ResponseController and fails
+// flushes with flushErr, as net/http's response does once the connection broke.
+type deadlineWriter struct {
+	*writer
+	deadlines []time.Time
+	flushErr  error
+}
+
+func (w *deadlineWriter) SetWriteDeadline(t time.Time) error {
+	w.deadlines = append(w.deadlines, t)
+	return nil
+}
+
+func (w *deadlineWriter) FlushError() error { return w.flushErr }
+
+// wrapper is a middleware's writer (gin's): a Flush that cannot fail, and Unwrap.
+type wrapper struct{ http.ResponseWriter }
+
+func (w wrapper) Flush()                      {}
+func (w wrapper) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// TestWriteDeadline: every frame gets a fresh deadline of the write timeout before it is
+// written, through wrapping writers too; a failed flush fails the frame and every write after
+// it.
+func TestWriteDeadline(t *testing.T) {
+	const timeout = time.Hour
+	dw := &deadlineWriter{writer: newWriter()}
+	s := sse.New(wrapper{dw}, 0, timeout)
+	defer s.Close()
+	for i := range 3 {
+		before := time.Now()
+		if err := s.Data(i); err != nil {
+			t.Fatal(err)
+		}
+		after := time.Now()
+		if len(dw.deadlines) != i+1 {
+			t.Fatalf("%d deadlines set for %d frames", len(dw.deadlines), i+1)
+		}
+		if d := dw.deadlines[i]; d.Before(before.Add(timeout)) || d.After(after.Add(timeout)) {
+			t.Fatalf("frame %d: deadline %v, want the write timeout from the write (%v)", i, d, before.Add(timeout))
+		}
+	}
+	gone := errors.New("i/o timeout")
+	dw.flushErr = gone
+	if err := s.Data("lost"); !errors.Is(err, gone) {
+		t.Fatalf("Data with a failing flush: %v, want %v", err, gone)
+	}
+	if err := s.Done(); !errors.Is(err, gone) {
+		t.Fatalf("Done after a failed flush: %v", err)
+	}
+
+	// No timeout: no deadline is set.
+	dw = &deadlineWriter{writer: newWriter()}
+	s = sse.New(dw, 0, 0)
+	defer s.Close()
+	if err := s.Data(1); err != nil || len(dw.deadlines) != 0 {
+		t.Fatalf("without a timeout: err %v, deadlines %v", err, dw.deadlines)
+	}
+}
+
+// TestWriteFrameWithoutDeadlineSupport: a writer that cannot take deadlines (a recorder)
+// still gets its frames.
+func TestWriteFrameWithoutDeadlineSupport(t *testing.T) {
+	rec := httptest.NewRecorder()
+	rec.WriteHeader(http.StatusOK)
+	if err := sse.WriteFrame(rec, time.Second, []byte("line\n")); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Body.String() != "line\n" || !rec.Flushed {
+		t.Fatalf("body %q flushed %v", rec.Body.String(), rec.Flushed)
 	}
 }
