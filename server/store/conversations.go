@@ -1,0 +1,108 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Conversation is a saved playground chat.
+type Conversation struct {
+	ID, Title, Model, System string
+	Messages                 []ConversationMessage
+	CreatedAt, UpdatedAt     time.Time
+}
+
+// ConversationMessage is one turn.
+type ConversationMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// SaveConversation inserts c or replaces the saved one with its id; UpdatedAt becomes now and
+// a zero CreatedAt too.
+func (s *Store) SaveConversation(ctx context.Context, c Conversation) error {
+	if c.ID == "" {
+		return errors.New("save conversation: empty id")
+	}
+	msgs := c.Messages
+	if msgs == nil {
+		msgs = []ConversationMessage{}
+	}
+	b, err := json.Marshal(msgs)
+	if err != nil {
+		return fmt.Errorf("save conversation %s: %w", c.ID, err)
+	}
+	now := time.Now()
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = now
+	}
+	_, err = s.w.ExecContext(ctx, `INSERT INTO conversations (id, title, model, system, messages, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET title = excluded.title, model = excluded.model, system = excluded.system,
+			messages = excluded.messages, updated_at = excluded.updated_at`,
+		c.ID, c.Title, c.Model, c.System, string(b), formatTime(c.CreatedAt), formatTime(now))
+	if err != nil {
+		return fmt.Errorf("save conversation %s: %w", c.ID, err)
+	}
+	return nil
+}
+
+// Conversations lists up to limit saved conversations, most recently updated first, without
+// their messages.
+func (s *Store) Conversations(ctx context.Context, limit int) ([]Conversation, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, title, model, system, created_at, updated_at FROM conversations
+		ORDER BY updated_at DESC, id LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list conversations: %w", err)
+	}
+	defer rows.Close()
+	out := []Conversation{}
+	for rows.Next() {
+		var c Conversation
+		var created, updated string
+		if err := rows.Scan(&c.ID, &c.Title, &c.Model, &c.System, &created, &updated); err != nil {
+			return nil, fmt.Errorf("list conversations: %w", err)
+		}
+		c.CreatedAt, _ = parseTime(created)
+		c.UpdatedAt, _ = parseTime(updated)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// ConversationByID returns a saved conversation with its messages, or an error wrapping
+// ErrNotFound.
+func (s *Store) ConversationByID(ctx context.Context, id string) (Conversation, error) {
+	var c Conversation
+	var msgs, created, updated string
+	err := s.r.QueryRowContext(ctx, `SELECT id, title, model, system, messages, created_at, updated_at
+		FROM conversations WHERE id = ?`, id).Scan(&c.ID, &c.Title, &c.Model, &c.System, &msgs, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, fmt.Errorf("conversation %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return c, fmt.Errorf("conversation %s: %w", id, err)
+	}
+	if err := json.Unmarshal([]byte(msgs), &c.Messages); err != nil {
+		return c, fmt.Errorf("conversation %s: %w", id, err)
+	}
+	c.CreatedAt, _ = parseTime(created)
+	c.UpdatedAt, _ = parseTime(updated)
+	return c, nil
+}
+
+// DeleteConversation removes a saved conversation; a missing one wraps ErrNotFound.
+func (s *Store) DeleteConversation(ctx context.Context, id string) error {
+	res, err := s.w.ExecContext(ctx, `DELETE FROM conversations WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("delete conversation %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("delete conversation %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
