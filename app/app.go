@@ -63,7 +63,10 @@ func New(cfg Config) (*App, error) {
 // resolves the model named in cfg (registering a .gguf path; a Hugging Face reference must be
 // pulled first, see PullReference). Nothing loads until asked.
 func Open(cfg Config) (*App, error) {
-	st, err := store.Open(databasePath(cfg.DataDir))
+	if cfg.RecordsDays < 0 {
+		return nil, &UsageError{fmt.Sprintf("--records-days %d: give the days to keep request records, or 0 to keep them forever", cfg.RecordsDays)}
+	}
+	st, err := store.OpenWith(databasePath(cfg.DataDir), store.Options{KeepRecords: time.Duration(cfg.RecordsDays) * 24 * time.Hour})
 	if err != nil {
 		return nil, fmt.Errorf("open the database in %s: %w", cfg.DataDir, err)
 	}
@@ -208,7 +211,8 @@ func (a *App) Worker() *worker.Client {
 // Store is the database.
 func (a *App) Store() *store.Store { return a.store }
 
-// Close unloads every model and closes the store.
+// Close unloads every model and closes the store, which first writes every request record
+// still queued; a request that finishes after that is counted as a dropped record.
 func (a *App) Close() error {
 	a.mgr.Close()
 	return a.store.Close()

@@ -44,6 +44,9 @@ type Config struct {
 	CompletionDeadline time.Duration
 	// DataDir holds everything the server writes (the database, later files and caches).
 	DataDir string
+	// RecordsDays is how many days request records are kept (--records-days); older ones are
+	// pruned in the background. 0 keeps them forever.
+	RecordsDays int
 	// KeepAlive is the SSE keep-alive interval.
 	KeepAlive time.Duration
 	// WriteTimeout bounds the write of each frame of a streamed reply; a client that stops
@@ -68,6 +71,7 @@ func DefaultConfig() Config {
 		Parallel:        4,
 		Queue:           64,
 		CompletionBurst: 20,
+		RecordsDays:     30,
 		CompletionRate:  10,
 		KeepAlive:       5 * time.Second,
 		WriteTimeout:    30 * time.Second,

@@ -141,6 +141,9 @@ func TestFailedRequestRecordsPartialUsage(t *testing.T) {
 	if res != nil || !errors.Is(err, llm.ErrEngineFailure) {
 		t.Fatalf("res %v err %v", res, err)
 	}
+	if err := st.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	rec, err := st.Request(context.Background(), "chatcmpl-test")
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -231,8 +230,7 @@ func (s *Service) record(ctx context.Context, key recordKey, res *Result, err er
 			rec.Queue, rec.Prefill, rec.Decode = d.Timings.Queue, d.Timings.Prefill, d.Timings.Decode
 		}
 	}
-	// The request's own context may be gone (client disconnected); the record must still land.
-	if werr := s.store.RecordRequest(context.WithoutCancel(ctx), rec); werr != nil {
-		slog.Error("record request", "id", key.id, "err", werr)
-	}
+	// Queued, not written: the reply never waits for the disk. A full queue drops the record
+	// (the store counts and logs it) rather than hold the reply.
+	s.store.Record(rec)
 }
