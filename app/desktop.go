@@ -16,6 +16,7 @@ import (
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/store"
 	"github.com/superfluid/superfluid/tray"
 )
 
@@ -243,6 +244,40 @@ func (c *controller) Pull(ctx context.Context, reference string) error {
 }
 
 func (c *controller) Generating() int { return int(c.generating.Load()) }
+
+// Conversations lists the saved playground chats, most recent first.
+func (c *controller) Conversations() []tray.Conversation {
+	list, err := c.a.store.Conversations(context.Background(), 100)
+	if err != nil {
+		return nil
+	}
+	out := make([]tray.Conversation, 0, len(list))
+	for _, conv := range list {
+		out = append(out, tray.Conversation{ID: conv.ID, Title: conv.Title, Model: conv.Model,
+			Updated: conv.UpdatedAt.Local().Format("Jan 2 15:04")})
+	}
+	return out
+}
+
+func (c *controller) OpenConversation(id string) (tray.Conversation, error) {
+	conv, err := c.a.store.ConversationByID(context.Background(), id)
+	if err != nil {
+		return tray.Conversation{}, err
+	}
+	out := tray.Conversation{ID: conv.ID, Title: conv.Title, Model: conv.Model, System: conv.System}
+	for _, m := range conv.Messages {
+		out.Messages = append(out.Messages, tray.Message{Role: m.Role, Content: m.Content})
+	}
+	return out, nil
+}
+
+func (c *controller) SaveConversation(conv tray.Conversation) error {
+	rec := store.Conversation{ID: conv.ID, Title: conv.Title, Model: conv.Model, System: conv.System}
+	for _, m := range conv.Messages {
+		rec.Messages = append(rec.Messages, store.ConversationMessage{Role: m.Role, Content: m.Content})
+	}
+	return c.a.store.SaveConversation(context.Background(), rec)
+}
 
 // Chat runs a playground reply through the same core as the three APIs (the prefix cache and
 // the request records included).

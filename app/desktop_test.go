@@ -76,6 +76,21 @@ func TestDesktopController(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// The playground's conversation is saved and reopens.
+	conv := tray.Conversation{ID: "conv-1", Title: "Once upon a time", Model: model,
+		Messages: []tray.Message{{Role: "user", Content: "Once upon a time"}, {Role: "assistant", Content: strings.Join(pieces, "")}}}
+	if err := c.SaveConversation(conv); err != nil {
+		t.Fatal(err)
+	}
+	if list := c.Conversations(); len(list) != 1 || list[0].Title != conv.Title || list[0].Updated == "" {
+		t.Fatalf("conversations %+v", list)
+	}
+	if got, err := c.OpenConversation("conv-1"); err != nil || len(got.Messages) != 2 || got.Messages[1].Content != conv.Messages[1].Content {
+		t.Fatalf("reopened %+v %v", got, err)
+	}
+	if _, err := c.OpenConversation("nope"); err == nil {
+		t.Fatal("opened a conversation that does not exist")
+	}
 	if err := c.StopServer(); err != nil || c.Server().Running {
 		t.Fatalf("stop: %v %+v", err, c.Server())
 	}

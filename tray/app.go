@@ -72,6 +72,7 @@ func New(a fyne.App, c Controller, icons Icons, onQuit func()) *App {
 		&fyne.MenuItem{Label: "Quit", IsQuit: true, Action: t.Quit},
 	)))
 	t.refresh()
+	t.playground.refreshSaved()
 	t.watch()
 	return t
 }

@@ -185,3 +185,36 @@ func TestServerTabPortAndActivity(t *testing.T) {
 		t.Fatalf("reply tokens cell %q", got)
 	}
 }
+
+func TestPlaygroundSavesAndReopens(t *testing.T) {
+	app, f := newTestApp(t)
+	app.Show("playground")
+	app.playground.system.SetText("Be brief.")
+	test.Type(app.playground.input, "First question")
+	test.Tap(app.playground.send)
+	eventually(t, "the reply completes", func() bool { return strings.Contains(app.playground.stats.Text, "tokens/s") })
+	test.Type(app.playground.input, "Second question")
+	test.Tap(app.playground.send)
+	eventually(t, "the second reply completes", func() bool { return len(app.playground.history) == 4 && app.playground.cancel == nil })
+	if len(f.convs) != 1 || len(f.convs[0].Messages) != 4 || f.convs[0].Title != "First question" || f.convs[0].System != "Be brief." {
+		t.Fatalf("saved %+v", f.convs)
+	}
+	first := app.playground.convID
+	test.Tap(app.playground.clear)
+	test.Type(app.playground.input, "Another chat")
+	test.Tap(app.playground.send)
+	eventually(t, "the new chat's reply", func() bool { return len(f.Conversations()) == 2 && app.playground.cancel == nil })
+	if len(app.playground.saved.Options) != 2 {
+		t.Fatalf("saved list %v", app.playground.saved.Options)
+	}
+	// Reopen the first one from the list and continue it.
+	for label, id := range app.playground.savedID {
+		if id == first {
+			app.playground.saved.SetSelected(label)
+		}
+	}
+	if app.playground.convID != first || len(app.playground.history) != 4 || app.playground.system.Text != "Be brief." ||
+		!strings.Contains(app.playground.transcriptText(), "Second question") {
+		t.Fatalf("reopened: id %s history %+v", app.playground.convID, app.playground.history)
+	}
+}

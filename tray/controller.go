@@ -96,6 +96,14 @@ type Activity struct {
 	Requests []Request
 }
 
+// Conversation is a saved playground chat.
+type Conversation struct {
+	ID, Title, Model, System string
+	Messages                 []Message
+	// Updated is when it last changed, as the list shows it.
+	Updated string
+}
+
 // Controller is what the desktop app may do with the server it owns.
 type Controller interface {
 	Server() ServerStatus
@@ -115,6 +123,12 @@ type Controller interface {
 	Pull(ctx context.Context, reference string) error
 	// Chat streams a reply to msgs, calling onText for each piece as it arrives.
 	Chat(ctx context.Context, s ChatSettings, msgs []Message, onText func(string)) (ChatStats, error)
+	// Conversations lists the saved playground chats, most recent first, without messages.
+	Conversations() []Conversation
+	// OpenConversation returns a saved chat with its messages.
+	OpenConversation(id string) (Conversation, error)
+	// SaveConversation stores a chat (new or updated).
+	SaveConversation(c Conversation) error
 	// Generating is how many generations are running now.
 	Generating() int
 	// Subscribe returns the event stream and a function that ends it.

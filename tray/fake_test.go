@@ -20,6 +20,44 @@ type fakeController struct {
 	pullErr error
 	pulls   int
 	stopped int
+	convs   []Conversation
+}
+
+func (f *fakeController) Conversations() []Conversation {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []Conversation
+	for i := len(f.convs) - 1; i >= 0; i-- {
+		c := f.convs[i]
+		c.Messages = nil
+		out = append(out, c)
+	}
+	return out
+}
+
+func (f *fakeController) OpenConversation(id string) (Conversation, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.convs {
+		if c.ID == id {
+			return c, nil
+		}
+	}
+	return Conversation{}, errors.New("no such conversation")
+}
+
+func (f *fakeController) SaveConversation(c Conversation) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c.Updated = "16:00"
+	for i := range f.convs {
+		if f.convs[i].ID == c.ID {
+			f.convs = append(f.convs[:i], f.convs[i+1:]...)
+			break
+		}
+	}
+	f.convs = append(f.convs, c)
+	return nil
 }
 
 func newFake() *fakeController {

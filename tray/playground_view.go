@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -27,6 +28,9 @@ type playgroundView struct {
 	clear       *widget.Button
 	stats       *widget.Label
 
+	saved   *widget.Select // the saved conversations
+	savedID map[string]string
+	convID  string // the conversation being shown ("" until its first reply)
 	history []Message
 	reply   *strings.Builder
 	cancel  context.CancelFunc
@@ -61,7 +65,14 @@ func newPlaygroundView(a *App) *playgroundView {
 	v.clear = widget.NewButtonWithIcon("New chat", theme.ContentClearIcon(), v.reset)
 	v.stats = widget.NewLabel("")
 
+	v.saved = widget.NewSelect(nil, func(label string) {
+		if id := v.savedID[label]; id != "" && id != v.convID {
+			v.open(id)
+		}
+	})
+	v.saved.PlaceHolder = "Saved conversations"
 	settings := widget.NewForm(
+		widget.NewFormItem("Conversation", v.saved),
 		widget.NewFormItem("Model", v.model),
 		widget.NewFormItem("System", v.system),
 		widget.NewFormItem("Temperature", v.temperature),
@@ -73,6 +84,64 @@ func newPlaygroundView(a *App) *playgroundView {
 		widget.NewLabelWithStyle("Playground", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
 		settings, widget.NewSeparator()), bottom, nil, nil, v.scroll)
 	return v
+}
+
+// refreshSaved lists the saved conversations (called off the UI goroutine's hot path: one read).
+func (v *playgroundView) refreshSaved() {
+	convs := v.app.c.Conversations()
+	v.savedID = map[string]string{}
+	var labels []string
+	selected := ""
+	for _, c := range convs {
+		label := fmt.Sprintf("%s · %s · %s", c.Title, c.Model, c.Updated)
+		v.savedID[label] = c.ID
+		labels = append(labels, label)
+		if c.ID == v.convID {
+			selected = label
+		}
+	}
+	v.saved.Options = labels
+	v.saved.Selected = selected
+	v.saved.Refresh()
+}
+
+// open shows a saved conversation, ready to continue.
+func (v *playgroundView) open(id string) {
+	if v.cancel != nil {
+		return
+	}
+	c, err := v.app.c.OpenConversation(id)
+	if err != nil {
+		v.stats.SetText("Cannot open it: " + err.Error())
+		return
+	}
+	v.convID, v.history, v.reply = c.ID, c.Messages, nil
+	v.system.SetText(c.System)
+	if c.Model != "" {
+		v.model.SetSelected(c.Model)
+	}
+	v.stats.SetText("")
+	v.render()
+}
+
+// save stores the conversation after a reply; its title is the first question.
+func (v *playgroundView) save() {
+	if len(v.history) == 0 {
+		return
+	}
+	if v.convID == "" {
+		v.convID = fmt.Sprintf("conv-%d", time.Now().UnixNano())
+	}
+	title := v.history[0].Content
+	if r := []rune(title); len(r) > 40 {
+		title = string(r[:40]) + "…"
+	}
+	c := Conversation{ID: v.convID, Title: strings.ReplaceAll(title, "\n", " "), Model: v.model.Selected,
+		System: v.system.Text, Messages: append([]Message(nil), v.history...)}
+	if err := v.app.c.SaveConversation(c); err != nil {
+		v.stats.SetText(v.stats.Text + " (not saved: " + err.Error() + ")")
+	}
+	v.refreshSaved()
 }
 
 // refresh offers the catalog's models, keeping the choice.
@@ -175,13 +244,17 @@ func (v *playgroundView) finish(stats ChatStats, err error, stopped bool) {
 	}
 	v.reply = nil
 	v.render()
+	if text != "" {
+		v.save()
+	}
 }
 
 func (v *playgroundView) reset() {
 	if v.cancel != nil {
 		v.cancel()
 	}
-	v.history, v.reply = nil, nil
+	v.convID, v.history, v.reply = "", nil, nil
+	v.saved.ClearSelected()
 	v.stats.SetText("")
 	v.render()
 }
