@@ -49,6 +49,10 @@ type Engine struct {
 	vocabOnly bool
 	// decode is lctx.Decode; tests replace it to play llama.cpp's failures.
 	decode func(*llama.Batch) error
+	// now and after are the clock of the gap between events (time.Now and time.After); tests
+	// replace them to see when Generate waits.
+	now   func() time.Time
+	after func(time.Duration) <-chan time.Time
 	// failed is closed, with failure set, once a fatal llama_decode has left the context in an
 	// unknown state (see fail); the worker process must then exit.
 	failed   chan struct{}
@@ -142,7 +146,8 @@ func Load(opts Options) (*Engine, error) {
 		batchSize: opts.BatchSize,
 	}
 	e.decode = lctx.Decode
-	e.eog = eogTokens(model)
+	e.now, e.after = time.Now, time.After
+	e.eog, e.info.MaxTokenBytes = scanVocab(model)
 	e.lanes = make([]*lane, opts.Parallel)
 	for i := range e.lanes {
 		e.lanes[i] = &lane{id: i}
@@ -168,19 +173,21 @@ func loadVocab(opts Options, model *llama.Model, meta modelMeta) *Engine {
 		done:   make(chan struct{}),
 		failed: make(chan struct{}),
 	}
-	e.eog = eogTokens(model)
+	e.eog, e.info.MaxTokenBytes = scanVocab(model)
 	close(e.done) // no loop to wait for on Close
 	return e
 }
 
-func eogTokens(model *llama.Model) []int {
-	var eog []int
+// scanVocab returns the end-of-generation tokens and the length in bytes of the longest token
+// text (ModelInfo.MaxTokenBytes).
+func scanVocab(model *llama.Model) (eog []int, longest int) {
 	for id := range model.NumVocab() {
 		if model.TokenIsEog(id) {
 			eog = append(eog, id)
 		}
+		longest = max(longest, len(model.TokenToPiece(id)))
 	}
-	return eog
+	return eog, longest
 }
 
 // threadsFor picks a thread count from the model size: tiny graphs are dominated by thread
@@ -265,20 +272,29 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 	case <-e.failed:
 		return e.failure
 	}
-	var last time.Time
+	var lastText time.Time // when text last went out; zero until the first
 	for {
 		// A model faster than one token per eventGap (tiny models do thousands a second)
 		// has its pieces grouped, so the per-event cost downstream (socket, SSE, client)
-		// never slows it; at human-visible rates every token is its own event.
-		if wait := eventGap - time.Since(last); !last.IsZero() && wait > 0 {
-			select {
-			case <-time.After(wait):
-			case <-ctx.Done():
+		// never slows it; at human-visible rates every token is its own event. The gap runs
+		// between pieces of text only: the first text goes out as soon as it is sampled
+		// (Started does not start the gap, so a cached prefill does not wait), and once the
+		// reply is finished its last text and Done go out at once.
+		if !lastText.IsZero() && !j.out.ended() {
+			if wait := eventGap - e.now().Sub(lastText); wait > 0 {
+				select {
+				case <-e.after(wait):
+				case <-j.out.end:
+				case <-ctx.Done():
+				}
 			}
 		}
 		events, finished, jobErr := j.out.take(ctx)
-		last = time.Now()
+		took := e.now()
 		for _, ev := range events {
+			if isText(ev) {
+				lastText = took
+			}
 			if err := emit(ev); err != nil {
 				cancel()
 				return err

@@ -20,6 +20,31 @@ func TestInfo(t *testing.T) {
 	}
 }
 
+// TestMaxTokenBytes: the engine reports its longest token text, and no tokenization covers
+// more bytes per token than that.
+func TestMaxTokenBytes(t *testing.T) {
+	info := testEngine.Info()
+	longest := 0
+	for id := range info.VocabSize {
+		longest = max(longest, len(testEngine.Piece(id)))
+	}
+	if info.MaxTokenBytes != longest || longest == 0 {
+		t.Fatalf("MaxTokenBytes = %d, the longest piece is %d bytes", info.MaxTokenBytes, longest)
+	}
+	text := strings.Repeat("Once upon a time, there was a little girl named Lily. <s>", 20)
+	if n := len(tokenize(t, testEngine, text)); len(text) > n*info.MaxTokenBytes {
+		t.Fatalf("%d bytes made %d tokens, more than %d bytes a token", len(text), n, info.MaxTokenBytes)
+	}
+	vocab, err := Load(Options{ModelPath: testModelPath, VocabOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vocab.Close()
+	if got := vocab.Info().MaxTokenBytes; got != longest {
+		t.Fatalf("vocab-only MaxTokenBytes = %d, want %d", got, longest)
+	}
+}
+
 func TestTokenize(t *testing.T) {
 	ctx := context.Background()
 	if got, err := testEngine.Tokenize(ctx, "", false, false); err != nil || len(got) != 0 {

@@ -60,9 +60,11 @@ type mailbox struct {
 	finished bool
 	err      error
 	notify   chan struct{}
+	// end is closed when the job finishes, so a reader pacing its events stops waiting.
+	end chan struct{}
 }
 
-func newMailbox() *mailbox { return &mailbox{notify: make(chan struct{}, 1)} }
+func newMailbox() *mailbox { return &mailbox{notify: make(chan struct{}, 1), end: make(chan struct{})} }
 
 func (m *mailbox) put(ev llm.Event) {
 	m.mu.Lock()
@@ -73,9 +75,22 @@ func (m *mailbox) put(ev llm.Event) {
 
 func (m *mailbox) finish(err error) {
 	m.mu.Lock()
+	if !m.finished {
+		close(m.end)
+	}
 	m.finished, m.err = true, err
 	m.mu.Unlock()
 	m.wake()
+}
+
+// ended reports whether the job has finished (its last events may still wait to be taken).
+func (m *mailbox) ended() bool {
+	select {
+	case <-m.end:
+		return true
+	default:
+		return false
+	}
 }
 
 func (m *mailbox) wake() {

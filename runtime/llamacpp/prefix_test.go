@@ -2,6 +2,7 @@ package llamacpp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -82,19 +83,27 @@ func TestPrefixCopiedFromBusyLane(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	decoding := make(chan struct{})
+	ended := make(chan error, 1) // the long generation's result, whenever it ends
 	go func() {
 		once := sync.Once{}
-		_ = e.Generate(ctx, long, func(ev llm.Event) error {
+		ended <- e.Generate(ctx, long, func(ev llm.Event) error {
 			if ev.Tokens > 0 {
 				once.Do(func() { close(decoding) })
 			}
 			return nil
 		})
 	}()
-	<-decoding
+	select {
+	case <-decoding:
+	case err := <-ended:
+		t.Fatalf("the long generation ended before its first token: %v", err)
+	}
 	probe := greedy(shared+" Once upon a time", 16)
 	warm := mustGenerate(t, e, probe)
 	cancel()
+	if err := <-ended; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("the long generation: %v", err)
+	}
 	if got := totals(t, e).PrefixCopies; got != 1 {
 		t.Fatalf("prefix copies %d, want 1", got)
 	}

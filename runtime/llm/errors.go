@@ -20,9 +20,16 @@ var (
 type ContextLengthError struct {
 	PromptTokens  int
 	ContextLength int
+	// Bytes, when set, is the length of a prompt refused before it was tokenized because no
+	// tokenization of that many bytes could fit; PromptTokens is then a lower bound.
+	Bytes int
 }
 
 func (e *ContextLengthError) Error() string {
+	if e.Bytes > 0 {
+		return fmt.Sprintf("the prompt is %d bytes, at least %d tokens, but the context window is %d tokens; shorten the conversation or start the server with a larger --ctx",
+			e.Bytes, e.PromptTokens, e.ContextLength)
+	}
 	return fmt.Sprintf("the prompt is %d tokens but the context window is %d tokens; shorten the conversation or start the server with a larger --ctx",
 		e.PromptTokens, e.ContextLength)
 }

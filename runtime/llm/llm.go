@@ -39,6 +39,10 @@ type ModelInfo struct {
 	Runtime            string `json:"runtime"`
 	// AddBOS reports whether the tokenizer prepends a BOS token when asked for special tokens.
 	AddBOS bool `json:"add_bos"`
+	// MaxTokenBytes is the length in bytes of the longest token text in the vocabulary (0:
+	// not known yet). No token covers more text than that, so a text longer than
+	// ContextLength × MaxTokenBytes cannot fit the window, and can be refused untokenized.
+	MaxTokenBytes int `json:"max_token_bytes,omitempty"`
 }
 
 // Request is one generation. The prompt is text; the engine tokenizes it so that the token
