@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -271,4 +272,73 @@ func TestWorkerExitsWithApp(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatal("worker kept running after its app went away")
 	}
+}
+
+// TestHugePromptRefusedUntokenized: a prompt of about 100 MiB is refused with the dialect's
+// 400 for a prompt over the window before anything tokenizes it, in every dialect and on the
+// routes that only count: the worker's memory (VmRSS, and its peak VmHWM) does not move.
+// Tokenizing it would cost the worker over a gigabyte.
+func TestHugePromptRefusedUntokenized(t *testing.T) {
+	a, srv := startServer(t, testConfig(t, testModel), true)
+	model := modelID(testModel)
+	pid := a.Worker().PID()
+	before := workerMemory(t, pid)
+	huge := strings.Repeat("Once upon a time. ", (99<<20)/18) // plain ASCII: no JSON escapes
+	large := huge[:4<<20]
+	for _, c := range []struct {
+		name, path, body, want string
+	}{
+		{"OpenAI chat", "/v1/chat/completions", `{"model":"` + model + `","max_tokens":1,"messages":[{"role":"user","content":"` + huge + `"}]}`, `"code":"context_length_exceeded"`},
+		{"OpenAI completion", "/v1/completions", `{"model":"` + model + `","max_tokens":1,"prompt":"` + large + `"}`, `"code":"context_length_exceeded"`},
+		{"OpenAI tokenize", "/v1/tokenize", `{"model":"` + model + `","input":"` + large + `"}`, `"code":"context_length_exceeded"`},
+		{"Anthropic messages", "/v1/messages", `{"model":"` + model + `","max_tokens":1,"messages":[{"role":"user","content":"` + large + `"}]}`, `prompt is too long: `},
+		{"Anthropic count_tokens", "/v1/messages/count_tokens", `{"model":"` + model + `","messages":[{"role":"user","content":"` + large + `"}]}`, `prompt is too long: `},
+		{"Ollama chat", "/api/chat", `{"model":"` + model + `","stream":false,"messages":[{"role":"user","content":"` + large + `"}]}`, `but the context window is 512 tokens`},
+		{"Ollama generate", "/api/generate", `{"model":"` + model + `","stream":false,"raw":true,"prompt":"` + large + `"}`, `but the context window is 512 tokens`},
+		{"Ollama tokenize", "/api/tokenize", `{"model":"` + model + `","content":"` + large + `"}`, `but the context window is 512 tokens`},
+	} {
+		status, _, b := post(t, srv.URL+c.path, c.body)
+		if status != http.StatusBadRequest || !strings.Contains(string(b), c.want) {
+			t.Errorf("%s: %d %.300s; want 400 with %s", c.name, status, b, c.want)
+		}
+	}
+	if now := a.Worker().PID(); now != pid {
+		t.Fatalf("the worker was replaced (pid %d, was %d)", now, pid)
+	}
+	after := workerMemory(t, pid)
+	const slack = 32 << 20
+	if after.rss > before.rss+slack || after.peak > before.peak+slack {
+		t.Fatalf("worker memory grew: VmRSS %d → %d MiB, VmHWM %d → %d MiB; the prompt was tokenized",
+			before.rss>>20, after.rss>>20, before.peak>>20, after.peak>>20)
+	}
+}
+
+type memory struct{ rss, peak int64 }
+
+// workerMemory reads a process's resident memory and its peak from /proc/PID/status.
+func workerMemory(t *testing.T, pid int) memory {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Skipf("no /proc on this system: %v", err)
+	}
+	var m memory
+	for _, line := range strings.Split(string(data), "\n") {
+		field, value, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		var kb int64
+		fmt.Sscanf(strings.TrimSpace(value), "%d kB", &kb)
+		switch field {
+		case "VmRSS":
+			m.rss = kb << 10
+		case "VmHWM":
+			m.peak = kb << 10
+		}
+	}
+	if m.rss == 0 || m.peak == 0 {
+		t.Fatalf("/proc/%d/status has no VmRSS or VmHWM:\n%s", pid, data)
+	}
+	return m
 }

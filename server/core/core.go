@@ -106,6 +106,9 @@ func (s *Service) Tokenize(ctx context.Context, model, text string, addSpecial b
 	if err != nil {
 		return nil, err
 	}
+	if err := checkTextLength(m, len(text)); err != nil {
+		return nil, err
+	}
 	return m.Engine.Tokenize(ctx, text, addSpecial, true)
 }
 

@@ -116,6 +116,9 @@ func (s *Service) CountTokens(ctx context.Context, model string, msgs []chat.Mes
 	if err != nil {
 		return 0, err
 	}
+	if err := checkTextLength(m, len(prompt)); err != nil {
+		return 0, err
+	}
 	tokens, err := m.Engine.Tokenize(ctx, prompt, addSpecial(m, prompt), true)
 	return len(tokens), err
 }
@@ -126,6 +129,9 @@ type acquirer interface {
 }
 
 func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n int, keepAlive *time.Duration, emit Emit) (*Result, error) {
+	if err := checkTextLength(m, len(gen.Prompt)); err != nil {
+		return nil, err // before the worker tokenizes it (see limits.go)
+	}
 	if gen.MaxTokens == 0 {
 		gen.MaxTokens = s.cfg.MaxTokens
 	}

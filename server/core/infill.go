@@ -59,6 +59,9 @@ func (s *Service) infill(ctx context.Context, req *InfillRequest, emit Emit) (*R
 	if m.FIM == nil {
 		return nil, fmt.Errorf("%w: model %s: %w", llm.ErrInvalidInput, m.ID, ErrFIMUnsupported)
 	}
+	if err := checkTextLength(m, len(req.Prefix)+len(req.Suffix)); err != nil {
+		return nil, err
+	}
 	bos, err := m.Engine.Tokenize(ctx, "", true, false)
 	if err != nil {
 		return nil, err
