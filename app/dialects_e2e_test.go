@@ -2,7 +2,12 @@ package app
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -11,6 +16,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/superfluid/superfluid/runtime/gguf"
 )
 
 // TestConversationAcrossDialects: one conversation, started with the OpenAI SDK, continued
@@ -137,48 +144,128 @@ func TestResponsesChainAcrossRestart(t *testing.T) {
 }
 
 // TestStreamingDialectsRealEngine: the Anthropic and Ollama clients stream from the real
-// worker: events in order, text assembled, token counts as asked.
+// worker: events in order, text assembled, token counts as asked. The model is a copy of the
+// test model in which the first token it picks for the prompt ends a generation, so without
+// the ignore_eos extension a reply ends at once, and with it the reply runs to the cap exactly.
 func TestStreamingDialectsRealEngine(t *testing.T) {
-	_, srv := startServer(t, testConfig(t, testModel), true)
+	a, srv := startServer(t, testConfig(t, testModel), true)
 	ctx := context.Background()
-	model := modelID(testModel)
+	const prompt = "Once upon a time"
+	model := endingAtOnce(t, a, srv.URL, prompt)
 
 	an := anthropic.NewClient(aoption.WithBaseURL(srv.URL), aoption.WithAPIKey("x"), aoption.WithMaxRetries(0))
-	stream := an.Messages.NewStreaming(ctx, anthropic.MessageNewParams{
-		Model: anthropic.Model(model), MaxTokens: 12,
-		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Once upon a time"))},
-	}, aoption.WithJSONSet("ignore_eos", true))
-	var msg anthropic.Message
-	events := 0
-	for stream.Next() {
-		if err := msg.Accumulate(stream.Current()); err != nil {
+	for _, ignoreEOS := range []bool{false, true} {
+		opts := []aoption.RequestOption{aoption.WithJSONSet("temperature", 0)}
+		if ignoreEOS {
+			opts = append(opts, aoption.WithJSONSet("ignore_eos", true))
+		}
+		stream := an.Messages.NewStreaming(ctx, anthropic.MessageNewParams{
+			Model: anthropic.Model(model), MaxTokens: 12,
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(prompt))},
+		}, opts...)
+		var msg anthropic.Message
+		events := 0
+		for stream.Next() {
+			if err := msg.Accumulate(stream.Current()); err != nil {
+				t.Fatal(err)
+			}
+			events++
+		}
+		if err := stream.Err(); err != nil {
 			t.Fatal(err)
 		}
-		events++
-	}
-	if err := stream.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if events < 6 || len(msg.Content) != 1 || msg.Content[0].Text == "" || msg.Usage.OutputTokens < 1 || msg.Usage.OutputTokens > 12 {
-		t.Fatalf("%d events, message %+v", events, msg)
+		switch {
+		case !ignoreEOS && (msg.Usage.OutputTokens != 0 || msg.StopReason != anthropic.StopReasonEndTurn):
+			t.Fatalf("without ignore_eos: %d output tokens, stop reason %q; want 0 and end_turn", msg.Usage.OutputTokens, msg.StopReason)
+		case ignoreEOS && (events < 6 || len(msg.Content) != 1 || msg.Content[0].Text == "" ||
+			msg.Usage.OutputTokens != 12 || msg.StopReason != anthropic.StopReasonMaxTokens):
+			t.Fatalf("ignore_eos: %d events, %d blocks, %d output tokens, stop reason %q; want text, 12 output tokens and max_tokens",
+				events, len(msg.Content), msg.Usage.OutputTokens, msg.StopReason)
+		}
 	}
 
 	base, _ := url.Parse(srv.URL)
 	ol := ollama.NewClient(base, srv.Client())
-	var chunks []ollama.ChatResponse
-	err := ol.Chat(ctx, &ollama.ChatRequest{
-		Model: model + ":latest", Options: map[string]any{"num_predict": 16},
-		Messages: []ollama.Message{{Role: "user", Content: "Once upon a time"}},
-	}, func(r ollama.ChatResponse) error { chunks = append(chunks, r); return nil })
+	for _, ignoreEOS := range []bool{false, true} {
+		var chunks []ollama.ChatResponse
+		err := ol.Chat(ctx, &ollama.ChatRequest{
+			Model: model + ":latest", Options: map[string]any{"num_predict": 16, "temperature": 0, "ignore_eos": ignoreEOS},
+			Messages: []ollama.Message{{Role: "user", Content: prompt}},
+		}, func(r ollama.ChatResponse) error { chunks = append(chunks, r); return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := chunks[len(chunks)-1]
+		text := ""
+		for _, c := range chunks {
+			text += c.Message.Content
+		}
+		switch {
+		case !ignoreEOS && (!last.Done || last.DoneReason != "stop" || last.Metrics.EvalCount != 0):
+			t.Fatalf("without ignore_eos: last %+v; want done, stop and no tokens", last)
+		case ignoreEOS && (len(chunks) < 2 || !last.Done || last.DoneReason != "length" || text == "" || last.Metrics.EvalCount != 16):
+			t.Fatalf("ignore_eos: %d chunks, last %+v, text %q; want 16 tokens and length", len(chunks), last, text)
+		}
+	}
+}
+
+// endingAtOnce serves a copy of the test model in which the token the model picks first for
+// prompt (greedy, after BOS) is an end-of-generation token, and returns its model id.
+func endingAtOnce(t *testing.T, a *App, srv, prompt string) string {
+	t.Helper()
+	model := modelID(testModel)
+	status, _, b := post(t, srv+"/v1/completions", fmt.Sprintf(`{"model":%q,"prompt":%q,"max_tokens":1,"temperature":0,"ignore_eos":true}`, model, prompt))
+	var reply struct {
+		Choices []struct{ Text string }
+	}
+	if err := json.Unmarshal(b, &reply); status != 200 || err != nil || len(reply.Choices) != 1 {
+		t.Fatalf("completion: %d %s", status, b)
+	}
+	tokens := func(text string) []int {
+		status, _, b := post(t, srv+"/v1/tokenize", fmt.Sprintf(`{"model":%q,"input":%q,"add_special":true}`, model, text))
+		var out struct{ Tokens []int }
+		if err := json.Unmarshal(b, &out); status != 200 || err != nil {
+			t.Fatalf("tokenize: %d %s", status, b)
+		}
+		return out.Tokens
+	}
+	before, after := tokens(prompt), tokens(prompt+reply.Choices[0].Text)
+	if len(after) != len(before)+1 || !slices.Equal(after[:len(before)], before) {
+		t.Fatalf("cannot tell the first token of %q: the prompt is %v, with the reply %q %v", prompt, before, reply.Choices[0].Text, after)
+	}
+	path := filepath.Join(t.TempDir(), "ends.gguf")
+	if err := copyWithEndToken(testModel, path, after[len(before)]); err != nil {
+		t.Fatal(err)
+	}
+	e, err := a.Manager().Catalog().AddLocal(context.Background(), path, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	last := chunks[len(chunks)-1]
-	text := ""
-	for _, c := range chunks {
-		text += c.Message.Content
+	return e.ID
+}
+
+// copyWithEndToken writes a copy of the GGUF model at src to dst, with token id as its
+// end-of-turn token (tokenizer.ggml.eot_token_id), which llama.cpp ends a generation on.
+func copyWithEndToken(src, dst string, id int) error {
+	f, err := gguf.ReadFile(src)
+	if err != nil {
+		return err
 	}
-	if len(chunks) < 2 || !last.Done || last.DoneReason == "" || text == "" || last.Metrics.EvalCount < 1 || last.Metrics.EvalCount > 16 {
-		t.Fatalf("%d chunks, last %+v, text %q", len(chunks), last, text)
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
 	}
+	const key = "tokenizer.ggml.eot_token_id"
+	w := gguf.NewWriter()
+	for _, k := range f.Keys {
+		if k != key {
+			w.AddValue(k, f.KV[k])
+		}
+	}
+	w.AddUint32(key, uint32(id))
+	for _, ti := range f.Tensors {
+		at := f.DataOffset + int64(ti.Offset)
+		w.AddTensor(ti.Name, ti.Type, ti.Dims, data[at:at+ti.Size])
+	}
+	return w.WriteFile(dst)
 }

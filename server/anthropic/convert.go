@@ -26,7 +26,7 @@ func toCore(req *messagesRequest) (*core.ChatRequest, error) {
 	if *req.MaxTokens < 1 {
 		return nil, invalid("max_tokens: Input should be greater than or equal to 1, got %d", *req.MaxTokens)
 	}
-	gen := llm.Request{MaxTokens: *req.MaxTokens, Stop: req.StopSequences}
+	gen := llm.Request{MaxTokens: *req.MaxTokens, Stop: req.StopSequences, IgnoreEOS: req.IgnoreEOS}
 	s := &gen.Sampling
 	for _, p := range []struct {
 		name string

@@ -75,7 +75,8 @@ func TestMessagesToEngine(t *testing.T) {
 		p.Metadata = anthropic.MetadataParam{UserID: anthropic.String("u1")}
 	})
 	_, err := f.client.Messages.New(t.Context(), p,
-		option.WithJSONSet("temperature", 0.5), option.WithJSONSet("top_p", 0.9), option.WithJSONSet("top_k", 7))
+		option.WithJSONSet("temperature", 0.5), option.WithJSONSet("top_p", 0.9), option.WithJSONSet("top_k", 7),
+		option.WithJSONSet("ignore_eos", true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestMessagesToEngine(t *testing.T) {
 		t.Errorf("prompt %q add_special %v, want %q true", r.Prompt, r.AddSpecial, want)
 	}
 	s := r.Sampling
-	if r.MaxTokens != 50 || strings.Join(r.Stop, ",") != "x,y" || s.Temperature == nil || *s.Temperature != 0.5 ||
+	if r.MaxTokens != 50 || strings.Join(r.Stop, ",") != "x,y" || !r.IgnoreEOS || s.Temperature == nil || *s.Temperature != 0.5 ||
 		s.TopP == nil || *s.TopP != 0.9 || s.TopK == nil || *s.TopK != 7 {
 		t.Errorf("engine request %+v", r)
 	}

@@ -30,6 +30,9 @@ type messagesRequest struct {
 	OutputConfig *outputConfig `json:"output_config"`
 	// KeepAlive is how long the model stays loaded afterwards, in Ollama's syntax (an extension).
 	KeepAlive json.RawMessage `json:"keep_alive"`
+	// IgnoreEOS generates past the model's end-of-generation token, up to max_tokens (an
+	// extension, as llama.cpp's and the OpenAI routes' ignore_eos).
+	IgnoreEOS bool `json:"ignore_eos"`
 }
 
 type outputConfig struct {

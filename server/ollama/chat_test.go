@@ -160,8 +160,13 @@ func TestChatOptions(t *testing.T) {
 			}},
 		{"defaults", ``, func(t *testing.T, r llm.Request) {
 			s := r.Sampling
-			if s.Temperature != nil || s.TopP != nil || s.TopK != nil || s.Seed != 0 || r.MaxTokens != 0 || r.Format != "" {
+			if s.Temperature != nil || s.TopP != nil || s.TopK != nil || s.Seed != 0 || r.MaxTokens != 0 || r.Format != "" || r.IgnoreEOS {
 				t.Errorf("request %+v", r)
+			}
+		}},
+		{"ignore_eos (an extension)", `"options":{"ignore_eos":true,"num_predict":9}`, func(t *testing.T, r llm.Request) {
+			if !r.IgnoreEOS || r.MaxTokens != 9 {
+				t.Errorf("ignore_eos %v, max tokens %d", r.IgnoreEOS, r.MaxTokens)
 			}
 		}},
 		{"seed -1 is a fresh seed", `"options":{"seed":-1}`, func(t *testing.T, r llm.Request) {

@@ -47,7 +47,8 @@
 //   - context (the old token context) is accepted and ignored, and replies carry none: send the
 //     conversation with /api/chat instead; it is served warm from the prefix cache.
 //   - options: temperature, top_p, top_k, min_p, seed, num_predict, stop, repeat_penalty,
-//     presence_penalty and frequency_penalty are applied; every option Ollama knows is
+//     presence_penalty and frequency_penalty are applied, and so is ignore_eos (an extension:
+//     generate up to num_predict past the end-of-generation token); every option Ollama knows is
 //     type-checked (a wrong type is a 400); num_ctx, num_gpu, num_thread, num_batch, main_gpu,
 //     use_mmap, num_keep, typical_p and repeat_last_n are accepted and ignored (the window and
 //     runtime are fixed when the server loads the model); unknown options are ignored, as

@@ -28,6 +28,7 @@ var optionKinds = map[string]optionKind{
 	"temperature": kindFloat, "top_p": kindFloat, "top_k": kindInt, "min_p": kindFloat, "seed": kindInt,
 	"num_predict": kindInt, "stop": kindStrings, "repeat_penalty": kindFloat,
 	"presence_penalty": kindFloat, "frequency_penalty": kindFloat,
+	"ignore_eos": kindBool, // an extension, as llama.cpp's and the OpenAI routes' ignore_eos
 	// accepted, ignored: the window and the runtime are fixed when the server loads the model
 	"num_ctx": kindInt, "num_batch": kindInt, "num_gpu": kindInt, "main_gpu": kindInt, "use_mmap": kindBool,
 	"num_thread": kindInt, "num_keep": kindInt, "typical_p": kindFloat, "repeat_last_n": kindInt,
@@ -112,6 +113,8 @@ func applyOption(key string, v any, gen *llm.Request) {
 		} // -1 (no limit), -2 (fill the context) and 0: no cap of the request's own
 	case "stop":
 		gen.Stop = v.([]string)
+	case "ignore_eos":
+		gen.IgnoreEOS = v.(bool)
 	}
 }
 
