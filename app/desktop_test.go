@@ -51,7 +51,11 @@ func TestDesktopController(t *testing.T) {
 		t.Fatal("the port changed under a running server")
 	}
 
-	model := modelID(testModel)
+	e, err := a.mgr.Catalog().AddLocal(context.Background(), testModel, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := e.ID
 	var pieces []string
 	stats, err := c.Chat(context.Background(), tray.ChatSettings{Model: model, Temperature: 0, MaxTokens: 12},
 		[]tray.Message{{Role: "user", Content: "Once upon a time"}}, func(s string) { pieces = append(pieces, s) })
