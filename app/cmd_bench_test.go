@@ -8,28 +8,44 @@ import (
 	"github.com/superfluid/superfluid/bench"
 )
 
-// TestBenchSuites runs the quick suites end to end on the test model: the app's servers (real
-// workers) through bench.Options.Serve, the engine in this process, the fake Hub.
+// TestBenchSuites runs every suite end to end on the test model, at the smallest sizes that
+// exercise it: the app's servers (real workers) through bench.Options.Serve, the engine in
+// this process, the fake Hub.
 func TestBenchSuites(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts workers")
 	}
 	cases := []struct {
 		suite string
+		sizes func(*bench.Options)
 		want  []string
 	}{
-		{"single", []string{"== single:", "decode tok/s", "prefill tok/s", "API/eng"}},
-		{"load", []string{"== load:", "model " + modelID(testModel), "cold", "warm", "cold/warm (medians)"}},
-		{"pull", []string{"== pull:", "too small to measure", "Download/plain (medians)"}},
+		{"single", nil, []string{"== single:", "decode tok/s", "prefill tok/s", "API/eng",
+			"latency at the HTTP client", "first token", "first to last token", "last token to end", "whole request"}},
+		{"replay", func(o *bench.Options) { o.Repeat, o.ReplayTurns, o.ReplaySystemTokens = 1, 2, 48 },
+			[]string{"== replay:", "warm TTFT", "cold TTFT", "\n    1 ", "\n    2 "}},
+		{"streams", func(o *bench.Options) { o.Repeat, o.Streams = 1, []int{1, 2} },
+			[]string{"== streams:", "aggregate t/s", "vs 1", "  engine        2 ", "     API        2 "}},
+		{"shared", func(o *bench.Options) { o.Repeat, o.SharedChats, o.SharedTokens = 1, 4, 64 },
+			[]string{"== shared:", "4 chats", "what 4 separate prompts compute", "prefill computed", "prefix copies"}},
+		{"load", nil, []string{"== load:", "model " + modelID(testModel), "cold", "warm", "cold/warm (medians)"}},
+		{"pull", nil, []string{"== pull:", "too small to measure", "Download/plain (medians)"}},
+	}
+	if len(cases) != len(bench.Suites) {
+		t.Errorf("%d suites, %d tested", len(bench.Suites), len(cases))
 	}
 	for _, c := range cases {
 		t.Run(c.suite, func(t *testing.T) {
 			cfg := testConfig(t, testModel)
 			opts := bench.Options{Suite: c.suite, Repeat: 2, DecodeTokens: 8, PrefillTokens: 32, Lanes: 2}
+			if c.sizes != nil {
+				c.sizes(&opts)
+			}
 			var out bytes.Buffer
 			if err := runBench(cfg, opts, testModel, &out); err != nil {
 				t.Fatalf("%v\n%s", err, out.String())
 			}
+			t.Log(out.String())
 			for _, w := range c.want {
 				if !strings.Contains(out.String(), w) {
 					t.Errorf("output lacks %q:\n%s", w, out.String())

@@ -18,15 +18,21 @@ type sample struct {
 	start, first, last time.Time
 	promptTokens       int
 	tokens             int
-	cached             int
-	text               string
+	// firstTokens is how many tokens the first text event carried: a fast engine groups
+	// several tokens into one event.
+	firstTokens int
+	cached      int
+	text        string
 }
 
+// decodeRate is the tokens that came after the first event over the time from the first
+// event to the last; the first event's tokens, however many, came with the prefill.
 func (s sample) decodeRate() float64 {
-	if s.tokens < 2 {
+	n := s.tokens - s.firstTokens
+	if n < 1 || !s.last.After(s.first) {
 		return 0
 	}
-	return float64(s.tokens-1) / s.last.Sub(s.first).Seconds()
+	return float64(n) / s.last.Sub(s.first).Seconds()
 }
 
 func (s sample) prefillRate() float64 {
@@ -80,8 +86,11 @@ func (b *apiClient) unload() error {
 }
 
 // stream posts a streaming chat completion (body without model and stream) and times it.
+// Every chunk carries the completion tokens so far (continuous_usage_stats), so the tokens of
+// the first text chunk are known.
 func (b *apiClient) stream(body map[string]any) (sample, error) {
 	body["model"], body["stream"] = b.model, true
+	body["stream_options"] = map[string]any{"include_usage": true, "continuous_usage_stats": true}
 	data, _ := json.Marshal(body)
 	s := sample{start: time.Now()}
 	res, err := http.Post(b.url+"/v1/chat/completions", "application/json", bytes.NewReader(data))
@@ -124,6 +133,9 @@ func (b *apiClient) stream(body map[string]any) (sample, error) {
 		if len(ch.Choices) > 0 && ch.Choices[0].Delta.Content != "" {
 			if s.first.IsZero() {
 				s.first = now
+				if ch.Usage != nil {
+					s.firstTokens = ch.Usage.CompletionTokens
+				}
 			}
 			s.last = now
 			text.WriteString(ch.Choices[0].Delta.Content)

@@ -30,6 +30,11 @@ type Options struct {
 	// ContextLength and Threads are what the engine called directly loads with (0: the
 	// model's window capped at 4096; threads chosen from the model size).
 	ContextLength, Threads int
+	// Sizes of the replay, streams and shared suites; zero values take the sizes the suites
+	// are described with. Tests shrink them to fit a small model's window.
+	ReplayTurns, ReplaySystemTokens int   // turns after a system prompt of that many tokens: 8 and 750
+	Streams                         []int // the counts of concurrent streams: 1, 4 and 8
+	SharedChats, SharedTokens       int   // chats sharing a system prompt of that many tokens: 32 and 1,000
 	// WriteModel asks for a TinyLlama-1.1B-shaped Q8_0 model to be written at the model path
 	// first (see WriteModel).
 	WriteModel bool
@@ -135,6 +140,14 @@ func serve(o Options, so ServeOptions) (*apiClient, func(), error) {
 		return nil, nil, err
 	}
 	return &apiClient{url: s.URL, model: s.Model}, s.Stop, nil
+}
+
+// orDefault is v, or def when v is 0.
+func orDefault(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
 }
 
 // medianMin returns the median and the minimum of xs (0, 0 when empty).

@@ -14,23 +14,24 @@ func laneServer(model string, o Options, threads int) (*apiClient, func(), error
 	return serve(o, ServeOptions{Model: model, Parallel: o.Lanes, Threads: threads})
 }
 
-// benchReplay replays a recorded-style conversation of 8 turns — a long system prompt, then
-// short questions and scripted answers — whose history grows past 1,500 tokens, and compares
-// each turn's time to first token warm (prefix cache) vs cold (cache_prompt off). The answers
-// are scripted rather than generated so the bench is the same on a random-weight model.
+// benchReplay replays a recorded-style conversation of 8 turns (Options.ReplayTurns) — a long
+// system prompt (Options.ReplaySystemTokens), then short questions and scripted answers —
+// whose history grows past 1,500 tokens, and compares each turn's time to first token warm
+// (prefix cache) vs cold (cache_prompt off). The answers are scripted rather than generated
+// so the bench is the same on a random-weight model.
 func benchReplay(model string, o Options, w io.Writer) error {
 	api, stop, err := laneServer(model, o, o.Threads)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	system, err := api.textOfTokens(750, 100)
+	system, err := api.textOfTokens(orDefault(o.ReplaySystemTokens, 750), 100)
 	if err != nil {
 		return err
 	}
 	msgs := []map[string]string{{"role": "system", "content": system}}
 	fmt.Fprintf(w, "%5s %8s %8s %12s %12s %10s\n", "turn", "prompt", "cached", "warm TTFT", "cold TTFT", "warm/cold")
-	for turn := 1; turn <= 8; turn++ {
+	for turn := 1; turn <= orDefault(o.ReplayTurns, 8); turn++ {
 		user, err := api.textOfTokens(40, turn)
 		if err != nil {
 			return err
@@ -77,9 +78,13 @@ func benchStreams(model string, o Options, w io.Writer) error {
 		{"engine", func(p string) (sample, error) { return directSample(direct, p, o.DecodeTokens) }},
 		{"API", func(p string) (sample, error) { return api.sample(p, o.DecodeTokens) }},
 	}
-	fmt.Fprintf(w, "%8s %8s %14s %16s %10s\n", "", "streams", "aggregate t/s", "per-stream t/s", "vs 1")
+	counts := o.Streams
+	if len(counts) == 0 {
+		counts = []int{1, 4, 8}
+	}
+	fmt.Fprintf(w, "%8s %8s %14s %16s %10s\n", "", "streams", "aggregate t/s", "per-stream t/s", fmt.Sprintf("vs %d", counts[0]))
 	single := map[string]float64{}
-	for _, n := range []int{1, 4, 8} {
+	for _, n := range counts {
 		for _, side := range sides {
 			var aggregates, perStream []float64
 			for run := range max(1, o.Repeat/2) {
@@ -93,8 +98,8 @@ func benchStreams(model string, o Options, w io.Writer) error {
 			}
 			agg, _ := medianMin(aggregates)
 			per, _ := medianMin(perStream)
-			if n == 1 {
-				single[side.name] = agg
+			if _, ok := single[side.name]; !ok {
+				single[side.name] = agg // the first count is the base of the comparison
 			}
 			fmt.Fprintf(w, "%8s %8d %14.1f %16.1f %9.2fx\n", side.name, n, agg, per, agg/single[side.name])
 		}
@@ -129,15 +134,15 @@ func concurrentStreams(n int, run func(i int) (sample, error)) (aggregate, perSt
 	return float64(total) / wall.Seconds(), rateSum / float64(n), nil
 }
 
-// benchShared runs 32 concurrent chats that share a 1,000-token system prompt and counts the
-// prompt tokens the model actually computed.
+// benchShared runs 32 concurrent chats (Options.SharedChats) that share a 1,000-token system
+// prompt (Options.SharedTokens) and counts the prompt tokens the model actually computed.
 func benchShared(model string, o Options, w io.Writer) error {
 	api, stop, err := laneServer(model, o, o.Threads)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	system, err := api.textOfTokens(1000, 0)
+	system, err := api.textOfTokens(orDefault(o.SharedTokens, 1000), 0)
 	if err != nil {
 		return err
 	}
@@ -145,7 +150,7 @@ func benchShared(model string, o Options, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	const chats = 32
+	chats := orDefault(o.SharedChats, 32)
 	errs := make([]error, chats)
 	var wg sync.WaitGroup
 	began := time.Now()
@@ -170,7 +175,7 @@ func benchShared(model string, o Options, w io.Writer) error {
 	}
 	prompt := after.PromptTokens - before.PromptTokens
 	computed := after.PrefillComputed - before.PrefillComputed
-	fmt.Fprintf(w, "%d chats, %d prompt tokens in all (what 32 separate prompts compute)\n", chats, prompt)
+	fmt.Fprintf(w, "%d chats, %d prompt tokens in all (what %d separate prompts compute)\n", chats, prompt, chats)
 	fmt.Fprintf(w, "prefill computed %d tokens (%.1fx fewer), %d served from the cache, %d prefix copies, wall %s\n",
 		computed, float64(prompt)/float64(max(1, computed)), after.CachedTokens-before.CachedTokens,
 		after.PrefixCopies-before.PrefixCopies, wall.Round(time.Millisecond))

@@ -58,6 +58,17 @@ func benchSingle(model string, o Options, stdout io.Writer) error {
 		rows = append(rows, benchRow{m.name, engineRates, apiRates})
 	}
 	printBench(stdout, rows)
+	// The rates above go through the engine's grouping of events on both sides; the time to
+	// the first token and from the last token to the end of the stream do not.
+	var latencies []latency
+	for run := range o.Repeat {
+		l, err := api.latencySample(fmt.Sprintf("%d. Latency. Once upon a time", run), o.DecodeTokens)
+		if err != nil {
+			return fmt.Errorf("latency run: %w", err)
+		}
+		latencies = append(latencies, l)
+	}
+	printLatency(stdout, latencies)
 	return nil
 }
 
@@ -70,7 +81,7 @@ func directSample(e *llamacpp.Engine, prompt string, tokens int) (sample, error)
 		now := time.Now()
 		if ev.Tokens > 0 {
 			if s.first.IsZero() {
-				s.first = now
+				s.first, s.firstTokens = now, ev.Tokens
 			}
 			s.last = now
 		}
