@@ -47,6 +47,7 @@ type slotsEntry struct {
 	Totals   struct {
 		PrefillComputed int `json:"prefill_computed"`
 		PromptTokens    int `json:"prompt_tokens"`
+		Decoded         int `json:"decoded"`
 	} `json:"totals"`
 }
 
@@ -137,22 +138,31 @@ func streamedTokens(t *testing.T, r io.Reader) int {
 	return n
 }
 
-// TestManyClientsHalfDisconnect: 64 streaming clients, half of which hang up mid-stream, leave
-// every lane idle and no goroutines behind.
+// TestManyClientsHalfDisconnect: 64 streaming clients, half of which hang up mid-stream on a
+// request that would run thousands of tokens. The hang-ups stop their generations: the engine
+// decodes far fewer tokens than they asked for, and each is recorded as a client disconnect.
+// Every lane ends idle, with no goroutines left behind.
 func TestManyClientsHalfDisconnect(t *testing.T) {
 	cfg := testConfig(t, testModel)
-	cfg.Parallel, cfg.Queue = 4, 64
-	_, srv := startServer(t, cfg, true)
+	cfg.Parallel, cfg.Queue, cfg.ContextLength = 4, 64, 4096
+	a, srv := startServer(t, cfg, true)
 	model := modelID(testModel)
+	const clients, finished, abandoned = 64, 120, 4000 // tokens asked by the clients that stay and those that hang up
 	baseline := runtime.NumGoroutine()
+	before := slots(t, srv.URL).Totals.Decoded
+	ids := make([]string, clients) // the request id of each client that hangs up
 	var wg sync.WaitGroup
-	for i := range 64 {
+	for i := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			body := chatJSON(model, fmt.Sprintf("%d Once upon a time", i), `,"max_tokens":120,"ignore_eos":true,"stream":true`)
+			tokens := finished
+			if i%2 == 1 {
+				tokens = abandoned
+			}
+			body := chatJSON(model, fmt.Sprintf("%d Once upon a time", i), fmt.Sprintf(`,"max_tokens":%d,"ignore_eos":true,"stream":true`, tokens))
 			req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/chat/completions", strings.NewReader(body))
 			res, err := http.DefaultClient.Do(req)
 			if err != nil {
@@ -160,14 +170,29 @@ func TestManyClientsHalfDisconnect(t *testing.T) {
 				return
 			}
 			defer res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				b, _ := io.ReadAll(res.Body)
+				t.Errorf("client %d: status %d %s", i, res.StatusCode, b)
+				return
+			}
 			if i%2 == 1 {
 				sc := bufio.NewScanner(res.Body)
-				for frames := 0; frames < 3 && sc.Scan(); frames++ {
+				for frames := 0; frames < 3 && sc.Scan(); {
+					line, ok := strings.CutPrefix(sc.Text(), "data: ")
+					if !ok {
+						continue
+					}
+					if frames == 0 {
+						var ch struct{ ID string }
+						json.Unmarshal([]byte(line), &ch)
+						ids[i] = ch.ID
+					}
+					frames++
 				}
 				cancel() // hang up mid-stream
 				return
 			}
-			if n := streamedTokens(t, res.Body); n != 120 {
+			if n := streamedTokens(t, res.Body); n != finished {
 				t.Errorf("client %d got %d tokens", i, n)
 			}
 		}()
@@ -183,13 +208,35 @@ func TestManyClientsHalfDisconnect(t *testing.T) {
 		}
 		grown := runtime.NumGoroutine() - baseline
 		if idle && grown <= 5 { // a leak per request would be dozens; idle HTTP plumbing is a few
-			return
+			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("lanes %+v queued %d, goroutines +%d after all clients left", s.Lanes, s.Queued, grown)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// Run to their end, the abandoned requests alone would decode clients/2 × 4,000 tokens. Each
+	// stops a few tokens after its hang-up; allow half of what they asked, far more than that.
+	decoded := slots(t, srv.URL).Totals.Decoded - before
+	if limit := clients/2*finished + clients/2*abandoned/2; decoded > limit {
+		t.Fatalf("the engine decoded %d tokens, more than %d: the hang-ups did not stop their generations", decoded, limit)
+	}
+	if err := a.Store().Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		if i%2 == 0 {
+			continue
+		}
+		rec, err := a.Store().Request(context.Background(), id)
+		if err != nil {
+			t.Fatalf("client %d (request %q): %v", i, id, err)
+		}
+		if !rec.ClientDisconnected || rec.Status != 499 || rec.CompletionTokens >= abandoned {
+			t.Errorf("client %d hung up; its record: disconnected %v, status %d, %d completion tokens", i, rec.ClientDisconnected, rec.Status, rec.CompletionTokens)
+		}
+	}
+	t.Logf("decoded %d tokens for %d finished requests of %d tokens and %d abandoned ones of %d", decoded, clients/2, finished, clients/2, abandoned)
 }
 
 // TestContextEdges: a prompt that fills the window exactly is answered with zero tokens and
@@ -200,9 +247,11 @@ func TestContextEdges(t *testing.T) {
 	model := modelID(testModel)
 	text := "Once"
 	count := func(s string) int {
-		_, _, b := post(t, srv.URL+"/v1/tokenize", fmt.Sprintf(`{"model":%q,"input":%q,"add_special":true}`, model, s))
+		status, _, b := post(t, srv.URL+"/v1/tokenize", fmt.Sprintf(`{"model":%q,"input":%q,"add_special":true}`, model, s))
 		var out struct{ Count int }
-		json.Unmarshal(b, &out)
+		if err := json.Unmarshal(b, &out); status != http.StatusOK || err != nil {
+			t.Fatalf("tokenize: %d %s", status, b) // a failing count would otherwise grow the text forever
+		}
 		return out.Count
 	}
 	for count(text) < cfg.ContextLength {
