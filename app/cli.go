@@ -31,11 +31,16 @@ func Main(args []string, stdout, stderr io.Writer) int {
 // newRootCommand builds the whole command tree. A new subcommand is one constructor in its own
 // cmd_NAME.go file, added to the list below.
 func newRootCommand() *cobra.Command {
+	desktopCfg, hidden := DefaultConfig(), false
 	root := &cobra.Command{
 		Use:   "superfluid",
 		Short: "a local LLM server speaking the OpenAI, Anthropic and Ollama APIs",
 		Long: `superfluid — a local LLM server speaking the OpenAI, Anthropic and Ollama APIs
-on one listener (127.0.0.1:8453 by default).`,
+on one listener (127.0.0.1:8453 by default).
+
+With no command it starts the desktop app: a tray icon and a window (models, downloads,
+server, playground) over the same server superfluid serve runs. Without a display it runs
+the server alone.`,
 		// Args runs instead of cobra's own unknown-command check so that the error is typed.
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -47,15 +52,15 @@ on one listener (127.0.0.1:8453 by default).`,
 			}
 			return &commandLineError{msg}
 		},
-		// No command: the usage on stderr, exit code 2. (This becomes the desktop app.)
+		// No command: the desktop app (or, with no display, the server alone).
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(cmd.ErrOrStderr(), "%s\n\n%s", cmd.Long, cmd.UsageString())
-			return errUsageShown
+			return runDesktop(cmd, desktopCfg, hidden)
 		},
 		SilenceErrors:     true, // exitCode prints them
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
+	desktopFlags(root, &desktopCfg, &hidden)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &commandLineError{err.Error()} })
 	root.AddCommand(
 		newServeCommand(),
@@ -75,8 +80,6 @@ type commandLineError struct{ msg string }
 
 func (e *commandLineError) Error() string { return e.msg }
 
-// errUsageShown means the usage has been printed already; it exits with code 2.
-var errUsageShown = errors.New("usage shown")
 
 // exitCode reports err (from cmd, the command that ran) on stderr and maps it to the exit code.
 func exitCode(cmd *cobra.Command, err error, stderr io.Writer) int {
@@ -85,8 +88,6 @@ func exitCode(cmd *cobra.Command, err error, stderr io.Writer) int {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, errUsageShown):
-		return 2
 	case errors.As(err, &cle):
 		path := "superfluid"
 		if cmd != nil {

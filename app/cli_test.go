@@ -49,7 +49,7 @@ func TestCLIHelp(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"--help"}, []string{"superfluid [command]", "serve", "bench"}},
+		{[]string{"--help"}, []string{"superfluid [command]", "serve", "bench", "desktop app", "--hidden"}},
 		{[]string{"-h"}, []string{"superfluid [command]"}},
 		{[]string{"help"}, []string{"superfluid [command]"}},
 		{[]string{"serve", "--help"}, []string{"superfluid serve [MODEL]", "--port", "--completion-deadline-ms", "--verbose"}},
@@ -84,6 +84,10 @@ func TestCLIHelp(t *testing.T) {
 
 // TestCLIExitCodes: usage errors exit 2 with a message on stderr; runtime failures exit 1.
 func TestCLIExitCodes(t *testing.T) {
+	// No display: `superfluid` with no command runs the server alone (the desktop app is tested
+	// in tray/ and under Xvfb by make screenshots).
+	t.Setenv("DISPLAY", "")
+	t.Setenv("WAYLAND_DISPLAY", "")
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +107,7 @@ func TestCLIExitCodes(t *testing.T) {
 		code int
 		want []string
 	}{
-		{"no command", nil, 2, []string{"Usage:", "superfluid [command]"}},
+		{"no command, no display, port in use", []string{"--port", busyPort, "--data-dir", data}, 1, []string{"no display", "listen on 127.0.0.1:" + busyPort}},
 		{"unknown command", []string{"frobnicate"}, 2, []string{`unknown command "frobnicate"`, `run "superfluid --help"`}},
 		{"misspelt command", []string{"serv"}, 2, []string{`unknown command "serv" (did you mean "serve"?)`}},
 		{"unknown flag", []string{"serve", "--nope", testModel}, 2, []string{"unknown flag: --nope", `run "superfluid serve --help"`}},
