@@ -80,7 +80,6 @@ type commandLineError struct{ msg string }
 
 func (e *commandLineError) Error() string { return e.msg }
 
-
 // exitCode reports err (from cmd, the command that ran) on stderr and maps it to the exit code.
 func exitCode(cmd *cobra.Command, err error, stderr io.Writer) int {
 	var cle *commandLineError
