@@ -214,7 +214,10 @@ func (a *App) Store() *store.Store { return a.store }
 // Close unloads every model and closes the store, which first writes every request record
 // still queued; a request that finishes after that is counted as a dropped record.
 func (a *App) Close() error {
-	a.mgr.Close()
+	a.mgr.Close() // requests still running end with an engine failure...
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = a.svc.Wait(ctx) // ...and are recorded before the store drains its queue and closes
 	return a.store.Close()
 }
 

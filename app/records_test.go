@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/openai/openai-go/v3/option"
 	"slices"
 	"strings"
 	"testing"
@@ -119,5 +120,31 @@ func TestRecordsDays(t *testing.T) {
 		return strings.Contains(l, "--records-days") && strings.Contains(l, "(default 30)")
 	}) {
 		t.Errorf("serve --help lacks --records-days with its default 30:\n%s", help.String())
+	}
+}
+
+// TestCloseRecordsRequestsStillRunning: a generation still running when the app closes (past
+// the HTTP drain) ends with an engine failure and its record still lands.
+func TestCloseRecordsRequestsStillRunning(t *testing.T) {
+	cfg := testConfig(t, testModel)
+	cfg.ContextLength = 4096
+	a, srv := startServer(t, cfg, true)
+	params := storyParamsFor(testModel, 4000)
+	stream := sdk(srv.URL).Chat.Completions.NewStreaming(context.Background(), params, option.WithJSONSet("ignore_eos", true))
+	if !stream.Next() {
+		t.Fatalf("no first chunk: %v", stream.Err())
+	}
+	id := stream.Current().ID
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for stream.Next() {
+	}
+	found := false
+	for _, got := range recordIDs(t, cfg) {
+		found = found || got == id
+	}
+	if !found {
+		t.Fatalf("the request %s running at Close was not recorded", id)
 	}
 }

@@ -266,7 +266,7 @@ func (m *Manager) makeRoom(name string, s *slot) ([]*slot, error) {
 func (m *Manager) load(name string, s *slot, victims []*slot) {
 	for _, v := range victims {
 		slog.Info("evicting an idle model to make room", "evicted", v.path, "for", name)
-		m.finishUnload(v)
+		m.finishUnload(context.Background(), v)
 	}
 	ctx, cancel := context.WithTimeout(m.ctx, m.cfg.LoadTimeout)
 	defer cancel()
@@ -352,12 +352,13 @@ func (m *Manager) expire(s *slot) {
 	s.state, s.done = StateUnloading, make(chan struct{})
 	s.stopTimer()
 	m.mu.Unlock()
-	m.finishUnload(s)
+	m.finishUnload(context.Background(), s)
 }
 
-// finishUnload stops s's worker (waiting for calls in flight) and marks it unloaded.
-func (m *Manager) finishUnload(s *slot) {
-	err := s.runner.Unload(context.Background())
+// finishUnload stops s's worker (waiting for calls in flight until ctx ends, then killing it)
+// and marks it unloaded.
+func (m *Manager) finishUnload(ctx context.Context, s *slot) {
+	err := s.runner.Unload(ctx)
 	if err != nil {
 		slog.Warn("unload model", "model", s.path, "err", err)
 	}
@@ -403,7 +404,7 @@ func (m *Manager) unloadSlot(ctx context.Context, s *slot) error {
 			s.state, s.done = StateUnloading, make(chan struct{})
 			s.stopTimer()
 			m.mu.Unlock()
-			m.finishUnload(s)
+			m.finishUnload(ctx, s)
 			return nil
 		case StateLoading, StateUnloading:
 			if err := m.waitTransition(ctx, s); err != nil {
@@ -461,7 +462,9 @@ func (m *Manager) Close() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			// Closing is quitting: a reply still running gets a second to end, then its worker
+			// is killed and the request fails (and is recorded) rather than holding the exit.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			_ = m.unloadSlot(ctx, s)
 			s.runner.Close()

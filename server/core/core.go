@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -78,6 +79,24 @@ type Service struct {
 	mgr   *models.Manager // nil for a fixed set of models
 	hub   *hf.Client
 	store *store.Store
+	// running counts the generation requests between their start and their record, so a
+	// shutdown can wait for their records before closing the store.
+	running sync.WaitGroup
+}
+
+// Wait blocks until every generation request has been recorded, or ctx ends.
+func (s *Service) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		s.running.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // New builds the core over a fixed set of models; st may be nil (nothing recorded).

@@ -56,6 +56,8 @@ type Emit func(choice int, ev llm.Event) error
 // Chat renders the conversation and generates N choices, running them side by side on the
 // engine's lanes. Every request is recorded, failed or not.
 func (s *Service) Chat(ctx context.Context, req *ChatRequest, emit Emit) (*Result, error) {
+	s.running.Add(1)
+	defer s.running.Done()
 	start := time.Now()
 	m, err := s.Model(req.Model)
 	var res *Result
@@ -91,6 +93,8 @@ type CompletionRequest struct {
 
 // Complete continues raw text (or token ids). Every request is recorded.
 func (s *Service) Complete(ctx context.Context, req *CompletionRequest, emit Emit) (*Result, error) {
+	s.running.Add(1)
+	defer s.running.Done()
 	start := time.Now()
 	m, err := s.Model(req.Model)
 	var res *Result

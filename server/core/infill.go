@@ -41,6 +41,8 @@ type InfillRequest struct {
 // Infill generates the middle: the prompt is the model's FIM markers around the separately
 // tokenized prefix and suffix (never parsed for special tokens), ending with the middle marker.
 func (s *Service) Infill(ctx context.Context, req *InfillRequest, emit Emit) (*Result, error) {
+	s.running.Add(1)
+	defer s.running.Done()
 	start := time.Now()
 	key := recordKey{req.ID, req.Endpoint, req.Model, req.Stream}
 	res, err := s.infill(ctx, req, emit)
