@@ -17,6 +17,7 @@ import (
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/runtime/models/hf"
+	"github.com/superfluid/superfluid/runtime/runtimes"
 	"github.com/superfluid/superfluid/runtime/worker"
 	"github.com/superfluid/superfluid/server"
 	"github.com/superfluid/superfluid/server/core"
@@ -100,7 +101,7 @@ func build(cfg Config, st *store.Store) (*App, error) {
 			return nil, err
 		}
 	}
-	a.svc = core.NewCatalog(core.Config{MaxTokens: cfg.MaxTokens, Queue: cfg.Queue}, st, a.mgr, a.hub)
+	a.svc = core.NewCatalog(core.Config{MaxTokens: cfg.MaxTokens, Queue: cfg.Queue, CheckRuntime: a.checkRuntime}, st, a.mgr, a.hub)
 	a.handler = server.New(server.Config{KeepAlive: cfg.KeepAlive, WriteTimeout: cfg.WriteTimeout, TrustedProxies: cfg.TrustedProxies,
 		CompletionBurst: cfg.CompletionBurst, CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline}, a.svc)
 	return a, nil
@@ -108,17 +109,43 @@ func build(cfg Config, st *store.Store) (*App, error) {
 
 // newRunner starts workers of this binary for a catalog model.
 func (a *App) newRunner(e *models.Entry, vocabOnly bool) models.Runner {
-	c := worker.NewClient(worker.Options{
+	opts := worker.Options{
 		Command: a.cfg.WorkerCommand, Env: a.cfg.WorkerEnv, ModelPath: e.Path, VocabOnly: vocabOnly,
 		ContextLength: a.cfg.ContextLength, Parallel: a.cfg.Parallel, Threads: a.cfg.Threads, Log: a.cfg.WorkerLog,
 		SocketDir: filepath.Join(a.cfg.DataDir, "run"),
-	})
+	}
+	if !vocabOnly && a.svc != nil {
+		// The model's own settings: its window, lanes and runtime.
+		set, _ := a.svc.ModelSettings(context.Background(), e.ID)
+		if set.ContextLength > 0 {
+			opts.ContextLength = set.ContextLength
+		}
+		if set.Lanes > 0 {
+			opts.Parallel = set.Lanes
+		}
+		if rt, err := runtimes.Find(a.runtimes(), set.Runtime); err == nil && rt.GPU {
+			opts.Env = append(append([]string(nil), opts.Env...), rt.Env()...)
+			opts.GPULayers, opts.Runtime = 999, rt.Name
+		}
+	}
+	c := worker.NewClient(opts)
 	if !vocabOnly {
 		a.mu.Lock()
 		a.workers[e.Path] = c
 		a.mu.Unlock()
 	}
 	return c
+}
+
+// runtimes are the runtimes this machine has (the CPU and those under <data>/runtimes).
+func (a *App) runtimes() []runtimes.Runtime {
+	return runtimes.List(a.cfg.DataDir, runtimes.Detect())
+}
+
+// checkRuntime says why a runtime cannot serve models here.
+func (a *App) checkRuntime(name string) error {
+	_, err := runtimes.Find(a.runtimes(), name)
+	return err
 }
 
 // resolve finds the model named on the command line: a catalog id, or a .gguf file, which is

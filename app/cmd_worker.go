@@ -38,6 +38,8 @@ func newWorkerCommand() *cobra.Command {
 	fs.IntVar(&opts.Parallel, "parallel", 0, "lanes")
 	fs.IntVar(&opts.Threads, "threads", 0, "threads")
 	fs.BoolVar(&opts.VocabOnly, "vocab-only", false, "load only the vocabulary (for tokenizing): no weights, no context")
+	fs.IntVar(&opts.GPULayers, "gpu-layers", 0, "layers to offload to the runtime's GPU devices")
+	fs.StringVar(&opts.Runtime, "runtime", "cpu", "the runtime's name, for reports")
 	return cmd
 }
 

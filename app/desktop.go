@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models"
+	"github.com/superfluid/superfluid/runtime/runtimes"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/store"
 	"github.com/superfluid/superfluid/tray"
@@ -205,8 +207,12 @@ func (c *controller) Models() []tray.Model {
 	out := make([]tray.Model, 0, len(entries))
 	for _, e := range entries {
 		st := c.a.mgr.Status(e)
+		info := c.a.mgr.Engine(e).Info()
 		m := tray.Model{ID: e.ID, Quantization: e.Quantization, Source: e.Source, Size: e.Size,
-			Context: c.a.mgr.Engine(e).Info().ContextLength, Runtime: "llamacpp-cpu", State: st.State, Need: st.Need}
+			Context: info.ContextLength, Runtime: info.Runtime, State: st.State, Need: st.Need}
+		if set, _ := c.a.svc.ModelSettings(context.Background(), e.ID); m.Runtime == "" {
+			m.Runtime = "llamacpp-" + cmp.Or(set.Runtime, "cpu")
+		}
 		if st.Err != nil {
 			m.Err = st.Err.Error()
 		}
@@ -318,4 +324,111 @@ func (c *controller) Chat(ctx context.Context, s tray.ChatSettings, msgs []tray.
 func (c *controller) close() {
 	_ = c.StopServer()
 	c.stopEvents()
+}
+
+// Settings returns a model's own settings in the dialog's terms.
+func (c *controller) Settings(id string) (tray.ModelSettings, error) {
+	e, err := c.a.mgr.Catalog().Lookup(id)
+	if err != nil {
+		return tray.ModelSettings{}, err
+	}
+	set, err := c.a.svc.ModelSettings(context.Background(), e.ID)
+	out := tray.ModelSettings{ContextLength: set.ContextLength, Lanes: set.Lanes, Runtime: set.Runtime,
+		MaxTokens: set.MaxTokens, SystemPrompt: set.SystemPrompt}
+	if set.KeepAlive != nil {
+		out.KeepAlive = keepAliveText(*set.KeepAlive)
+	}
+	out.Temperature, out.TopP = floatText(set.Temperature), floatText(set.TopP)
+	if set.TopK != nil {
+		out.TopK = strconv.Itoa(*set.TopK)
+	}
+	return out, err
+}
+
+// SetSettings parses and stores a model's settings; the core validates the runtime.
+func (c *controller) SetSettings(id string, s tray.ModelSettings) error {
+	set := store.ModelSettings{ModelID: id, ContextLength: s.ContextLength, Lanes: s.Lanes, Runtime: s.Runtime,
+		MaxTokens: s.MaxTokens, SystemPrompt: s.SystemPrompt}
+	if set.Runtime == runtimes.CPU {
+		set.Runtime = ""
+	}
+	var err error
+	if s.KeepAlive != "" {
+		if set.KeepAlive, err = models.ParseKeepAlive(strconv.AppendQuote(nil, s.KeepAlive)); err != nil {
+			return fmt.Errorf("keep loaded for: %w", err)
+		}
+	}
+	parse := func(name, text string, lo, hi float64) (*float64, error) {
+		if text == "" {
+			return nil, nil
+		}
+		f, err := strconv.ParseFloat(text, 64)
+		if err != nil || f < lo || f > hi {
+			return nil, fmt.Errorf("%s must be a number from %g to %g", name, lo, hi)
+		}
+		return &f, nil
+	}
+	if set.Temperature, err = parse("temperature", s.Temperature, 0, 2); err != nil {
+		return err
+	}
+	if set.TopP, err = parse("top P", s.TopP, 0, 1); err != nil {
+		return err
+	}
+	if s.TopK != "" {
+		k, err := strconv.Atoi(s.TopK)
+		if err != nil || k < 0 {
+			return fmt.Errorf("top K must be a whole number, 0 or more")
+		}
+		set.TopK = &k
+	}
+	err = c.a.svc.SetModelSettings(context.Background(), set)
+	c.publish(tray.Event{Kind: tray.EventModels})
+	return err
+}
+
+// Runtimes names the runtimes that can run here.
+func (c *controller) Runtimes() []string {
+	var out []string
+	for _, r := range c.a.runtimes() {
+		if r.Usable {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+// Memory estimates the model's RAM with a window and lanes (0: its current ones) and what the
+// budget has free besides the model itself.
+func (c *controller) Memory(id string, ctx, lanes int) (need, free int64) {
+	e, err := c.a.mgr.Catalog().Lookup(id)
+	if err != nil {
+		return 0, 0
+	}
+	info := c.a.mgr.Engine(e).Info()
+	if ctx <= 0 {
+		ctx = info.ContextLength
+	}
+	if lanes <= 0 {
+		lanes = info.Parallel
+	}
+	need = models.Estimate(e.Facts, ctx, lanes)
+	budget, used := c.a.mgr.Budget()
+	if st := c.a.mgr.Status(e); st.State != models.StateUnloaded {
+		used -= st.Need
+	}
+	return need, min(budget-used, models.AvailableMemory())
+}
+
+func keepAliveText(d time.Duration) string {
+	if d < 0 {
+		return "-1"
+	}
+	return d.String()
+}
+
+func floatText(f *float64) string {
+	if f == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*f, 'g', -1, 64)
 }

@@ -95,6 +95,32 @@ func TestDesktopController(t *testing.T) {
 	if _, err := c.OpenConversation("nope"); err == nil {
 		t.Fatal("opened a conversation that does not exist")
 	}
+	// Per-model settings: stored, read back, applied at the next load, validated.
+	if err := c.SetSettings(model, tray.ModelSettings{ContextLength: 1024, Lanes: 1, KeepAlive: "10m", Temperature: "0.3", SystemPrompt: "Be brief."}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Settings(model); err != nil || got.ContextLength != 1024 || got.Lanes != 1 || got.KeepAlive != "10m0s" || got.Temperature != "0.3" || got.Runtime != "" {
+		t.Fatalf("settings read back %+v %v", got, err)
+	}
+	small, _ := c.Memory(model, 1024, 1)
+	big, room := c.Memory(model, 4096, 4)
+	if small <= 0 || big <= small || room <= 0 {
+		t.Fatalf("memory %d < %d, free %d", small, big, room)
+	}
+	if _, err := c.Chat(context.Background(), tray.ChatSettings{Model: model, Temperature: 0, MaxTokens: 2},
+		[]tray.Message{{Role: "user", Content: "Once"}}, func(string) {}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range c.Models() {
+		if m.ID == model && (m.Context != 1024 || m.Runtime != "llamacpp-cpu") {
+			t.Fatalf("after new settings the model runs with %+v", m)
+		}
+	}
+	for _, bad := range []tray.ModelSettings{{Temperature: "hot"}, {KeepAlive: "soon"}, {TopK: "-1"}, {Runtime: "vulkan"}} {
+		if err := c.SetSettings(model, bad); err == nil {
+			t.Errorf("settings %+v accepted", bad)
+		}
+	}
 	if err := c.StopServer(); err != nil || c.Server().Running {
 		t.Fatalf("stop: %v %+v", err, c.Server())
 	}

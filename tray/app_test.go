@@ -218,3 +218,40 @@ func TestPlaygroundSavesAndReopens(t *testing.T) {
 		t.Fatalf("reopened: id %s history %+v", app.playground.convID, app.playground.history)
 	}
 }
+
+func TestModelSettingsDialog(t *testing.T) {
+	app, f := newTestApp(t)
+	test.Tap(app.models.rows["stories260K"].settings)
+	form := app.models.settings
+	if form == nil {
+		t.Fatal("no settings dialog")
+	}
+	if !strings.Contains(form.memory.Text, "108 MB") { // 100 MB + 2048 × 4 × 1 kB
+		t.Fatalf("memory before edits: %q", form.memory.Text)
+	}
+	form.ctx.SetText("100000")
+	form.lanes.SetText("8")
+	if !strings.Contains(form.memory.Text, "900 MB") || !strings.Contains(form.memory.Text, "1.0 GB free") {
+		t.Fatalf("memory for 100000 × 8: %q", form.memory.Text)
+	}
+	form.ctx.SetText("8192")
+	form.lanes.SetText("2")
+	form.temperature.SetText("0.2")
+	form.system.SetText("Be brief.")
+	if err := form.save(); err != nil {
+		t.Fatal(err)
+	}
+	got := f.settings["stories260K"]
+	if got.ContextLength != 8192 || got.Lanes != 2 || got.Temperature != "0.2" || got.SystemPrompt != "Be brief." || got.Runtime != "cpu" {
+		t.Fatalf("saved %+v", got)
+	}
+	form.ctx.SetText("-5")
+	if err := form.save(); err == nil {
+		t.Fatal("a negative context was saved")
+	}
+	form.ctx.SetText("")
+	form.runtime.SetSelected("vulkan")
+	if err := form.save(); err == nil || !strings.Contains(err.Error(), "vulkan") {
+		t.Fatalf("a runtime that cannot run: %v", err)
+	}
+}

@@ -104,6 +104,18 @@ type Conversation struct {
 	Updated string
 }
 
+// ModelSettings are one model's own settings as the settings dialog edits them; "" and 0 mean
+// the server's default. A request's own values still win over them.
+type ModelSettings struct {
+	ContextLength, Lanes int
+	KeepAlive            string // Ollama's syntax: "5m", "0", "-1"
+	Runtime              string
+	Temperature, TopP    string
+	TopK                 string
+	MaxTokens            int
+	SystemPrompt         string
+}
+
 // Controller is what the desktop app may do with the server it owns.
 type Controller interface {
 	Server() ServerStatus
@@ -129,6 +141,14 @@ type Controller interface {
 	OpenConversation(id string) (Conversation, error)
 	// SaveConversation stores a chat (new or updated).
 	SaveConversation(c Conversation) error
+	// Settings returns a model's own settings; SetSettings stores them (a new context, lanes or
+	// runtime apply at the model's next load).
+	Settings(id string) (ModelSettings, error)
+	SetSettings(id string, s ModelSettings) error
+	// Runtimes names the runtimes this machine can run models on ("cpu" first).
+	Runtimes() []string
+	// Memory estimates what the model takes loaded with ctx tokens × lanes, and what is free.
+	Memory(id string, ctx, lanes int) (need, free int64)
 	// Generating is how many generations are running now.
 	Generating() int
 	// Subscribe returns the event stream and a function that ends it.

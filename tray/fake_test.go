@@ -11,16 +11,17 @@ import (
 
 // fakeController is an in-memory server for headless UI tests.
 type fakeController struct {
-	mu      sync.Mutex
-	status  ServerStatus
-	models  []Model
-	events  chan Event
-	reply   string
-	gate    chan struct{} // when set, Chat waits for it after the first piece
-	pullErr error
-	pulls   int
-	stopped int
-	convs   []Conversation
+	mu       sync.Mutex
+	status   ServerStatus
+	models   []Model
+	events   chan Event
+	reply    string
+	gate     chan struct{} // when set, Chat waits for it after the first piece
+	pullErr  error
+	pulls    int
+	stopped  int
+	convs    []Conversation
+	settings map[string]ModelSettings
 }
 
 func (f *fakeController) Conversations() []Conversation {
@@ -177,6 +178,38 @@ func (f *fakeController) Chat(ctx context.Context, s ChatSettings, msgs []Messag
 }
 
 func (f *fakeController) Generating() int { return 0 }
+
+func (f *fakeController) Settings(id string) (ModelSettings, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.settings[id], nil
+}
+
+func (f *fakeController) SetSettings(id string, s ModelSettings) error {
+	if s.Runtime != "cpu" && s.Runtime != "" {
+		return errors.New("there is no " + s.Runtime + " runtime")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.settings == nil {
+		f.settings = map[string]ModelSettings{}
+	}
+	f.settings[id] = s
+	return nil
+}
+
+func (f *fakeController) Runtimes() []string { return []string{"cpu", "vulkan"} }
+
+// Memory is 100 MB of weights plus 1 kB per token of context in each lane.
+func (f *fakeController) Memory(id string, ctx, lanes int) (int64, int64) {
+	if ctx == 0 {
+		ctx = 2048
+	}
+	if lanes == 0 {
+		lanes = 4
+	}
+	return 100e6 + int64(ctx*lanes)*1000, 1e9
+}
 
 func (f *fakeController) SetPort(port int) error {
 	f.mu.Lock()

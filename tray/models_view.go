@@ -27,6 +27,7 @@ type modelsView struct {
 	bar      *widget.ProgressBar
 	progress *widget.Label
 	pulling  context.CancelFunc
+	settings *settingsForm // the open settings dialog's form (tests)
 	started  time.Time
 	lastFile string
 
@@ -35,8 +36,8 @@ type modelsView struct {
 
 // modelRow is one catalog model's line.
 type modelRow struct {
-	name, details, state *widget.Label
-	load, unload, delete *widget.Button
+	name, details, state           *widget.Label
+	load, unload, delete, settings *widget.Button
 }
 
 func newModelsView(a *App) *modelsView {
@@ -76,7 +77,7 @@ func (v *modelsView) refresh() {
 		row := v.row(m, running)
 		v.rows[m.ID] = row
 		v.list.Add(container.NewBorder(nil, nil, nil,
-			container.NewHBox(row.state, row.load, row.unload, row.delete),
+			container.NewHBox(row.state, row.load, row.unload, row.settings, row.delete),
 			container.NewVBox(row.name, row.details)))
 		v.list.Add(widget.NewSeparator())
 	}
@@ -93,6 +94,7 @@ func (v *modelsView) row(m Model, running bool) *modelRow {
 	r.load = widget.NewButtonWithIcon("Load", theme.MediaPlayIcon(), func() { v.act("load", id, v.app.c.Load) })
 	r.unload = widget.NewButtonWithIcon("Unload", theme.MediaStopIcon(), func() { v.act("unload", id, v.app.c.Unload) })
 	r.delete = widget.NewButtonWithIcon("Delete", theme.DeleteIcon(), func() { v.confirmDelete(id) })
+	r.settings = widget.NewButtonWithIcon("", theme.SettingsIcon(), func() { v.showSettings(id) })
 	switch {
 	case !running || m.State == "missing" || m.State == "loading" || m.State == "unloading":
 		r.load.Disable()

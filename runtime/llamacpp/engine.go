@@ -30,6 +30,10 @@ type Options struct {
 	// a fraction of the memory. Generate then fails, Slots reports no lanes, and the context
 	// settings are ignored.
 	VocabOnly bool
+	// GPULayers offloads that many layers to the GPU devices of the runtime the worker loaded
+	// (OLLAMA_LIBRARY_PATH); 0 keeps the model on the CPU. Runtime names that runtime.
+	GPULayers int
+	Runtime   string
 }
 
 // Engine is a loaded model with its context and scheduling loop. It implements llm.Engine.
@@ -99,7 +103,19 @@ func Load(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	model, err := llama.LoadModelFromFile(opts.ModelPath, llama.ModelParams{UseMmap: true, VocabOnly: opts.VocabOnly})
+	runtimeName := "llamacpp-cpu"
+	modelParams := llama.ModelParams{UseMmap: true, VocabOnly: opts.VocabOnly}
+	if opts.GPULayers > 0 && !opts.VocabOnly {
+		// Offload only when the runtime brought a device; otherwise say so and run on the CPU.
+		if gpus := llama.EnumerateGPUs(); len(gpus) > 0 {
+			modelParams.NumGpuLayers = opts.GPULayers
+			runtimeName = "llamacpp-" + opts.Runtime
+			fmt.Fprintf(os.Stderr, "superfluid worker: offloading up to %d layers to %s device %s\n", opts.GPULayers, gpus[0].Library, gpus[0].ID)
+		} else {
+			fmt.Fprintf(os.Stderr, "superfluid worker: the %s runtime found no GPU device; running on the CPU\n", opts.Runtime)
+		}
+	}
+	model, err := llama.LoadModelFromFile(opts.ModelPath, modelParams)
 	if err != nil {
 		return nil, fmt.Errorf("load model %s: llama.cpp could not read it (see the log above for why)", opts.ModelPath)
 	}
@@ -135,7 +151,7 @@ func Load(opts Options) (*Engine, error) {
 			VocabSize:          model.NumVocab(),
 			Parallel:           opts.Parallel,
 			Threads:            opts.Threads,
-			Runtime:            "llamacpp-cpu",
+			Runtime:            runtimeName,
 			AddBOS:             model.AddBOSToken(),
 		},
 		submit:    make(chan *job),

@@ -31,7 +31,7 @@ func (h *Handle) Info() llm.ModelInfo {
 	e := h.entry
 	return llm.ModelInfo{
 		Path: e.Path, Architecture: e.Facts.Architecture, ContextLength: h.m.contextLength(e),
-		TrainContextLength: e.Facts.ContextLength, Parallel: max(1, h.m.cfg.Parallel),
+		TrainContextLength: e.Facts.ContextLength, Parallel: max(1, h.m.lanes(e)),
 	}
 }
 

@@ -43,6 +43,24 @@ type Config struct {
 	Backoff time.Duration
 	// Crashed reports whether a call's error means the worker died during it.
 	Crashed func(error) bool
+	// Settings are a model's own settings (the desktop app's per-model settings); nil: none.
+	Settings func(e *Entry) Settings
+}
+
+// Settings are what one model overrides of the server's defaults; zero values keep them.
+type Settings struct {
+	ContextLength, Lanes int
+	KeepAlive            *time.Duration
+	Runtime              string
+}
+
+// settings reads e's settings; callers may hold m.mu (the function is set before any load).
+func (m *Manager) settings(e *Entry) Settings {
+	fn := m.cfg.Settings
+	if fn == nil {
+		return Settings{}
+	}
+	return fn(e)
 }
 
 // Model states.
@@ -85,6 +103,8 @@ type slot struct {
 	lastUsed  time.Time
 	expiresAt time.Time // zero: never (or not idle)
 	keepAlive time.Duration
+	// defaultKeepAlive is the model's own keep-alive setting, or the server's.
+	defaultKeepAlive time.Duration
 	timer     *time.Timer
 	crashes   map[[32]byte]int // prompt hash → workers it killed
 }
@@ -129,12 +149,28 @@ func (m *Manager) slot(e *Entry) *slot {
 		s = &slot{path: e.Path, runner: m.cfg.NewRunner(e, false), state: StateUnloaded, crashes: map[[32]byte]int{}}
 		m.slots[e.Path] = s
 	}
-	s.need = Estimate(e.Facts, m.contextLength(e), m.cfg.Parallel)
+	set := m.settings(e)
+	s.need = Estimate(e.Facts, m.contextLength(e), m.lanes(e))
+	s.defaultKeepAlive = m.cfg.KeepAlive
+	if set.KeepAlive != nil {
+		s.defaultKeepAlive = *set.KeepAlive
+	}
 	return s
+}
+
+// lanes is how many lanes a worker for e runs.
+func (m *Manager) lanes(e *Entry) int {
+	if n := m.settings(e).Lanes; n > 0 {
+		return n
+	}
+	return m.cfg.Parallel
 }
 
 // contextLength is the window a worker for e loads with.
 func (m *Manager) contextLength(e *Entry) int {
+	if n := m.settings(e).ContextLength; n > 0 {
+		return n
+	}
 	if m.cfg.ContextLength > 0 {
 		return m.cfg.ContextLength
 	}
@@ -280,7 +316,7 @@ func (m *Manager) load(name string, s *slot, victims []*slot) {
 	} else {
 		s.state, s.err, s.failures, s.vocab = StateLoaded, nil, 0, nil
 		s.lastUsed = time.Now()
-		s.keepAlive = m.cfg.KeepAlive
+		s.keepAlive = s.defaultKeepAlive
 		m.armTimer(s, s.keepAlive)
 	}
 	close(s.done)
@@ -298,12 +334,12 @@ func (m *Manager) load(name string, s *slot, victims []*slot) {
 
 // release ends one call on s and starts its keep-alive: keepAlive, or the default when nil.
 func (m *Manager) release(s *slot, keepAlive *time.Duration) {
-	ka := m.cfg.KeepAlive
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ka := s.defaultKeepAlive
 	if keepAlive != nil {
 		ka = *keepAlive
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	s.keepAlive = ka
 	m.releaseLocked(s)
 }
@@ -509,9 +545,33 @@ func (m *Manager) Budget() (budget, used int64) {
 	return m.cfg.MemoryBudget, used
 }
 
+// Reconfigure applies a model's changed settings: a loaded model unloads (after its requests in
+// flight) and its next load uses them.
+func (m *Manager) Reconfigure(ctx context.Context, e *Entry) error {
+	s := m.slot(e)
+	if err := m.unloadSlot(ctx, s); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s.state == StateUnloaded {
+		old := s.runner
+		s.runner = m.cfg.NewRunner(e, false)
+		go old.Close()
+	}
+	return nil
+}
+
 // SetMemoryBudget changes the memory budget (the desktop app's settings; tests).
 func (m *Manager) SetMemoryBudget(n int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.cfg.MemoryBudget = n
+}
+
+// SetSettings installs where the manager reads each model's own settings (the core's store).
+func (m *Manager) SetSettings(fn func(e *Entry) Settings) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cfg.Settings = fn
 }

@@ -419,3 +419,41 @@ func TestMissingFileIsReported(t *testing.T) {
 		t.Fatalf("generate on a missing file: %v", err)
 	}
 }
+
+func TestPerModelSettings(t *testing.T) {
+	set := map[string]Settings{}
+	f := newFixture(t, 2, Config{KeepAlive: time.Hour, Parallel: 4}, nil)
+	f.mgr.cfg.Settings = func(e *Entry) Settings { return set[e.ID] }
+	h0, h1 := f.handle(t, "m0"), f.handle(t, "m1")
+	base := f.mgr.Status(h0.Entry()).Need
+	forever := time.Duration(-1)
+	set["m0"] = Settings{ContextLength: 1024, Lanes: 1, KeepAlive: &forever}
+	h0 = f.handle(t, "m0")
+	if info := h0.Info(); info.ContextLength != 1024 || info.Parallel != 1 {
+		t.Fatalf("info with settings %+v", info)
+	}
+	if need := f.mgr.Status(h0.Entry()).Need; need >= base {
+		t.Fatalf("1 lane × 1024 needs %d, 4 lanes × 2048 needed %d", need, base)
+	}
+	for _, h := range []*Handle{h0, h1} {
+		if err := generate(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := f.mgr.Status(h0.Entry()); !st.ExpiresAt.IsZero() {
+		t.Fatalf("m0's own keep-alive is forever; it expires at %v", st.ExpiresAt)
+	}
+	if st := f.mgr.Status(h1.Entry()); st.ExpiresAt.IsZero() {
+		t.Fatal("m1 has the server's keep-alive; no expiry scheduled")
+	}
+	first := f.runner(h0.Entry().Path)
+	if err := f.mgr.Reconfigure(context.Background(), h0.Entry()); err != nil {
+		t.Fatal(err)
+	}
+	if h0.Loaded() || first.unloads.Load() != 1 {
+		t.Fatal("a reconfigured model stays loaded")
+	}
+	if err := generate(h0); err != nil || f.runner(h0.Entry().Path) == first {
+		t.Fatalf("the next load uses a new runner (its settings): %v", err)
+	}
+}

@@ -30,6 +30,10 @@ type Options struct {
 	// VocabOnly loads only the model's vocabulary (the worker gets --vocab-only): Tokenize
 	// works at a fraction of the memory, Generate fails.
 	VocabOnly bool
+	// GPULayers and Runtime offload layers to the devices of the runtime in Env (see
+	// llamacpp.Options); 0 keeps the model on the CPU.
+	GPULayers int
+	Runtime   string
 	// Log receives the worker's stderr (llama.cpp's log); nil discards it.
 	Log io.Writer
 	// StartTimeout bounds loading the model; 0 means 5 minutes.
@@ -450,6 +454,9 @@ func (o Options) args(socket string) []string {
 		"--threads", strconv.Itoa(o.Threads))
 	if o.VocabOnly {
 		args = append(args, "--vocab-only")
+	}
+	if o.GPULayers > 0 {
+		args = append(args, "--gpu-layers", strconv.Itoa(o.GPULayers), "--runtime", o.Runtime)
 	}
 	return args
 }

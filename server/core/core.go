@@ -70,15 +70,19 @@ type Config struct {
 	// Queue is how many generations may wait for a lane beyond the lanes themselves (--queue);
 	// past it requests are refused with llm.OverloadedError. 0 means no bound.
 	Queue int
+	// CheckRuntime says why a runtime cannot serve models here (missing, no device); nil
+	// accepts every name. Errors are reported as ErrUnsupportedRuntime.
+	CheckRuntime func(name string) error
 }
 
 // Service is the core.
 type Service struct {
-	cfg   Config
-	lib   Library
-	mgr   *models.Manager // nil for a fixed set of models
-	hub   *hf.Client
-	store *store.Store
+	cfg      Config
+	lib      Library
+	mgr      *models.Manager // nil for a fixed set of models
+	hub      *hf.Client
+	store    *store.Store
+	settings settingsCache
 	// running counts the generation requests between their start and their record, so a
 	// shutdown can wait for their records before closing the store.
 	running sync.WaitGroup

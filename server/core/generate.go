@@ -63,7 +63,7 @@ func (s *Service) Chat(ctx context.Context, req *ChatRequest, emit Emit) (*Resul
 	var res *Result
 	if err == nil {
 		var prompt string
-		prompt, err = s.Prompt(m, req.Messages, req.TemplateKwargs)
+		prompt, err = s.Prompt(m, withSystemPrompt(req.Messages, s.settingsOf(ctx, m).SystemPrompt), req.TemplateKwargs)
 		if err == nil {
 			gen := req.Generation
 			gen.ID, gen.Prompt, gen.AddSpecial = req.ID, prompt, addSpecial(m, prompt)
@@ -136,6 +136,7 @@ func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n in
 	if err := checkTextLength(m, len(gen.Prompt)); err != nil {
 		return nil, err // before the worker tokenizes it (see limits.go)
 	}
+	applySettings(gen, s.settingsOf(ctx, m))
 	if gen.MaxTokens == 0 {
 		gen.MaxTokens = s.cfg.MaxTokens
 	}

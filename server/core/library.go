@@ -51,7 +51,12 @@ type catalogLibrary struct {
 // NewCatalog builds the core over the manager's catalog: every catalog model is servable and
 // loads on demand; hub pulls models from Hugging Face.
 func NewCatalog(cfg Config, st *store.Store, mgr *models.Manager, hub *hf.Client) *Service {
-	return &Service{cfg: cfg, store: st, lib: &catalogLibrary{mgr: mgr, built: map[*models.Entry]*Model{}}, mgr: mgr, hub: hub}
+	s := &Service{cfg: cfg, store: st, lib: &catalogLibrary{mgr: mgr, built: map[*models.Entry]*Model{}}, mgr: mgr, hub: hub}
+	mgr.SetSettings(func(e *models.Entry) models.Settings {
+		set, _ := s.ModelSettings(context.Background(), e.ID)
+		return models.Settings{ContextLength: set.ContextLength, Lanes: set.Lanes, KeepAlive: set.KeepAlive, Runtime: set.Runtime}
+	})
+	return s
 }
 
 // PullModel fetches a Hugging Face reference into the catalog (see models.Manager.Pull).
@@ -97,6 +102,13 @@ func (l *catalogLibrary) model(e *models.Entry) *Model {
 	}
 	l.built[e] = m
 	return m
+}
+
+// forget drops e's built Model, so its window is read again (after its settings changed).
+func (l *catalogLibrary) forget(e *models.Entry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.built, e)
 }
 
 // DescribeModel reads what the core needs from a model's GGUF header: architecture, chat
@@ -172,6 +184,12 @@ func (s *Service) DeleteModel(ctx context.Context, name string) (*Model, error) 
 	if err != nil {
 		return nil, err
 	}
+	if s.store != nil {
+		_ = s.store.DeleteModelSettings(ctx, e.ID)
+	}
+	s.settings.mu.Lock()
+	delete(s.settings.byID, e.ID)
+	s.settings.mu.Unlock()
 	if deleteFile {
 		for _, part := range append([]string{e.Path}, e.Facts.Parts...) {
 			if err := os.Remove(part); err != nil && !errors.Is(err, os.ErrNotExist) {

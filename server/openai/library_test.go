@@ -222,3 +222,20 @@ func TestCatalogProps(t *testing.T) {
 	resp, b := f.do(t, http.MethodGet, "/props?model=../x", "")
 	checkError(t, resp, b, wantError{400, invalidReq, "", "", ".."})
 }
+
+func TestCatalogLoadWithRuntime(t *testing.T) {
+	f := setupCatalog(t)
+	resp, b := f.do(t, http.MethodPost, "/v1/models/load", `{"model":"alpha","runtime":"cpu"}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("load on cpu: %d %s", resp.StatusCode, b)
+	}
+	set, err := f.cat.Svc.ModelSettings(t.Context(), "alpha")
+	if err != nil || set.Runtime != "cpu" {
+		t.Fatalf("settings %+v %v", set, err)
+	}
+	resp, b = f.do(t, http.MethodPost, "/v1/models/load", `{"model":"alpha","runtime":"vulkan"}`)
+	checkError(t, resp, b, wantError{400, invalidReq, "runtime", "unsupported_runtime", "no vulkan runtime"})
+	if set, _ := f.cat.Svc.ModelSettings(t.Context(), "alpha"); set.Runtime != "cpu" {
+		t.Fatalf("a refused runtime was stored: %+v", set)
+	}
+}

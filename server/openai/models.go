@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -63,6 +64,9 @@ func (h *handlers) entry(m *core.Model) modelEntry {
 		e.ExpiresAt = &at
 	}
 	if m.Entry != nil {
+		if set, _ := h.svc.ModelSettings(context.Background(), m.Entry.ID); set.Runtime != "" && !e.Loaded {
+			e.Runtime = "llamacpp-" + set.Runtime // what its next load runs on
+		}
 		e.Source, e.Quantization, e.ParameterCount = m.Entry.Source, m.Entry.Quantization, m.Entry.ParameterCount
 		if m.Entry.Err != nil {
 			e.State, e.Error = "failed", m.Entry.Err.Error()
@@ -134,20 +138,22 @@ func adminOnly(c *gin.Context) error {
 	return &Error{Status: http.StatusForbidden, Type: "permission_error", Code: "admin_required", Message: peer.AdminOnlyMessage}
 }
 
-// modelRequest is the body of /v1/models/load and /v1/models/unload.
+// modelRequest is the body of /v1/models/load and /v1/models/unload; runtime (load only) picks
+// the runtime the model runs on from now on ("cpu", "vulkan", ...).
 type modelRequest struct {
-	Model *string `json:"model"`
+	Model   *string `json:"model"`
+	Runtime *string `json:"runtime"`
 }
 
-func (h *handlers) modelName(c *gin.Context) (string, error) {
+func (h *handlers) modelRequest(c *gin.Context) (modelRequest, error) {
 	var req modelRequest
 	if err := decode(c.Request, &req); err != nil {
-		return "", err
+		return req, err
 	}
 	if req.Model == nil || *req.Model == "" {
-		return "", invalid("model", "you must provide a model parameter")
+		return req, invalid("model", "you must provide a model parameter")
 	}
-	return *req.Model, nil
+	return req, nil
 }
 
 // loadModel loads a model now (ignoring the backoff of failed loads) and describes it.
@@ -155,11 +161,16 @@ func (h *handlers) loadModel(c *gin.Context) error {
 	if err := adminOnly(c); err != nil {
 		return err
 	}
-	name, err := h.modelName(c)
+	req, err := h.modelRequest(c)
 	if err != nil {
 		return err
 	}
-	m, err := h.svc.LoadModel(c.Request.Context(), name)
+	if req.Runtime != nil {
+		if err := h.setRuntime(c, *req.Model, *req.Runtime); err != nil {
+			return err
+		}
+	}
+	m, err := h.svc.LoadModel(c.Request.Context(), *req.Model)
 	if err != nil {
 		return err
 	}
@@ -167,16 +178,33 @@ func (h *handlers) loadModel(c *gin.Context) error {
 	return nil
 }
 
+// setRuntime keeps the model's other settings and changes its runtime.
+func (h *handlers) setRuntime(c *gin.Context, name, runtime string) error {
+	m, err := h.svc.Model(name)
+	if err != nil {
+		return err
+	}
+	if m.Entry == nil {
+		return invalid("runtime", "this server serves a fixed set of models; their runtime cannot change")
+	}
+	set, err := h.svc.ModelSettings(c.Request.Context(), m.Entry.ID)
+	if err != nil {
+		return err
+	}
+	set.ModelID, set.Runtime = m.Entry.ID, runtime
+	return h.svc.SetModelSettings(c.Request.Context(), set)
+}
+
 // unloadModel unloads a model after its requests in flight finish.
 func (h *handlers) unloadModel(c *gin.Context) error {
 	if err := adminOnly(c); err != nil {
 		return err
 	}
-	name, err := h.modelName(c)
+	req, err := h.modelRequest(c)
 	if err != nil {
 		return err
 	}
-	return h.unload(c, name)
+	return h.unload(c, *req.Model)
 }
 
 // deleteModel is DELETE /v1/models/{model}: the spec's unload (the model stays in the catalog;

@@ -2,6 +2,7 @@ package servertest
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -60,7 +61,14 @@ func NewCatalog(t *testing.T, cfg models.Config) *Catalog {
 	c.Mgr = models.NewManager(cat, cfg)
 	t.Cleanup(func() { c.Mgr.Close() })
 	hub := hf.New(hf.Config{Endpoint: c.Hub.URL(), Backoff: 1, StallTimeout: 0})
-	c.Svc = core.NewCatalog(core.Config{}, st, c.Mgr, hub)
+	// Only the CPU runtime exists here.
+	checkRuntime := func(name string) error {
+		if name != "cpu" {
+			return fmt.Errorf("there is no %s runtime; installed: cpu", name)
+		}
+		return nil
+	}
+	c.Svc = core.NewCatalog(core.Config{CheckRuntime: checkRuntime}, st, c.Mgr, hub)
 	return c
 }
 

@@ -1,0 +1,127 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/superfluid/superfluid/runtime/chat"
+	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/store"
+)
+
+// ErrUnsupportedRuntime is a runtime that is missing or cannot run here (400 unsupported_runtime).
+var ErrUnsupportedRuntime = errors.New("unsupported runtime")
+
+// settingsCache keeps each model's settings in memory: requests read them on every call, and
+// only SetModelSettings changes them in this process.
+type settingsCache struct {
+	mu   sync.Mutex
+	byID map[string]store.ModelSettings
+}
+
+// ModelSettings returns a catalog model's own settings (zero for none).
+func (s *Service) ModelSettings(ctx context.Context, id string) (store.ModelSettings, error) {
+	s.settings.mu.Lock()
+	set, ok := s.settings.byID[id]
+	s.settings.mu.Unlock()
+	if ok || s.store == nil {
+		return set, nil
+	}
+	set, err := s.store.ModelSettingsOf(ctx, id)
+	if err != nil {
+		return store.ModelSettings{ModelID: id}, err
+	}
+	s.settings.mu.Lock()
+	if s.settings.byID == nil {
+		s.settings.byID = map[string]store.ModelSettings{}
+	}
+	s.settings.byID[id] = set
+	s.settings.mu.Unlock()
+	return set, nil
+}
+
+// SetModelSettings stores a model's settings. Sampling, cap and system prompt apply from the
+// next request; a change of context, lanes or runtime unloads the model so that its next load
+// uses them.
+func (s *Service) SetModelSettings(ctx context.Context, set store.ModelSettings) error {
+	m, err := s.Model(set.ModelID)
+	if err != nil {
+		return err
+	}
+	if m.Entry == nil || s.store == nil {
+		return errNoCatalog
+	}
+	if set.ContextLength < 0 || set.Lanes < 0 || set.MaxTokens < 0 {
+		return fmt.Errorf("%w: context length, lanes and max tokens cannot be negative", llm.ErrInvalidInput)
+	}
+	if set.Runtime != "" && s.cfg.CheckRuntime != nil {
+		if err := s.cfg.CheckRuntime(set.Runtime); err != nil {
+			return fmt.Errorf("%w: %v", ErrUnsupportedRuntime, err)
+		}
+	}
+	set.ModelID = m.Entry.ID
+	old, _ := s.ModelSettings(ctx, set.ModelID)
+	if err := s.store.PutModelSettings(ctx, set); err != nil {
+		return err
+	}
+	s.settings.mu.Lock()
+	if s.settings.byID == nil {
+		s.settings.byID = map[string]store.ModelSettings{}
+	}
+	s.settings.byID[set.ModelID] = set
+	s.settings.mu.Unlock()
+	if old.ContextLength != set.ContextLength || old.Lanes != set.Lanes || old.Runtime != set.Runtime || !sameDuration(old.KeepAlive, set.KeepAlive) {
+		s.lib.(*catalogLibrary).forget(m.Entry)
+		return s.mgr.Reconfigure(ctx, m.Entry)
+	}
+	return nil
+}
+
+// settingsOf is m's settings, or none for a model outside the catalog.
+func (s *Service) settingsOf(ctx context.Context, m *Model) store.ModelSettings {
+	if m.Entry == nil {
+		return store.ModelSettings{}
+	}
+	set, _ := s.ModelSettings(ctx, m.Entry.ID)
+	return set
+}
+
+// withSystemPrompt puts the model's default system prompt first unless the conversation has one.
+func withSystemPrompt(msgs []chat.Message, prompt string) []chat.Message {
+	if prompt == "" {
+		return msgs
+	}
+	for _, m := range msgs {
+		if m.Role == "system" {
+			return msgs
+		}
+	}
+	return append([]chat.Message{{Role: "system", Content: prompt}}, msgs...)
+}
+
+// applySettings fills what a request left unset from the model's settings.
+func applySettings(gen *llm.Request, set store.ModelSettings) {
+	sm := &gen.Sampling
+	if sm.Temperature == nil {
+		sm.Temperature = set.Temperature
+	}
+	if sm.TopP == nil {
+		sm.TopP = set.TopP
+	}
+	if sm.TopK == nil {
+		sm.TopK = set.TopK
+	}
+	if sm.MinP == nil {
+		sm.MinP = set.MinP
+	}
+	if gen.MaxTokens == 0 {
+		gen.MaxTokens = set.MaxTokens
+	}
+}
+
+func sameDuration(a, b *time.Duration) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
