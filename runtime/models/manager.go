@@ -105,8 +105,8 @@ type slot struct {
 	keepAlive time.Duration
 	// defaultKeepAlive is the model's own keep-alive setting, or the server's.
 	defaultKeepAlive time.Duration
-	timer     *time.Timer
-	crashes   map[[32]byte]int // prompt hash → workers it killed
+	timer            *time.Timer
+	crashes          map[[32]byte]int // prompt hash → workers it killed
 }
 
 // NewManager returns a manager over the catalog.
