@@ -52,8 +52,18 @@ rsync -a --delete --chmod=u+w "$src/CMakeLists.txt" "$src/CMakePresets.json" "$s
 perl -0pi -e 's/(execute_process\(\s*COMMAND \$\{Vulkan_GLSLC_EXECUTABLE\}[^)]*?)\)/$1 RESULT_VARIABLE glslc_status)/s; s/if \(\$\{glslc_error\} MATCHES/if (NOT glslc_status EQUAL 0 OR \${glslc_error} MATCHES/' \
   "$work/src/ml/backend/ggml/ggml/src/ggml-vulkan/CMakeLists.txt"
 
-rm -rf "$work/build"
-cmake -S "$work/src" -B "$work/build" --preset "$preset" -DCMAKE_BUILD_TYPE=Release -DGGML_CCACHE=OFF > "$work/configure.log"
+extra=()
+if [ "$name" = vulkan ]; then
+  # Debian 12's Vulkan headers (1.3.239) predate VK_EXT_layer_settings, which ggml-vulkan uses;
+  # the Go module proxy serves Khronos' header repository, so take newer headers from there
+  # (the loader and drivers stay Debian's).
+  hdr=$(cd "$work" && { [ -f go.mod ] || go mod init runtimebuild > /dev/null 2>&1; } &&
+    GOFLAGS=-mod=mod go mod download -json github.com/KhronosGroup/Vulkan-Headers@v1.3.280 |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [ -d "$hdr/include/vulkan" ] || { echo "build-runtime: could not fetch the Vulkan headers" >&2; exit 1; }
+  extra+=("-DVulkan_INCLUDE_DIR=$hdr/include")
+fi
+cmake -S "$work/src" -B "$work/build" --preset "$preset" -DCMAKE_BUILD_TYPE=Release -DGGML_CCACHE=OFF "${extra[@]}" > "$work/configure.log"
 cmake --build "$work/build" --target "$target" -j "$(nproc)"
 
 dest="$data/runtimes/$name/lib/ollama"

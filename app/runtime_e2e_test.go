@@ -1,0 +1,100 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/superfluid/superfluid/runtime/runtimes"
+)
+
+// lockedBuffer collects the workers' logs (written from their stderr copiers).
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestVulkanRuntimeServesAReply picks the Vulkan runtime for a model through /v1/models/load,
+// and shows from the worker's log and /v1/models that a Vulkan device served the reply. It
+// needs the runtime (scripts/build-runtime.sh vulkan installs it in the default data dir) and a
+// Vulkan driver (Mesa's lavapipe runs on the CPU); without them it skips, saying which is missing.
+func TestVulkanRuntimeServesAReply(t *testing.T) {
+	installed := filepath.Join(defaultDataDir(), "runtimes", "vulkan")
+	if _, err := os.Stat(filepath.Join(installed, "manifest.json")); err != nil {
+		t.Skipf("no Vulkan runtime in %s: run scripts/build-runtime.sh vulkan (minutes of compiling)", installed)
+	}
+	if len(runtimes.Detect().Vulkan) == 0 {
+		t.Skip("no Vulkan driver on this machine: install mesa-vulkan-drivers (lavapipe) or a GPU driver")
+	}
+	cfg := testConfig(t, "")
+	logs := &lockedBuffer{}
+	cfg.WorkerLog = logs
+	if err := os.MkdirAll(filepath.Join(cfg.DataDir, "runtimes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-a", installed, filepath.Join(cfg.DataDir, "runtimes", "vulkan")).CombinedOutput(); err != nil {
+		t.Fatalf("copy the runtime: %v %s", err, out)
+	}
+	a, srv := startServer(t, cfg, false)
+	e, err := a.Manager().Catalog().AddLocal(context.Background(), testModel, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(srv.URL+"/v1/models/load", "application/json", strings.NewReader(`{"model":"`+e.ID+`","runtime":"vulkan"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var loaded struct {
+		Runtime string `json:"runtime"`
+		Loaded  bool   `json:"loaded"`
+		Error   struct{ Message string }
+	}
+	json.NewDecoder(resp.Body).Decode(&loaded)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !loaded.Loaded {
+		t.Fatalf("load on vulkan: %d %+v\nworker log:\n%s", resp.StatusCode, loaded, logs.String())
+	}
+	if reply := chatOnce(t, srv.URL, e.ID); reply == "" {
+		t.Fatal("empty reply")
+	}
+	if loaded.Runtime != "llamacpp-vulkan" {
+		t.Fatalf("/v1/models runtime %q, want llamacpp-vulkan\nworker log:\n%s", loaded.Runtime, logs.String())
+	}
+	log := logs.String()
+	if !strings.Contains(log, "offloading up to") || !strings.Contains(strings.ToLower(log), "vulkan") {
+		t.Fatalf("the worker log does not show a Vulkan device:\n%s", log)
+	}
+	t.Logf("worker log lines about the device:\n%s", grepLines(log, "ulkan", "offload"))
+}
+
+func grepLines(text string, words ...string) string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		for _, w := range words {
+			if strings.Contains(line, w) {
+				out = append(out, line)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}
