@@ -135,8 +135,8 @@ func listenError(addr string, err error) string {
 	return fmt.Sprintf("cannot listen on %s: %v", addr, err)
 }
 
-// StopServer closes the listener, lets requests in flight finish (up to 10 s) and unloads every
-// model's worker.
+// StopServer closes the listener, lets HTTP requests in flight finish (up to 10 s) and unloads
+// every model's worker.
 func (c *controller) StopServer() error {
 	c.mu.Lock()
 	srv, served := c.srv, c.served
@@ -149,11 +149,20 @@ func (c *controller) StopServer() error {
 		_ = srv.Shutdown(ctx)
 		<-served
 	}
+	// Replies still running (the playground's too) get a second, then their workers stop.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
 	for _, e := range c.a.mgr.Catalog().List() {
 		if c.a.mgr.Status(e).State != models.StateUnloaded {
-			_, _ = c.a.mgr.Unload(context.Background(), e.ID)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _ = c.a.mgr.Unload(ctx, e.ID)
+			}()
 		}
 	}
+	wg.Wait()
 	c.publish(tray.Event{Kind: tray.EventServer})
 	return nil
 }

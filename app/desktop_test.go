@@ -3,8 +3,12 @@ package app
 import (
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -137,5 +141,77 @@ func TestDesktopController(t *testing.T) {
 	}
 	if !sawServer {
 		t.Fatal("no server event")
+	}
+}
+
+// TestDesktopControllerFaults: a worker killed during a playground reply fails that reply with
+// the reason and the next one works; a model file deleted while listed shows as missing; closing
+// while a reply streams ends it promptly.
+func TestDesktopControllerFaults(t *testing.T) {
+	cfg := testConfig(t, "")
+	cfg.ContextLength = 4096
+	a, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newController(a)
+	e, err := a.mgr.Catalog().AddLocal(context.Background(), testModel, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := tray.ChatSettings{Model: e.ID, Temperature: 0, MaxTokens: 4000}
+	msgs := []tray.Message{{Role: "user", Content: "Once upon a time"}}
+	if _, err := c.Chat(context.Background(), tray.ChatSettings{Model: e.ID, MaxTokens: 2}, msgs, func(string) {}); err != nil {
+		t.Fatal(err)
+	}
+	pid := a.workerPID(t, e.ID)
+	killed := false
+	_, err = c.Chat(context.Background(), long, msgs, func(string) {
+		if !killed {
+			killed = true
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	if err == nil || !strings.Contains(err.Error(), "worker") {
+		t.Fatalf("a reply whose worker was killed: %v", err)
+	}
+	if _, err := c.Chat(context.Background(), tray.ChatSettings{Model: e.ID, MaxTokens: 2}, msgs, func(string) {}); err != nil {
+		t.Fatalf("the next reply: %v", err)
+	}
+
+	// Closing while a reply streams.
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		var once sync.Once
+		_, err := c.Chat(context.Background(), long, msgs, func(string) { once.Do(func() { close(started) }) })
+		done <- err
+	}()
+	<-started
+	c.close()
+	a.Close()
+	if err := <-done; err == nil {
+		t.Fatal("a reply cut by closing the app reported success")
+	}
+
+	// A model file deleted behind the catalog's back is listed as missing.
+	b, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	gone := filepath.Join(t.TempDir(), "gone.gguf")
+	data, _ := os.ReadFile(testModel)
+	os.WriteFile(gone, data, 0o644)
+	if _, err := b.mgr.Catalog().AddLocal(context.Background(), gone, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(gone)
+	c2 := newController(b)
+	defer c2.close()
+	for _, m := range c2.Models() {
+		if m.ID == "gone" && m.State != "missing" {
+			t.Fatalf("a deleted file's model shows %q", m.State)
+		}
 	}
 }

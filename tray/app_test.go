@@ -1,6 +1,7 @@
 package tray
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -253,5 +254,44 @@ func TestModelSettingsDialog(t *testing.T) {
 	form.runtime.SetSelected("vulkan")
 	if err := form.save(); err == nil || !strings.Contains(err.Error(), "vulkan") {
 		t.Fatalf("a runtime that cannot run: %v", err)
+	}
+}
+
+func TestFaultsShowInTheWindow(t *testing.T) {
+	app, f := newTestApp(t)
+	// A model file deleted while it is listed.
+	f.mu.Lock()
+	f.models[0].State, f.models[0].Err = "missing", "open stories260K.gguf: no such file or directory"
+	f.mu.Unlock()
+	fyne.DoAndWait(app.refresh)
+	row := app.models.rows["stories260K"]
+	if row.state.Text != "File missing" || !row.load.Disabled() || row.delete.Disabled() {
+		t.Fatalf("missing model row: state %q load disabled %v", row.state.Text, row.load.Disabled())
+	}
+	if items := TrayMenu(f.Server(), f.Models()); !find(items, "Load model").Children[1].Disabled {
+		t.Fatal("the tray offers to load a missing model")
+	}
+	// The worker crashes during a playground reply: the reply shows the error.
+	f.chatErr = errors.New("the worker exited during the request (signal: killed); the next request starts a new worker")
+	app.Show("playground")
+	app.playground.model.SetSelected("hf.co/owner/tiny-GGUF:Q8_0")
+	test.Type(app.playground.input, "hello")
+	test.Tap(app.playground.send)
+	eventually(t, "the error shows", func() bool { return strings.HasPrefix(app.playground.stats.Text, "Error: the worker exited") })
+	if app.playground.send.Disabled() || !app.playground.stop.Disabled() {
+		t.Fatal("after an error Send must work again")
+	}
+}
+
+func TestQuitWhileStreaming(t *testing.T) {
+	app, f := newTestApp(t)
+	f.gate = make(chan struct{}) // the reply hangs after its first word
+	app.Show("playground")
+	test.Type(app.playground.input, "Tell me a story")
+	test.Tap(app.playground.send)
+	eventually(t, "streaming", func() bool { return app.playground.reply != nil && app.playground.reply.Len() > 0 })
+	app.Quit()
+	if f.stopped != 1 {
+		t.Fatalf("server stopped %d times", f.stopped)
 	}
 }

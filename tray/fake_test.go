@@ -18,6 +18,7 @@ type fakeController struct {
 	reply    string
 	gate     chan struct{} // when set, Chat waits for it after the first piece
 	pullErr  error
+	chatErr  error
 	pulls    int
 	stopped  int
 	convs    []Conversation
@@ -160,6 +161,10 @@ func (f *fakeController) Pull(ctx context.Context, ref string) error {
 
 // Chat streams the reply word by word.
 func (f *fakeController) Chat(ctx context.Context, s ChatSettings, msgs []Message, onText func(string)) (ChatStats, error) {
+	if f.chatErr != nil {
+		onText("Once ")
+		return ChatStats{}, f.chatErr
+	}
 	words := strings.SplitAfter(f.reply, " ")
 	for i, w := range words {
 		if ctx.Err() != nil {
