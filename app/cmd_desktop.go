@@ -48,6 +48,7 @@ func runDesktop(cmd *cobra.Command, cfg Config, hidden bool) error {
 	defer a.Close()
 	c := newController(a)
 	defer c.close()
+	hidden = hidden || c.StartHidden()
 	ui := fyneapp.NewWithID("io.superfluid.app")
 	app := tray.New(ui, c, trayIcons(), nil)
 	if err := c.StartServer(); err != nil {

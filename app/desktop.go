@@ -335,6 +335,16 @@ func (c *controller) close() {
 	c.stopEvents()
 }
 
+// StartHidden reports whether the app starts in the tray only (a setting in SQLite).
+func (c *controller) StartHidden() bool {
+	v, _ := c.a.store.AppSetting(context.Background(), "start_hidden")
+	return v == "true"
+}
+
+func (c *controller) SetStartHidden(hidden bool) error {
+	return c.a.store.SetAppSetting(context.Background(), "start_hidden", strconv.FormatBool(hidden))
+}
+
 // Settings returns a model's own settings in the dialog's terms.
 func (c *controller) Settings(id string) (tray.ModelSettings, error) {
 	e, err := c.a.mgr.Catalog().Lookup(id)

@@ -84,6 +84,12 @@ func TestDesktopController(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	if c.StartHidden() {
+		t.Fatal("hidden at start by default")
+	}
+	if err := c.SetStartHidden(true); err != nil || !c.StartHidden() {
+		t.Fatalf("start hidden: %v", err)
+	}
 	// The playground's conversation is saved and reopens.
 	conv := tray.Conversation{ID: "conv-1", Title: "Once upon a time", Model: model,
 		Messages: []tray.Message{{Role: "user", Content: "Once upon a time"}, {Role: "assistant", Content: strings.Join(pieces, "")}}}

@@ -185,6 +185,10 @@ func TestServerTabPortAndActivity(t *testing.T) {
 	if got := app.server.cell(widget.TableCellID{Row: 1, Col: 6}); got != "24" {
 		t.Fatalf("reply tokens cell %q", got)
 	}
+	test.Tap(app.server.hidden)
+	if !f.hidden {
+		t.Fatal("the start-hidden setting was not stored")
+	}
 }
 
 func TestPlaygroundSavesAndReopens(t *testing.T) {

@@ -149,6 +149,10 @@ type Controller interface {
 	Runtimes() []string
 	// Memory estimates what the model takes loaded with ctx tokens × lanes, and what is free.
 	Memory(id string, ctx, lanes int) (need, free int64)
+	// StartHidden reports whether the app starts in the tray without its window; SetStartHidden
+	// changes it for the next start.
+	StartHidden() bool
+	SetStartHidden(hidden bool) error
 	// Generating is how many generations are running now.
 	Generating() int
 	// Subscribe returns the event stream and a function that ends it.

@@ -23,6 +23,7 @@ type fakeController struct {
 	stopped  int
 	convs    []Conversation
 	settings map[string]ModelSettings
+	hidden   bool
 }
 
 func (f *fakeController) Conversations() []Conversation {
@@ -200,6 +201,13 @@ func (f *fakeController) SetSettings(id string, s ModelSettings) error {
 		f.settings = map[string]ModelSettings{}
 	}
 	f.settings[id] = s
+	return nil
+}
+
+func (f *fakeController) StartHidden() bool { return f.hidden }
+
+func (f *fakeController) SetStartHidden(on bool) error {
+	f.hidden = on
 	return nil
 }
 

@@ -25,6 +25,7 @@ type serverView struct {
 	lanes       *widget.Label
 	requests    *widget.Table
 	log         []Request
+	hidden      *widget.Check
 	content     fyne.CanvasObject
 }
 
@@ -47,12 +48,19 @@ func newServerView(a *App) *serverView {
 	for i, w := range requestColumnWidths {
 		v.requests.SetColumnWidth(i, w)
 	}
+	v.hidden = widget.NewCheck("Start in the tray without opening this window", func(on bool) {
+		if err := a.c.SetStartHidden(on); err != nil {
+			a.showError(err)
+		}
+	})
+	v.hidden.Checked = a.c.StartHidden()
 	form := widget.NewForm(
 		widget.NewFormItem("Status", v.status),
 		widget.NewFormItem("API base URL", container.NewBorder(nil, nil, nil, v.copyURL, v.url)),
 		widget.NewFormItem("Port", container.NewBorder(nil, nil, nil, setPort, v.port)),
 		widget.NewFormItem("Loaded models", v.loaded),
 		widget.NewFormItem("Lanes", v.lanes),
+		widget.NewFormItem("At start", v.hidden),
 	)
 	help := widget.NewLabel("Point other apps at this server: OpenAI SDKs and tools take the base URL above; " +
 		"Anthropic SDKs and Ollama clients take the same address without /v1. No API key is needed on this machine " +

@@ -98,3 +98,24 @@ func floatPtr(f sql.NullFloat64) *float64 {
 	}
 	return &f.Float64
 }
+
+// AppSetting returns the desktop app's setting key, or "" when it was never set.
+func (s *Store) AppSetting(ctx context.Context, key string) (string, error) {
+	var v string
+	err := s.r.QueryRowContext(ctx, `SELECT value FROM app_settings WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("setting %s: %w", key, err)
+	}
+	return v, nil
+}
+
+// SetAppSetting stores the desktop app's setting key.
+func (s *Store) SetAppSetting(ctx context.Context, key, value string) error {
+	if _, err := s.w.ExecContext(ctx, `INSERT OR REPLACE INTO app_settings (key, value) VALUES (?, ?)`, key, value); err != nil {
+		return fmt.Errorf("save setting %s: %w", key, err)
+	}
+	return nil
+}

@@ -43,3 +43,20 @@ func TestModelSettings(t *testing.T) {
 		t.Fatalf("after delete %+v", got)
 	}
 }
+
+func TestAppSettings(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(filepath.Join(t.TempDir(), "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, err := s.AppSetting(ctx, "start_hidden"); err != nil || v != "" {
+		t.Fatalf("unset: %q %v", v, err)
+	}
+	s.SetAppSetting(ctx, "start_hidden", "true")
+	s.SetAppSetting(ctx, "start_hidden", "false")
+	if v, err := s.AppSetting(ctx, "start_hidden"); err != nil || v != "false" {
+		t.Fatalf("after two sets: %q %v", v, err)
+	}
+}
