@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -9,29 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/superfluid/superfluid/runtime/runtimes"
 )
-
-// lockedBuffer collects the workers' logs (written from their stderr copiers).
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestVulkanRuntimeServesAReply picks the Vulkan runtime for a model through /v1/models/load,
 // and shows from the worker's log and /v1/models that a Vulkan device served the reply. It
@@ -46,8 +26,17 @@ func TestVulkanRuntimeServesAReply(t *testing.T) {
 		t.Skip("no Vulkan driver on this machine: install mesa-vulkan-drivers (lavapipe) or a GPU driver")
 	}
 	cfg := testConfig(t, "")
-	logs := &lockedBuffer{}
+	// The workers' stderr (llama.cpp's log) goes to a file: writes from several copiers are safe.
+	logs, err := os.Create(filepath.Join(t.TempDir(), "workers.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logs.Close()
 	cfg.WorkerLog = logs
+	readLog := func() string {
+		b, _ := os.ReadFile(logs.Name())
+		return string(b)
+	}
 	if err := os.MkdirAll(filepath.Join(cfg.DataDir, "runtimes"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -71,15 +60,15 @@ func TestVulkanRuntimeServesAReply(t *testing.T) {
 	json.NewDecoder(resp.Body).Decode(&loaded)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !loaded.Loaded {
-		t.Fatalf("load on vulkan: %d %+v\nworker log:\n%s", resp.StatusCode, loaded, logs.String())
+		t.Fatalf("load on vulkan: %d %+v\nworker log:\n%s", resp.StatusCode, loaded, readLog())
 	}
 	if reply := chatOnce(t, srv.URL, e.ID); reply == "" {
 		t.Fatal("empty reply")
 	}
 	if loaded.Runtime != "llamacpp-vulkan" {
-		t.Fatalf("/v1/models runtime %q, want llamacpp-vulkan\nworker log:\n%s", loaded.Runtime, logs.String())
+		t.Fatalf("/v1/models runtime %q, want llamacpp-vulkan\nworker log:\n%s", loaded.Runtime, readLog())
 	}
-	log := logs.String()
+	log := readLog()
 	if !strings.Contains(log, "offloading up to") || !strings.Contains(strings.ToLower(log), "vulkan") {
 		t.Fatalf("the worker log does not show a Vulkan device:\n%s", log)
 	}
