@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/superfluid/superfluid/runtime/runtimes"
+	"github.com/superfluid/superfluid/tray"
 )
 
 // TestVulkanRuntimeServesAReply picks the Vulkan runtime for a model through /v1/models/load,
@@ -73,6 +74,39 @@ func TestVulkanRuntimeServesAReply(t *testing.T) {
 		t.Fatalf("the worker log does not show a Vulkan device:\n%s", log)
 	}
 	t.Logf("worker log lines about the device:\n%s", grepLines(log, "ulkan", "offload"))
+
+	// The desktop app's per-model settings pick the same runtime (and the CPU back).
+	c := newController(a)
+	defer c.close()
+	if err := c.SetSettings(e.ID, tray.ModelSettings{Runtime: "cpu"}); err != nil {
+		t.Fatal(err)
+	}
+	if reply := chatOnce(t, srv.URL, e.ID); reply == "" {
+		t.Fatal("empty reply on the CPU")
+	}
+	if rt := modelRuntime(t, c, e.ID); rt != "llamacpp-cpu" {
+		t.Fatalf("after picking the CPU in settings the model runs on %q", rt)
+	}
+	if err := c.SetSettings(e.ID, tray.ModelSettings{Runtime: "vulkan"}); err != nil {
+		t.Fatal(err)
+	}
+	if reply := chatOnce(t, srv.URL, e.ID); reply == "" {
+		t.Fatal("empty reply on Vulkan")
+	}
+	if rt := modelRuntime(t, c, e.ID); rt != "llamacpp-vulkan" {
+		t.Fatalf("after picking Vulkan in settings the model runs on %q", rt)
+	}
+}
+
+func modelRuntime(t *testing.T, c *controller, id string) string {
+	t.Helper()
+	for _, m := range c.Models() {
+		if m.ID == id {
+			return m.Runtime
+		}
+	}
+	t.Fatalf("%s is not listed", id)
+	return ""
 }
 
 func grepLines(text string, words ...string) string {

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -32,6 +33,8 @@ func (h *Handle) Info() llm.ModelInfo {
 	return llm.ModelInfo{
 		Path: e.Path, Architecture: e.Facts.Architecture, ContextLength: h.m.contextLength(e),
 		TrainContextLength: e.Facts.ContextLength, Parallel: max(1, h.m.lanes(e)),
+		// What its next load runs on.
+		Runtime: "llamacpp-" + cmp.Or(h.m.settings(e).Runtime, "cpu"),
 	}
 }
 
