@@ -34,6 +34,9 @@ func TestVulkanRuntimeServesAReply(t *testing.T) {
 	}
 	defer logs.Close()
 	cfg.WorkerLog = logs
+	// Mesa's lavapipe is a Vulkan device of the CPU type, which ggml skips unless it is named;
+	// a GPU needs nothing of the kind.
+	cfg.WorkerEnv = append(cfg.WorkerEnv, "GGML_VK_VISIBLE_DEVICES=0")
 	readLog := func() string {
 		b, _ := os.ReadFile(logs.Name())
 		return string(b)

@@ -68,7 +68,7 @@ cmake --build "$work/build" --target "$target" -j "$(nproc)"
 
 dest="$data/runtimes/$name/lib/ollama"
 mkdir -p "$dest"
-cp -a "$work"/build/lib/ollama/libggml-"$name"*.so* "$dest/"
+cp -a "$work"/build/lib/ollama/libggml-"$name"*.so* "$work"/build/lib/ollama/libggml-base.so* "$dest/"
 cat > "$data/runtimes/$name/manifest.json" <<JSON
 {"name": "$name", "backend": "$target", "ollama_module": "$(basename "$src")", "built_at": "$(date -u +%FT%TZ)"}
 JSON

@@ -32,12 +32,17 @@ type Runtime struct {
 	GPU bool `json:"gpu"`
 }
 
-// Env is what a worker process needs in its environment to use the runtime.
+// Env is what a worker process needs in its environment to use the runtime: the engine loads
+// backends from OLLAMA_LIBRARY_PATH, and the backend finds the ggml base library beside it.
 func (r Runtime) Env() []string {
 	if r.Dir == "" {
 		return nil
 	}
-	return []string{"OLLAMA_LIBRARY_PATH=" + r.Dir}
+	ld := r.Dir
+	if old := os.Getenv("LD_LIBRARY_PATH"); old != "" {
+		ld += string(os.PathListSeparator) + old
+	}
+	return []string{"OLLAMA_LIBRARY_PATH=" + r.Dir, "LD_LIBRARY_PATH=" + ld}
 }
 
 // Machine is what the machine offers.
