@@ -47,7 +47,7 @@ export CGO_CPPFLAGS := -I$(INCLUDE) $(AMX_INC)
 
 GOFLAGS_BUILD := -tags '$(TAGS)'
 
-.PHONY: all setup build portable run test test-short bench screenshots clean
+.PHONY: all setup build portable run test test-short bench screenshots package clean
 all: build
 
 setup:
@@ -80,6 +80,34 @@ bench: build
 screenshots: build
 	$(GO) build -o bin/fakehub ./scripts/fakehub
 	bash scripts/screenshots.sh
+
+# package: the Linux bundle of the binary `make build` made, written by fyne package (fyne.io/tools,
+# pinned below) from FyneApp.toml: dist/superfluid-VERSION-linux-ARCH-TARGET.tar.xz holding
+# usr/local/bin/superfluid, usr/local/share/applications/io.superfluid.app.desktop, the icon in
+# usr/local/share/pixmaps and a Makefile (make user-install, sudo make install). fyne package gets
+# the built binary (--executable): its own go build appends -O2 -g and hardening flags to
+# CGO_CFLAGS, which would rebuild llama.cpp with flags other than make build's. It also rewrites
+# FyneApp.toml (Build+1, comments dropped), so it reads a copy staged in dist/.stage (a dot folder:
+# ./... skips it; main.go is copied only because fyne wants Go code there). The default TARGET
+# (native) runs on this CPU only; make package TARGET=portable runs on any x86-64-v3 CPU.
+# Other OSes: packaging/README.md.
+FYNE_TOOLS_VERSION := v1.7.4
+FYNE        := bin/tools/fyne-$(FYNE_TOOLS_VERSION)/fyne
+APP_VERSION = $(shell sed -n 's/^ *Version *= *"\(.*\)"/\1/p' FyneApp.toml)
+APP_ICON    = $(shell sed -n 's/^ *Icon *= *"\(.*\)"/\1/p' FyneApp.toml)
+BUNDLE      = dist/superfluid-$(APP_VERSION)-linux-$(shell $(GO) env GOARCH)-$(TARGET).tar.xz
+
+$(FYNE):
+	GOBIN=$(CURDIR)/$(dir $(FYNE)) $(GO) install fyne.io/tools/cmd/fyne@$(FYNE_TOOLS_VERSION)
+
+package: build $(FYNE)
+	rm -rf dist/.stage && mkdir -p dist/.stage
+	cp FyneApp.toml main.go dist/.stage/ && cp --parents $(APP_ICON) dist/.stage/
+	cd dist && $(CURDIR)/$(FYNE) package --os linux --src .stage --executable $(CURDIR)/bin/superfluid
+	mv dist/superfluid.tar.xz $(BUNDLE) && rm -rf dist/.stage
+	@tar -xJOf $(BUNDLE) --wildcards '*/io.superfluid.app.desktop' | diff -u -B -I '^#' packaging/superfluid.desktop - \
+	  || { echo "package: the bundle's .desktop file differs from packaging/superfluid.desktop; make them agree (FyneApp.toml is the source)"; exit 1; }
+	tar -tvJf $(BUNDLE)
 
 clean:
 	rm -rf bin
