@@ -41,6 +41,9 @@ func runDesktop(cmd *cobra.Command, cfg Config, hidden bool) error {
 		fmt.Fprintln(cmd.ErrOrStderr(), "superfluid: no display (DISPLAY and WAYLAND_DISPLAY are unset); running the server alone, as superfluid serve does")
 		return serve(cmd, cfg)
 	}
+	// Signals are caught from here on: a SIGTERM during start-up still quits cleanly.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	a, err := Open(cfg)
 	if err != nil {
 		return err
@@ -61,8 +64,6 @@ func runDesktop(cmd *cobra.Command, cfg Config, hidden bool) error {
 	if !hidden {
 		app.Show("models")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	go func() {
 		<-ctx.Done()
 		fyne.Do(app.Quit)

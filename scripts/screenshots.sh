@@ -48,16 +48,19 @@ sleep 2
 
 click 50 50                      # Models
 shot models
+click 748 152 1.5                # a model's settings (the gear)
+shot model-settings
+click 385 552                    # Cancel
 click 350 558 0.3                # the reference box
 xdotool type --delay 10 "hf.co/demo/stories-GGUF:F32"
-click 755 558 3                  # Download: the fake Hub pauses at 40%
+click 710 558 3                  # Download: the fake Hub pauses at 40%
 shot models-download
 click 250 50                     # Playground
 click 400 535 0.3
 xdotool type --delay 10 "Once upon a time, there was a little dog"
-click 863 597 3                  # Send
+click 818 597 3                  # Send
 shot playground
-click 140 50                     # Server
+click 140 50 1.5                 # Server
 shot server
 
 kill -TERM "$app_pid"

@@ -55,6 +55,14 @@ func New(a fyne.App, c Controller, icons Icons, onQuit func()) *App {
 		t.serverTab,
 		t.playTab,
 	)
+	t.tabs.OnSelected = func(item *container.TabItem) {
+		if item == t.serverTab {
+			go func() {
+				a := t.c.Activity()
+				fyne.Do(func() { t.server.refreshActivity(a) })
+			}()
+		}
+	}
 	t.win.SetContent(t.tabs)
 	t.win.Resize(fyne.NewSize(860, 620))
 	// Closing the window hides it; Quit (tray menu or main menu) ends the app.

@@ -91,6 +91,8 @@ func (v *modelsView) row(m Model, running bool) *modelRow {
 		details: widget.NewLabel(modelDetails(m)),
 		state:   widget.NewLabel(stateText(m)),
 	}
+	// Long ids and details are cut with an ellipsis rather than widening the window.
+	r.name.Truncation, r.details.Truncation = fyne.TextTruncateEllipsis, fyne.TextTruncateEllipsis
 	r.load = widget.NewButtonWithIcon("Load", theme.MediaPlayIcon(), func() { v.act("load", id, v.app.c.Load) })
 	r.unload = widget.NewButtonWithIcon("Unload", theme.MediaStopIcon(), func() { v.act("unload", id, v.app.c.Unload) })
 	r.delete = widget.NewButtonWithIcon("Delete", theme.DeleteIcon(), func() { v.confirmDelete(id) })
@@ -121,7 +123,7 @@ func modelDetails(m Model) string {
 		parts = append(parts, m.Runtime)
 	}
 	if m.Need > 0 {
-		parts = append(parts, "about "+humanize.Bytes(uint64(m.Need))+" of RAM loaded")
+		parts = append(parts, "≈"+humanize.Bytes(uint64(m.Need))+" RAM")
 	}
 	if m.Source != "" {
 		parts = append(parts, m.Source)
