@@ -2,6 +2,7 @@ package tray
 
 import (
 	"strings"
+	"sync"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -59,7 +60,7 @@ func New(a fyne.App, c Controller, icons Icons, onQuit func()) *App {
 		if item == t.serverTab {
 			go func() {
 				a := t.c.Activity()
-				fyne.Do(func() { t.server.refreshActivity(a) })
+				t.do(func() { t.server.refreshActivity(a) })
 			}()
 		}
 	}
@@ -83,6 +84,29 @@ func New(a fyne.App, c Controller, icons Icons, onQuit func()) *App {
 	t.playground.refreshSaved()
 	t.watch()
 	return t
+}
+
+// uiMu serializes the UI updates goroutines hand to fyne.Do: the real driver runs them on one
+// thread anyway, but fyne's test driver runs them on the calling goroutine (and shares its font
+// caches between apps, hence one lock for the package).
+var uiMu sync.Mutex
+
+// do runs fn on the UI thread (fyne.Do), one update at a time.
+func (t *App) do(fn func()) {
+	fyne.Do(func() {
+		uiMu.Lock()
+		defer uiMu.Unlock()
+		fn()
+	})
+}
+
+// doAndWait is do, waiting for fn to have run.
+func (t *App) doAndWait(fn func()) {
+	fyne.DoAndWait(func() {
+		uiMu.Lock()
+		defer uiMu.Unlock()
+		fn()
+	})
 }
 
 // Window is the main window.
@@ -133,17 +157,17 @@ func (t *App) watch() {
 			case <-tick.C:
 			}
 			showing := false
-			fyne.DoAndWait(func() { showing = t.tabs.Selected() == t.serverTab })
+			t.doAndWait(func() { showing = t.tabs.Selected() == t.serverTab })
 			if showing {
 				a := t.c.Activity()
-				fyne.Do(func() { t.server.refreshActivity(a) })
+				t.do(func() { t.server.refreshActivity(a) })
 			}
 		}
 	}()
 	go func() {
 		for ev := range events {
 			ev := ev
-			fyne.Do(func() {
+			t.do(func() {
 				if ev.Kind == EventPull {
 					t.models.showProgress(ev)
 					return

@@ -15,18 +15,28 @@ func newTestApp(t *testing.T) (*App, *fakeController) {
 	t.Helper()
 	a := test.NewTempApp(t)
 	f := newFake()
-	app := New(a, f, Icons{}, nil)
+	var app *App
+	uiMu.Lock() // other tests' apps may still be redrawing: fyne's test driver shares font caches
+	app = New(a, f, Icons{}, nil)
 	app.Window().Resize(fyne.NewSize(860, 620))
+	uiMu.Unlock()
 	return app, f
 }
 
-// eventually polls cond on the UI goroutine's state (no timing is asserted).
-func eventually(t *testing.T, what string, cond func() bool) {
+// ui runs fn as the UI thread would: one update at a time with the app's own (App.do).
+func ui(app *App, fn func()) {
+	uiMu.Lock()
+	defer uiMu.Unlock()
+	fn()
+}
+
+// eventually polls cond on the UI's state (no timing is asserted).
+func eventually(t *testing.T, app *App, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ok := false
-		fyne.DoAndWait(func() { ok = cond() })
+		ui(app, func() { ok = cond() })
 		if ok {
 			return
 		}
@@ -46,13 +56,13 @@ func TestModelsTabLoadUnload(t *testing.T) {
 	if !strings.Contains(row.details.Text, "F32") || !strings.Contains(row.details.Text, "context 2048") || !strings.Contains(row.details.Text, "RAM") {
 		t.Fatalf("details %q", row.details.Text)
 	}
-	test.Tap(row.load)
-	eventually(t, "the row says loaded", func() bool {
+	ui(app, func() { test.Tap(row.load) })
+	eventually(t, app, "the row says loaded", func() bool {
 		r := app.models.rows["stories260K"]
 		return r.state.Text == "Loaded" && r.load.Disabled() && !r.unload.Disabled()
 	})
-	test.Tap(app.models.rows["stories260K"].unload)
-	eventually(t, "the row says unloaded", func() bool { return app.models.rows["stories260K"].state.Text == "Unloaded" })
+	ui(app, func() { test.Tap(app.models.rows["stories260K"].unload) })
+	eventually(t, app, "the row says unloaded", func() bool { return app.models.rows["stories260K"].state.Text == "Unloaded" })
 	// The tray menu follows: with nothing loaded it says so.
 	items := TrayMenu(app.c.Server(), app.c.Models())
 	if find(items, "No model loaded") == nil {
@@ -62,10 +72,10 @@ func TestModelsTabLoadUnload(t *testing.T) {
 
 func TestModelsTabDownloadProgress(t *testing.T) {
 	app, f := newTestApp(t)
-	test.Type(app.models.ref, "hf.co/owner/new-GGUF:Q4_K_M")
-	test.Tap(app.models.download)
+	ui(app, func() { test.Type(app.models.ref, "hf.co/owner/new-GGUF:Q4_K_M") })
+	ui(app, func() { test.Tap(app.models.download) })
 	seen := map[float64]bool{}
-	eventually(t, "the download finishes", func() bool {
+	eventually(t, app, "the download finishes", func() bool {
 		seen[app.models.bar.Value] = true
 		return strings.HasPrefix(app.models.progress.Text, "Downloaded") && app.models.rows["hf.co/owner/new-GGUF:Q4_K_M"] != nil
 	})
@@ -76,16 +86,16 @@ func TestModelsTabDownloadProgress(t *testing.T) {
 		t.Fatal("the downloaded model is not listed")
 	}
 	// Cancel, then start again.
-	test.Type(app.models.ref, "hf.co/owner/other-GGUF:Q4_K_M")
-	test.Tap(app.models.download)
-	eventually(t, "progress shows", func() bool { return app.models.bar.Value > 0 && app.models.pulling != nil })
-	test.Tap(app.models.cancel)
-	eventually(t, "cancelled", func() bool { return strings.HasPrefix(app.models.progress.Text, "Cancelled") })
+	ui(app, func() { test.Type(app.models.ref, "hf.co/owner/other-GGUF:Q4_K_M") })
+	ui(app, func() { test.Tap(app.models.download) })
+	eventually(t, app, "progress shows", func() bool { return app.models.bar.Value > 0 && app.models.pulling != nil })
+	ui(app, func() { test.Tap(app.models.cancel) })
+	eventually(t, app, "cancelled", func() bool { return strings.HasPrefix(app.models.progress.Text, "Cancelled") })
 	if app.models.download.Disabled() {
 		t.Fatal("Download stays disabled after a cancel")
 	}
-	test.Tap(app.models.download)
-	eventually(t, "the second try finishes", func() bool { return strings.HasPrefix(app.models.progress.Text, "Downloaded") })
+	ui(app, func() { test.Tap(app.models.download) })
+	eventually(t, app, "the second try finishes", func() bool { return strings.HasPrefix(app.models.progress.Text, "Downloaded") })
 	if f.pulls != 3 {
 		t.Fatalf("pulls = %d", f.pulls)
 	}
@@ -94,20 +104,20 @@ func TestModelsTabDownloadProgress(t *testing.T) {
 func TestPlaygroundStreams(t *testing.T) {
 	app, f := newTestApp(t)
 	f.gate = make(chan struct{})
-	app.Show("playground")
+	ui(app, func() { app.Show("playground") })
 	if app.playground.model.Selected == "" {
 		t.Fatal("no model chosen")
 	}
-	test.Type(app.playground.input, "Tell me a story")
-	test.Tap(app.playground.send)
-	eventually(t, "the first words show while the reply streams", func() bool {
+	ui(app, func() { test.Type(app.playground.input, "Tell me a story") })
+	ui(app, func() { test.Tap(app.playground.send) })
+	eventually(t, app, "the first words show while the reply streams", func() bool {
 		return strings.Contains(app.playground.transcriptText(), "Once ") && strings.HasSuffix(strings.TrimSpace(app.playground.transcriptText()), "▌")
 	})
 	if app.playground.stop.Disabled() || !app.playground.send.Disabled() {
 		t.Fatal("Stop must be enabled and Send disabled while streaming")
 	}
 	close(f.gate)
-	eventually(t, "the reply completes", func() bool { return strings.Contains(app.playground.stats.Text, "tokens/s") })
+	eventually(t, app, "the reply completes", func() bool { return strings.Contains(app.playground.stats.Text, "tokens/s") })
 	text := app.playground.transcriptText()
 	if !strings.Contains(text, "You\nTell me a story") || !strings.Contains(text, "there was a fox.") || strings.Contains(text, "▌") {
 		t.Fatalf("transcript %q", text)
@@ -117,20 +127,20 @@ func TestPlaygroundStreams(t *testing.T) {
 	}
 	// Stop during a second reply.
 	f.gate = make(chan struct{})
-	test.Type(app.playground.input, "Another")
-	test.Tap(app.playground.send)
-	eventually(t, "streaming", func() bool {
+	ui(app, func() { test.Type(app.playground.input, "Another") })
+	ui(app, func() { test.Tap(app.playground.send) })
+	eventually(t, app, "streaming", func() bool {
 		return !app.playground.stop.Disabled() && app.playground.reply != nil && app.playground.reply.Len() > 0
 	})
-	test.Tap(app.playground.stop)
-	eventually(t, "stopped", func() bool { return app.playground.stats.Text == "Stopped." })
+	ui(app, func() { test.Tap(app.playground.stop) })
+	eventually(t, app, "stopped", func() bool { return app.playground.stats.Text == "Stopped." })
 	if len(app.playground.history) != 4 { // question, answer, question, the partial second answer
 		t.Fatalf("history %+v", app.playground.history)
 	}
 	// Bad settings are named, not sent.
-	app.playground.temperature.SetText("hot")
-	test.Type(app.playground.input, "x")
-	test.Tap(app.playground.send)
+	ui(app, func() { app.playground.temperature.SetText("hot") })
+	ui(app, func() { test.Type(app.playground.input, "x") })
+	ui(app, func() { test.Tap(app.playground.send) })
 	if !strings.Contains(app.playground.stats.Text, "temperature") {
 		t.Fatalf("stats %q", app.playground.stats.Text)
 	}
@@ -141,22 +151,24 @@ func TestServerTabStartStop(t *testing.T) {
 	if app.server.status.Text != "Running on 127.0.0.1:8453" || app.server.url.Text != "http://127.0.0.1:8453/v1" {
 		t.Fatalf("status %q url %q", app.server.status.Text, app.server.url.Text)
 	}
-	test.Tap(app.server.stop)
-	eventually(t, "stopped", func() bool { return app.server.status.Text == "Stopped" && !app.server.start.Disabled() })
-	test.Tap(app.server.start)
-	eventually(t, "running", func() bool { return strings.HasPrefix(app.server.status.Text, "Running") })
+	ui(app, func() { test.Tap(app.server.stop) })
+	eventually(t, app, "stopped", func() bool { return app.server.status.Text == "Stopped" && !app.server.start.Disabled() })
+	ui(app, func() { test.Tap(app.server.start) })
+	eventually(t, app, "running", func() bool { return strings.HasPrefix(app.server.status.Text, "Running") })
 	f.mu.Lock()
 	f.status = ServerStatus{Address: "127.0.0.1:8453", Err: "port 8453 is in use; set another port"}
 	f.mu.Unlock()
-	fyne.DoAndWait(app.refresh)
-	if !strings.Contains(app.server.status.Text, "in use") || app.icon != IconError && app.hasTray {
-		t.Fatalf("status %q", app.server.status.Text)
-	}
+	// The test driver runs fyne.Do at once on the caller's goroutine, so a refresh still in flight
+	// from Start may land after this one: wait for the state to settle.
+	eventually(t, app, "the error shows", func() bool {
+		app.refresh() // eventually holds the UI lock
+		return strings.Contains(app.server.status.Text, "in use") && (app.icon == IconError || !app.hasTray)
+	})
 }
 
 func TestQuitStopsTheServer(t *testing.T) {
 	app, f := newTestApp(t)
-	app.Quit()
+	ui(app, func() { app.Quit() })
 	if f.stopped != 1 {
 		t.Fatalf("server stopped %d times", f.stopped)
 	}
@@ -167,25 +179,25 @@ func TestServerTabPortAndActivity(t *testing.T) {
 	f.mu.Lock()
 	f.status = ServerStatus{Address: "127.0.0.1:8453", Err: "127.0.0.1:8453 is in use by another program"}
 	f.mu.Unlock()
-	fyne.DoAndWait(app.refresh)
-	app.Show("server")
+	ui(app, func() { app.refresh() })
+	ui(app, func() { app.Show("server") })
 	if app.server.port.Text != "8453" {
 		t.Fatalf("port field %q", app.server.port.Text)
 	}
-	app.server.port.SetText("70000")
+	ui(app, func() { app.server.port.SetText("70000") })
 	if app.server.port.Validate() == nil {
 		t.Fatal("port 70000 accepted")
 	}
-	app.server.port.SetText("18999")
-	fyne.DoAndWait(app.server.changePort)
-	eventually(t, "running on the new port", func() bool { return app.server.status.Text == "Running on 127.0.0.1:18999" })
-	eventually(t, "the lanes and the request log show", func() bool {
+	ui(app, func() { app.server.port.SetText("18999") })
+	ui(app, func() { app.server.changePort() })
+	eventually(t, app, "running on the new port", func() bool { return app.server.status.Text == "Running on 127.0.0.1:18999" })
+	eventually(t, app, "the lanes and the request log show", func() bool {
 		return strings.Contains(app.server.lanes.Text, "stories260K lane 0: decode") && len(app.server.log) == 1
 	})
 	if got := app.server.cell(widget.TableCellID{Row: 1, Col: 6}); got != "24" {
 		t.Fatalf("reply tokens cell %q", got)
 	}
-	test.Tap(app.server.hidden)
+	ui(app, func() { test.Tap(app.server.hidden) })
 	if !f.hidden {
 		t.Fatal("the start-hidden setting was not stored")
 	}
@@ -193,29 +205,29 @@ func TestServerTabPortAndActivity(t *testing.T) {
 
 func TestPlaygroundSavesAndReopens(t *testing.T) {
 	app, f := newTestApp(t)
-	app.Show("playground")
-	app.playground.system.SetText("Be brief.")
-	test.Type(app.playground.input, "First question")
-	test.Tap(app.playground.send)
-	eventually(t, "the reply completes", func() bool { return strings.Contains(app.playground.stats.Text, "tokens/s") })
-	test.Type(app.playground.input, "Second question")
-	test.Tap(app.playground.send)
-	eventually(t, "the second reply completes", func() bool { return len(app.playground.history) == 4 && app.playground.cancel == nil })
+	ui(app, func() { app.Show("playground") })
+	ui(app, func() { app.playground.system.SetText("Be brief.") })
+	ui(app, func() { test.Type(app.playground.input, "First question") })
+	ui(app, func() { test.Tap(app.playground.send) })
+	eventually(t, app, "the reply completes", func() bool { return strings.Contains(app.playground.stats.Text, "tokens/s") })
+	ui(app, func() { test.Type(app.playground.input, "Second question") })
+	ui(app, func() { test.Tap(app.playground.send) })
+	eventually(t, app, "the second reply completes", func() bool { return len(app.playground.history) == 4 && app.playground.cancel == nil })
 	if len(f.convs) != 1 || len(f.convs[0].Messages) != 4 || f.convs[0].Title != "First question" || f.convs[0].System != "Be brief." {
 		t.Fatalf("saved %+v", f.convs)
 	}
 	first := app.playground.convID
-	test.Tap(app.playground.clear)
-	test.Type(app.playground.input, "Another chat")
-	test.Tap(app.playground.send)
-	eventually(t, "the new chat's reply", func() bool { return len(f.Conversations()) == 2 && app.playground.cancel == nil })
+	ui(app, func() { test.Tap(app.playground.clear) })
+	ui(app, func() { test.Type(app.playground.input, "Another chat") })
+	ui(app, func() { test.Tap(app.playground.send) })
+	eventually(t, app, "the new chat's reply", func() bool { return len(f.Conversations()) == 2 && app.playground.cancel == nil })
 	if len(app.playground.saved.Options) != 2 {
 		t.Fatalf("saved list %v", app.playground.saved.Options)
 	}
 	// Reopen the first one from the list and continue it.
 	for label, id := range app.playground.savedID {
 		if id == first {
-			app.playground.saved.SetSelected(label)
+			ui(app, func() { app.playground.saved.SetSelected(label) })
 		}
 	}
 	if app.playground.convID != first || len(app.playground.history) != 4 || app.playground.system.Text != "Be brief." ||
@@ -226,7 +238,7 @@ func TestPlaygroundSavesAndReopens(t *testing.T) {
 
 func TestModelSettingsDialog(t *testing.T) {
 	app, f := newTestApp(t)
-	test.Tap(app.models.rows["stories260K"].settings)
+	ui(app, func() { test.Tap(app.models.rows["stories260K"].settings) })
 	form := app.models.settings
 	if form == nil {
 		t.Fatal("no settings dialog")
@@ -234,15 +246,15 @@ func TestModelSettingsDialog(t *testing.T) {
 	if !strings.Contains(form.memory.Text, "108 MB") { // 100 MB + 2048 × 4 × 1 kB
 		t.Fatalf("memory before edits: %q", form.memory.Text)
 	}
-	form.ctx.SetText("100000")
-	form.lanes.SetText("8")
+	ui(app, func() { form.ctx.SetText("100000") })
+	ui(app, func() { form.lanes.SetText("8") })
 	if !strings.Contains(form.memory.Text, "900 MB") || !strings.Contains(form.memory.Text, "1.0 GB free") {
 		t.Fatalf("memory for 100000 × 8: %q", form.memory.Text)
 	}
-	form.ctx.SetText("8192")
-	form.lanes.SetText("2")
-	form.temperature.SetText("0.2")
-	form.system.SetText("Be brief.")
+	ui(app, func() { form.ctx.SetText("8192") })
+	ui(app, func() { form.lanes.SetText("2") })
+	ui(app, func() { form.temperature.SetText("0.2") })
+	ui(app, func() { form.system.SetText("Be brief.") })
 	if err := form.save(); err != nil {
 		t.Fatal(err)
 	}
@@ -250,12 +262,12 @@ func TestModelSettingsDialog(t *testing.T) {
 	if got.ContextLength != 8192 || got.Lanes != 2 || got.Temperature != "0.2" || got.SystemPrompt != "Be brief." || got.Runtime != "cpu" {
 		t.Fatalf("saved %+v", got)
 	}
-	form.ctx.SetText("-5")
+	ui(app, func() { form.ctx.SetText("-5") })
 	if err := form.save(); err == nil {
 		t.Fatal("a negative context was saved")
 	}
-	form.ctx.SetText("")
-	form.runtime.SetSelected("vulkan")
+	ui(app, func() { form.ctx.SetText("") })
+	ui(app, func() { form.runtime.SetSelected("vulkan") })
 	if err := form.save(); err == nil || !strings.Contains(err.Error(), "vulkan") {
 		t.Fatalf("a runtime that cannot run: %v", err)
 	}
@@ -267,7 +279,7 @@ func TestFaultsShowInTheWindow(t *testing.T) {
 	f.mu.Lock()
 	f.models[0].State, f.models[0].Err = "missing", "open stories260K.gguf: no such file or directory"
 	f.mu.Unlock()
-	fyne.DoAndWait(app.refresh)
+	ui(app, func() { app.refresh() })
 	row := app.models.rows["stories260K"]
 	if row.state.Text != "File missing" || !row.load.Disabled() || row.delete.Disabled() {
 		t.Fatalf("missing model row: state %q load disabled %v", row.state.Text, row.load.Disabled())
@@ -277,11 +289,11 @@ func TestFaultsShowInTheWindow(t *testing.T) {
 	}
 	// The worker crashes during a playground reply: the reply shows the error.
 	f.chatErr = errors.New("the worker exited during the request (signal: killed); the next request starts a new worker")
-	app.Show("playground")
-	app.playground.model.SetSelected("hf.co/owner/tiny-GGUF:Q8_0")
-	test.Type(app.playground.input, "hello")
-	test.Tap(app.playground.send)
-	eventually(t, "the error shows", func() bool { return strings.HasPrefix(app.playground.stats.Text, "Error: the worker exited") })
+	ui(app, func() { app.Show("playground") })
+	ui(app, func() { app.playground.model.SetSelected("hf.co/owner/tiny-GGUF:Q8_0") })
+	ui(app, func() { test.Type(app.playground.input, "hello") })
+	ui(app, func() { test.Tap(app.playground.send) })
+	eventually(t, app, "the error shows", func() bool { return strings.HasPrefix(app.playground.stats.Text, "Error: the worker exited") })
 	if app.playground.send.Disabled() || !app.playground.stop.Disabled() {
 		t.Fatal("after an error Send must work again")
 	}
@@ -290,11 +302,11 @@ func TestFaultsShowInTheWindow(t *testing.T) {
 func TestQuitWhileStreaming(t *testing.T) {
 	app, f := newTestApp(t)
 	f.gate = make(chan struct{}) // the reply hangs after its first word
-	app.Show("playground")
-	test.Type(app.playground.input, "Tell me a story")
-	test.Tap(app.playground.send)
-	eventually(t, "streaming", func() bool { return app.playground.reply != nil && app.playground.reply.Len() > 0 })
-	app.Quit()
+	ui(app, func() { app.Show("playground") })
+	ui(app, func() { test.Type(app.playground.input, "Tell me a story") })
+	ui(app, func() { test.Tap(app.playground.send) })
+	eventually(t, app, "streaming", func() bool { return app.playground.reply != nil && app.playground.reply.Len() > 0 })
+	ui(app, func() { app.Quit() })
 	if f.stopped != 1 {
 		t.Fatalf("server stopped %d times", f.stopped)
 	}

@@ -1,7 +1,7 @@
 // Package tray is the desktop app: the tray menu and the main window (models with downloads,
 // the server, a playground). It knows the server only through the Controller interface and its
 // events, so it can be driven by a fake in headless tests; every UI update from an event runs
-// inside fyne.Do.
+// inside fyne.Do (App.do).
 package tray
 
 import "context"

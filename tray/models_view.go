@@ -149,9 +149,9 @@ func stateText(m Model) string {
 func (v *modelsView) act(what, id string, fn func(string) error) {
 	go func() {
 		if err := fn(id); err != nil {
-			fyne.Do(func() { v.app.showError(fmt.Errorf("%s %s: %w", what, id, err)) })
+			v.app.do(func() { v.app.showError(fmt.Errorf("%s %s: %w", what, id, err)) })
 		}
-		fyne.Do(v.app.refresh)
+		v.app.do(v.app.refresh)
 	}()
 }
 
@@ -179,7 +179,7 @@ func (v *modelsView) startPull() {
 	v.progress.SetText("Resolving " + ref + " …")
 	go func() {
 		err := v.app.c.Pull(ctx, ref)
-		fyne.Do(func() { v.pullDone(ref, err, ctx.Err() != nil) })
+		v.app.do(func() { v.pullDone(ref, err, ctx.Err() != nil) })
 	}()
 }
 

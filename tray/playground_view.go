@@ -199,12 +199,12 @@ func (v *playgroundView) ask() {
 	v.render()
 	go func() {
 		stats, err := v.app.c.Chat(ctx, settings, msgs, func(piece string) {
-			fyne.Do(func() {
+			v.app.do(func() {
 				v.reply.WriteString(piece)
 				v.render()
 			})
 		})
-		fyne.Do(func() { v.finish(stats, err, ctx.Err() != nil) })
+		v.app.do(func() { v.finish(stats, err, ctx.Err() != nil) })
 	}()
 }
 

@@ -160,9 +160,9 @@ func (v *serverView) refreshActivity(a Activity) {
 func (v *serverView) run(fn func() error) {
 	go func() {
 		if err := fn(); err != nil {
-			fyne.Do(func() { v.app.showError(err) })
+			v.app.do(func() { v.app.showError(err) })
 		}
-		fyne.Do(v.app.refresh)
+		v.app.do(v.app.refresh)
 	}()
 }
 
