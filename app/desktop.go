@@ -167,18 +167,21 @@ func (c *controller) StopServer() error {
 	return nil
 }
 
-// SetPort changes the port the server listens on from its next start.
-func (c *controller) SetPort(port int) error {
+// SetAddress changes the address the server listens on from its next start.
+func (c *controller) SetAddress(host string, port int) error {
 	if port < 1 || port > 65535 {
 		return fmt.Errorf("port %d is not between 1 and 65535", port)
+	}
+	if host == "" {
+		return errors.New("name the address to listen on, e.g. 127.0.0.1")
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.srv != nil {
 		return errors.New("stop the server before changing its port")
 	}
-	c.a.cfg.Port = port
-	c.status = tray.ServerStatus{Address: net.JoinHostPort(c.a.cfg.Host, strconv.Itoa(port))}
+	c.a.cfg.Host, c.a.cfg.Port = host, port
+	c.status = tray.ServerStatus{Address: net.JoinHostPort(host, strconv.Itoa(port))}
 	return nil
 }
 

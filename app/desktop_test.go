@@ -39,19 +39,19 @@ func TestDesktopController(t *testing.T) {
 	if err := c.StartServer(); err == nil || !strings.Contains(c.Server().Err, "in use") || c.Server().Running {
 		t.Fatalf("start on a busy port: %v, status %+v", err, c.Server())
 	}
-	if err := c.SetPort(0); err == nil {
+	if err := c.SetAddress("127.0.0.1", 0); err == nil {
 		t.Fatal("port 0 accepted")
 	}
 	free, _ := net.Listen("tcp", "127.0.0.1:0")
 	port := free.Addr().(*net.TCPAddr).Port
 	free.Close()
-	if err := c.SetPort(port); err != nil {
+	if err := c.SetAddress("127.0.0.1", port); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.StartServer(); err != nil || !c.Server().Running || !strings.HasSuffix(c.APIURL(), ":"+strconv.Itoa(port)+"/v1") {
 		t.Fatalf("start: %v %+v %s", err, c.Server(), c.APIURL())
 	}
-	if err := c.SetPort(port + 1); err == nil {
+	if err := c.SetAddress("127.0.0.1", port+1); err == nil {
 		t.Fatal("the port changed under a running server")
 	}
 

@@ -188,6 +188,15 @@ func TestServerTabPortAndActivity(t *testing.T) {
 	if app.server.port.Validate() == nil {
 		t.Fatal("port 70000 accepted")
 	}
+	ui(app, func() { app.server.host.SetText("0.0.0.0") })
+	if !strings.Contains(app.server.exposed.Text, "Other machines") {
+		t.Fatalf("no warning for a non-loopback bind: %q", app.server.exposed.Text)
+	}
+	ui(app, func() { app.server.host.SetText("not an address") })
+	if app.server.host.Validate() == nil {
+		t.Fatal("a bad bind address accepted")
+	}
+	ui(app, func() { app.server.host.SetText("127.0.0.1") })
 	ui(app, func() { app.server.port.SetText("18999") })
 	ui(app, func() { app.server.changePort() })
 	eventually(t, app, "running on the new port", func() bool { return app.server.status.Text == "Running on 127.0.0.1:18999" })

@@ -121,8 +121,9 @@ type Controller interface {
 	Server() ServerStatus
 	StartServer() error
 	StopServer() error
-	// SetPort changes the port the server listens on from its next start.
-	SetPort(port int) error
+	// SetAddress changes the address (bind host and port) the server listens on from its next
+	// start.
+	SetAddress(host string, port int) error
 	// Activity is a snapshot of the lanes and the recent requests.
 	Activity() Activity
 	// APIURL is the base URL other apps point at (http://host:port/v1).

@@ -3,6 +3,7 @@ package tray
 import (
 	"context"
 	"errors"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -224,10 +225,10 @@ func (f *fakeController) Memory(id string, ctx, lanes int) (int64, int64) {
 	return 100e6 + int64(ctx*lanes)*1000, 1e9
 }
 
-func (f *fakeController) SetPort(port int) error {
+func (f *fakeController) SetAddress(host string, port int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.status.Address = "127.0.0.1:" + strconv.Itoa(port)
+	f.status.Address = net.JoinHostPort(host, strconv.Itoa(port))
 	f.status.Err = ""
 	return nil
 }

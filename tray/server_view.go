@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -22,6 +23,8 @@ type serverView struct {
 	copyURL     *widget.Button
 	loaded      *widget.Label
 	port        *widget.Entry
+	host        *widget.Entry
+	exposed     *widget.Label
 	lanes       *widget.Label
 	requests    *widget.Table
 	log         []Request
@@ -38,8 +41,14 @@ func newServerView(a *App) *serverView {
 	v.copyURL = widget.NewButtonWithIcon("Copy", theme.ContentCopyIcon(), func() { a.copyURL() })
 	v.port = widget.NewEntry()
 	v.port.Validator = validPort
-	setPort := widget.NewButton("Use port", func() { v.changePort() })
+	v.host = widget.NewEntry()
+	v.host.Validator = validHost
+	v.exposed = widget.NewLabel("")
+	v.exposed.Wrapping = fyne.TextWrapWord
+	v.host.OnChanged = func(string) { v.showExposure() }
+	setPort := widget.NewButton("Use address", func() { v.changePort() })
 	v.port.OnSubmitted = func(string) { v.changePort() }
+	v.host.OnSubmitted = func(string) { v.changePort() }
 	v.lanes = widget.NewLabel("")
 	v.lanes.Wrapping = fyne.TextWrapWord
 	v.requests = widget.NewTable(func() (int, int) { return len(v.log) + 1, len(requestColumns) },
@@ -57,7 +66,8 @@ func newServerView(a *App) *serverView {
 	form := widget.NewForm(
 		widget.NewFormItem("Status", v.status),
 		widget.NewFormItem("API base URL", container.NewBorder(nil, nil, nil, v.copyURL, v.url)),
-		widget.NewFormItem("Port", container.NewBorder(nil, nil, nil, setPort, v.port)),
+		widget.NewFormItem("Listen on", container.NewBorder(nil, v.exposed, nil, setPort,
+			container.NewGridWithColumns(2, v.host, v.port))),
 		widget.NewFormItem("Loaded models", v.loaded),
 		widget.NewFormItem("Lanes", v.lanes),
 		widget.NewFormItem("At start", v.hidden),
@@ -118,12 +128,38 @@ func validPort(s string) error {
 	return nil
 }
 
-// changePort applies the port field: the server restarts there if it was running.
-func (v *serverView) changePort() {
-	if err := validPort(v.port.Text); err != nil {
-		v.app.showError(err)
+// validHost accepts an IP address or localhost.
+func validHost(s string) error {
+	s = strings.TrimSpace(s)
+	if s == "localhost" {
+		return nil
+	}
+	if _, err := netip.ParseAddr(strings.Trim(s, "[]")); err != nil {
+		return errors.New("an IP address such as 127.0.0.1 (this machine only) or 0.0.0.0 (every network)")
+	}
+	return nil
+}
+
+// showExposure warns when the server would answer other machines.
+func (v *serverView) showExposure() {
+	host := strings.Trim(strings.TrimSpace(v.host.Text), "[]")
+	addr, err := netip.ParseAddr(host)
+	if host == "localhost" || err != nil || addr.IsLoopback() {
+		v.exposed.SetText("Only this machine can reach the server.")
 		return
 	}
+	v.exposed.SetText("Other machines on the network can use this server, and it has no API keys yet.")
+}
+
+// changePort applies the address fields: the server restarts there if it was running.
+func (v *serverView) changePort() {
+	for _, e := range []*widget.Entry{v.host, v.port} {
+		if err := e.Validate(); err != nil {
+			v.app.showError(err)
+			return
+		}
+	}
+	host := strings.Trim(strings.TrimSpace(v.host.Text), "[]")
 	port, _ := strconv.Atoi(strings.TrimSpace(v.port.Text))
 	v.run(func() error {
 		running := v.app.c.Server().Running
@@ -132,7 +168,7 @@ func (v *serverView) changePort() {
 				return err
 			}
 		}
-		if err := v.app.c.SetPort(port); err != nil {
+		if err := v.app.c.SetAddress(host, port); err != nil {
 			return err
 		}
 		return v.app.c.StartServer()
@@ -185,8 +221,14 @@ func (v *serverView) refresh(st ServerStatus, models []Model) {
 		v.copyURL.Disable()
 	}
 	v.url.SetText(v.app.c.APIURL())
-	if _, port, err := net.SplitHostPort(st.Address); err == nil && v.app.win.Canvas().Focused() != v.port {
-		v.port.SetText(port)
+	if host, port, err := net.SplitHostPort(st.Address); err == nil {
+		focused := v.app.win.Canvas().Focused()
+		if focused != v.port {
+			v.port.SetText(port)
+		}
+		if focused != v.host {
+			v.host.SetText(host)
+		}
 	}
 	n := 0
 	names := ""
