@@ -87,3 +87,38 @@ func TestTrayIcon(t *testing.T) {
 		}
 	}
 }
+
+// TestFyneMenuItems: the plain menu becomes fyne's tray menu item for item, with actions wired.
+func TestFyneMenuItems(t *testing.T) {
+	app, f := newTestApp(t)
+	items := app.fyneItems(TrayMenu(f.Server(), f.Models()))
+	plain := TrayMenu(f.Server(), f.Models())
+	if len(items) != len(plain) {
+		t.Fatalf("%d fyne items for %d menu items", len(items), len(plain))
+	}
+	for i, it := range items {
+		if plain[i].Separator != it.IsSeparator || (!it.IsSeparator && it.Label != plain[i].Label) || it.Disabled != plain[i].Disabled {
+			t.Errorf("item %d: fyne %+v, plain %+v", i, it, plain[i])
+		}
+		if plain[i].Action != ActionNone && it.Action == nil {
+			t.Errorf("item %q has no action", it.Label)
+		}
+	}
+	load := items[len(items)-7] // Load model
+	if load.Label != "Load model" || load.ChildMenu == nil || len(load.ChildMenu.Items) != 2 {
+		t.Fatalf("load submenu %+v", load)
+	}
+	if quit := items[len(items)-1]; !quit.IsQuit {
+		t.Fatal("Quit is not the quit item")
+	}
+	// Choosing a model in the submenu loads it.
+	ui(app, func() { load.ChildMenu.Items[0].Action() })
+	eventually(t, app, "the model loads from the tray", func() bool {
+		for _, m := range f.Models() {
+			if m.ID == load.ChildMenu.Items[0].Label && m.Loaded() {
+				return true
+			}
+		}
+		return false
+	})
+}
