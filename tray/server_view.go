@@ -72,9 +72,8 @@ func newServerView(a *App) *serverView {
 		widget.NewFormItem("Lanes", v.lanes),
 		widget.NewFormItem("At start", v.hidden),
 	)
-	help := widget.NewLabel("Point other apps at this server: OpenAI SDKs and tools take the base URL above; " +
-		"Anthropic SDKs and Ollama clients take the same address without /v1. No API key is needed on this machine " +
-		"(SDKs that insist on one accept any text).")
+	help := widget.NewLabel("OpenAI SDKs take the base URL; Anthropic SDKs and Ollama clients take it without /v1. " +
+		"No API key is needed (SDKs that insist on one accept any text).")
 	help.Wrapping = fyne.TextWrapWord
 	top := container.NewVBox(
 		widget.NewLabelWithStyle("Server", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
@@ -175,22 +174,40 @@ func (v *serverView) changePort() {
 	})
 }
 
-// refreshActivity redraws the lanes and the request log.
+// refreshActivity redraws the lanes (one line per model) and the request log.
 func (v *serverView) refreshActivity(a Activity) {
-	var b strings.Builder
-	for _, l := range a.Lanes {
-		fmt.Fprintf(&b, "%s lane %d: %s", l.Model, l.ID, l.State)
-		if l.State != "idle" {
-			fmt.Fprintf(&b, " (%s, %d generated)", l.Task, l.Generated)
-		}
-		fmt.Fprintf(&b, ", %d tokens cached\n", l.CachedTokens)
-	}
-	if b.Len() == 0 {
-		b.WriteString("no model loaded")
-	}
-	v.lanes.SetText(strings.TrimSpace(b.String()))
+	v.lanes.SetText(laneSummary(a.Lanes))
 	v.log = a.Requests
 	v.requests.Refresh()
+}
+
+// laneSummary is "stories260K: 4 lanes, 1 busy, 267 tokens cached" for each loaded model.
+func laneSummary(lanes []Lane) string {
+	type sum struct{ lanes, busy, cached int }
+	var order []string
+	by := map[string]*sum{}
+	for _, l := range lanes {
+		s, ok := by[l.Model]
+		if !ok {
+			s = &sum{}
+			by[l.Model] = s
+			order = append(order, l.Model)
+		}
+		s.lanes++
+		s.cached += l.CachedTokens
+		if l.State != "idle" {
+			s.busy++
+		}
+	}
+	var lines []string
+	for _, m := range order {
+		s := by[m]
+		lines = append(lines, fmt.Sprintf("%s: %d lanes, %d busy, %d tokens cached", m, s.lanes, s.busy, s.cached))
+	}
+	if len(lines) == 0 {
+		return "no model loaded"
+	}
+	return strings.Join(lines, "\n")
 }
 
 func (v *serverView) run(fn func() error) {
