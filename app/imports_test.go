@@ -19,7 +19,8 @@ func TestImportRules(t *testing.T) {
 	}
 	const module = "github.com/superfluid/superfluid/"
 	const llama = llamaPackage
-	core := []string{"server/core", "server/store", "runtime/llm", "runtime/chat", "runtime/worker", "runtime/gguf", "runtime/sampling", "runtime/enginetest"}
+	core := []string{"server/core", "server/store", "runtime/llm", "runtime/chat", "runtime/worker", "runtime/gguf", "runtime/sampling",
+		"runtime/enginetest", "runtime/models", "runtime/models/hf", "runtime/runtimes"}
 	seen := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		parts := strings.SplitN(line, "|", 3)
@@ -38,6 +39,15 @@ func TestImportRules(t *testing.T) {
 			for _, d := range deps {
 				if strings.HasPrefix(d, "fyne.io/") || d == llama {
 					t.Errorf("%s depends on %s; server packages must not", rel, d)
+				}
+			}
+		}
+		// The desktop app knows the server only through its Controller interface.
+		if rel == "tray" {
+			for _, d := range deps {
+				if strings.HasPrefix(d, module+"server") || strings.HasPrefix(d, module+"runtime") || strings.HasPrefix(d, module+"app") ||
+					strings.HasPrefix(d, "github.com/gin-gonic/") || d == llama {
+					t.Errorf("tray depends on %s; it must know the server only through tray.Controller", d)
 				}
 			}
 		}
