@@ -36,6 +36,7 @@ type App struct {
 	hasTray   bool
 	onQuit    func()
 	stopWatch func()
+	stopOnce  sync.Once
 }
 
 // New builds the window over the controller. onQuit runs after the app stopped the server (it
@@ -126,11 +127,18 @@ func (t *App) Show(tab string) {
 	t.win.RequestFocus()
 }
 
+// stop ends the goroutines that feed the UI (events, activity polling); it may run twice.
+func (t *App) stop() {
+	t.stopOnce.Do(func() {
+		if t.stopWatch != nil {
+			t.stopWatch()
+		}
+	})
+}
+
 // Quit stops the server (unloading its workers) and ends the app.
 func (t *App) Quit() {
-	if t.stopWatch != nil {
-		t.stopWatch()
-	}
+	t.stop()
 	_ = t.c.StopServer()
 	if t.onQuit != nil {
 		t.onQuit()

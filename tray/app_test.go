@@ -20,6 +20,7 @@ func newTestApp(t *testing.T) (*App, *fakeController) {
 	app = New(a, f, Icons{}, nil)
 	app.Window().Resize(fyne.NewSize(860, 620))
 	uiMu.Unlock()
+	t.Cleanup(app.stop) // no goroutine of this app redraws during the next test
 	return app, f
 }
 
@@ -185,7 +186,9 @@ func TestServerTabPortAndActivity(t *testing.T) {
 		t.Fatalf("port field %q", app.server.port.Text)
 	}
 	ui(app, func() { app.server.port.SetText("70000") })
-	if app.server.port.Validate() == nil {
+	var verr error
+	ui(app, func() { verr = app.server.port.Validate() })
+	if verr == nil {
 		t.Fatal("port 70000 accepted")
 	}
 	ui(app, func() { app.server.host.SetText("0.0.0.0") })
@@ -193,7 +196,8 @@ func TestServerTabPortAndActivity(t *testing.T) {
 		t.Fatalf("no warning for a non-loopback bind: %q", app.server.exposed.Text)
 	}
 	ui(app, func() { app.server.host.SetText("not an address") })
-	if app.server.host.Validate() == nil {
+	ui(app, func() { verr = app.server.host.Validate() })
+	if verr == nil {
 		t.Fatal("a bad bind address accepted")
 	}
 	ui(app, func() { app.server.host.SetText("127.0.0.1") })
@@ -264,7 +268,9 @@ func TestModelSettingsDialog(t *testing.T) {
 	ui(app, func() { form.lanes.SetText("2") })
 	ui(app, func() { form.temperature.SetText("0.2") })
 	ui(app, func() { form.system.SetText("Be brief.") })
-	if err := form.save(); err != nil {
+	var err error
+	ui(app, func() { err = form.save() })
+	if err != nil {
 		t.Fatal(err)
 	}
 	got := f.settings["stories260K"]
@@ -272,12 +278,14 @@ func TestModelSettingsDialog(t *testing.T) {
 		t.Fatalf("saved %+v", got)
 	}
 	ui(app, func() { form.ctx.SetText("-5") })
-	if err := form.save(); err == nil {
+	ui(app, func() { err = form.save() })
+	if err == nil {
 		t.Fatal("a negative context was saved")
 	}
 	ui(app, func() { form.ctx.SetText("") })
 	ui(app, func() { form.runtime.SetSelected("vulkan") })
-	if err := form.save(); err == nil || !strings.Contains(err.Error(), "vulkan") {
+	ui(app, func() { err = form.save() })
+	if err == nil || !strings.Contains(err.Error(), "vulkan") {
 		t.Fatalf("a runtime that cannot run: %v", err)
 	}
 }

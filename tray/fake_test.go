@@ -23,6 +23,8 @@ type fakeController struct {
 	pulls    int
 	stopped  int
 	convs    []Conversation
+	evMu     sync.Mutex // guards sends against the close when the app stops listening
+	closed   bool
 	settings map[string]ModelSettings
 	hidden   bool
 }
@@ -86,7 +88,7 @@ func (f *fakeController) StartServer() error {
 	f.mu.Lock()
 	f.status = ServerStatus{Running: true, Address: f.status.Address}
 	f.mu.Unlock()
-	f.events <- Event{Kind: EventServer}
+	f.send(Event{Kind: EventServer})
 	return nil
 }
 
@@ -95,7 +97,7 @@ func (f *fakeController) StopServer() error {
 	f.status = ServerStatus{Address: "127.0.0.1:8453"}
 	f.stopped++
 	f.mu.Unlock()
-	f.events <- Event{Kind: EventServer}
+	f.send(Event{Kind: EventServer})
 	return nil
 }
 
@@ -113,7 +115,7 @@ func (f *fakeController) setState(id, state string) error {
 	for i := range f.models {
 		if f.models[i].ID == id {
 			f.models[i].State = state
-			f.events <- Event{Kind: EventModels, Model: id}
+			f.send(Event{Kind: EventModels, Model: id})
 			return nil
 		}
 	}
@@ -129,7 +131,7 @@ func (f *fakeController) Delete(id string) error {
 	for i := range f.models {
 		if f.models[i].ID == id {
 			f.models = append(f.models[:i], f.models[i+1:]...)
-			f.events <- Event{Kind: EventModels}
+			f.send(Event{Kind: EventModels})
 			return nil
 		}
 	}
@@ -152,12 +154,12 @@ func (f *fakeController) Pull(ctx context.Context, ref string) error {
 			return ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
-		f.events <- Event{Kind: EventPull, Model: ref, Status: "pulling", Total: total, Completed: int64(i) * total / 10}
+		f.send(Event{Kind: EventPull, Model: ref, Status: "pulling", Total: total, Completed: int64(i) * total / 10})
 	}
 	f.mu.Lock()
 	f.models = append(f.models, Model{ID: ref, State: "unloaded", Size: total})
 	f.mu.Unlock()
-	f.events <- Event{Kind: EventModels}
+	f.send(Event{Kind: EventModels})
 	return nil
 }
 
@@ -240,4 +242,25 @@ func (f *fakeController) Activity() Activity {
 	}
 }
 
-func (f *fakeController) Subscribe() (<-chan Event, func()) { return f.events, func() {} }
+// send delivers an event unless the app stopped listening (a test's app quit or ended).
+func (f *fakeController) send(ev Event) {
+	f.evMu.Lock()
+	defer f.evMu.Unlock()
+	if !f.closed {
+		select {
+		case f.events <- ev:
+		default:
+		}
+	}
+}
+
+func (f *fakeController) Subscribe() (<-chan Event, func()) {
+	return f.events, func() {
+		f.evMu.Lock()
+		defer f.evMu.Unlock()
+		if !f.closed {
+			f.closed = true
+			close(f.events)
+		}
+	}
+}
