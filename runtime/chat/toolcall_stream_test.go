@@ -1,0 +1,100 @@
+package chat
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestToolStream feeds replies in pieces of several sizes and checks that
+// the deltas reassemble into what Parse returns for the whole reply.
+func TestToolStream(t *testing.T) {
+	tests := []struct {
+		p  ToolParser
+		in string
+	}{
+		{HermesToolParser{}, "The weather is fine.\n"},
+		{HermesToolParser{}, "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Paris\"}}\n</tool_call>\nOne moment."},
+		{HermesToolParser{}, "<tool_call>\n{\"name\": \"a\", \"arguments\": {\"x\": 1}}\n</tool_call>\n<tool_call>\n{\"name\": \"b\", \"arguments\": {}}\n</tool_call>"},
+		{HermesToolParser{}, "{\"name\": \"a\", \"arguments\": {\"q\": \"<x>\"}}\n</tool_call>"},
+		{HermesToolParser{}, "  <tool_call>{\"name\": \"a\", \"arguments\": {}}"},
+		{HermesToolParser{}, "Checking.\n<tool_call>\n{\"name\": \"a\", \"arguments\": {\"k\": }\n</tool_call>"},
+		{HermesToolParser{}, "a < b and <tool less"},
+		{Llama3ToolParser{}, `{"name": "get_weather", "parameters": {"location": "Paris"}}`},
+		{Llama3ToolParser{}, "Sure.\n<|python_tag|>{\"name\": \"a\", \"arguments\": {}}; {\"name\": \"b\", \"arguments\": {\"y\": 2}}"},
+		{Llama3ToolParser{}, `{"answer": 42}`},
+		{Llama3ToolParser{}, `{"name": "a", "parameters": {"x": 1,}}`},
+		{MistralToolParser{}, `[TOOL_CALLS] [{"name": "a", "arguments": {"x": 1}}, {"name": "b", "arguments": {}}]`},
+		{MistralToolParser{}, `Let me look.[TOOL_CALLS]a[CALL_ID]abc123xyz[ARGS]{"x": 1}[TOOL_CALLS]b[ARGS]{}`},
+		{MistralToolParser{}, `Hi [TOOL_CALLS]a[ARGS]{"x"`},
+		{MistralToolParser{}, "[link](http://x) and [TOOL_CALL"},
+		{GenericToolParser{}, "Once upon a time"},
+		{GenericToolParser{}, "```json\n{\"name\": \"a\", \"arguments\": {}}\n```"},
+		{GenericToolParser{}, "```go\nfunc main() {}\n```"},
+		{GenericToolParser{}, `[{"name": "a", "parameters": {}}, {"name": "b", "arguments": "{\"z\":null}"}]`},
+		{GenericToolParser{}, `{"name": "Bob", "age": 3}`},
+		{GenericToolParser{}, `{"name": "a", "arguments": {"x": 1}`},
+	}
+	squash := func(s string) string { return strings.Join(strings.Fields(s), "") }
+	for _, tt := range tests {
+		wantContent, wantCalls, wantSuspect, _ := tt.p.Parse(tt.in)
+		for _, size := range []int{1, 3, 7, len(tt.in) + 1} {
+			s := NewToolStream(tt.p)
+			var content strings.Builder
+			var deltas []ToolCallDelta
+			for i := 0; i < len(tt.in); i += size {
+				c, d := s.Feed(tt.in[i:min(i+size, len(tt.in))])
+				content.WriteString(c)
+				deltas = append(deltas, d...)
+			}
+			c, d, suspect, err := s.Close()
+			content.WriteString(c)
+			deltas = append(deltas, d...)
+
+			name := tt.in
+			if squash(content.String()) != squash(wantContent) {
+				t.Errorf("%q in pieces of %d: content %q, want %q", name, size, content.String(), wantContent)
+			}
+			if (suspect != "") != (wantSuspect != "") || (err != nil) != (suspect != "") {
+				t.Errorf("%q in pieces of %d: suspect %q err %v, want suspect %q", name, size, suspect, err, wantSuspect)
+			}
+			// Reassemble: an opening delta, then argument fragments.
+			var got []ToolCall
+			for _, d := range deltas {
+				switch {
+				case d.Index == len(got) && d.Name != "":
+					got = append(got, ToolCall{ID: d.ID, Name: d.Name})
+				case d.Index == len(got)-1 && d.Name == "" && d.ID == "":
+					got[d.Index].Arguments = append(got[d.Index].Arguments, d.Arguments...)
+				default:
+					t.Fatalf("%q in pieces of %d: delta %+v out of order", name, size, d)
+				}
+			}
+			if len(got) != len(wantCalls) {
+				t.Fatalf("%q in pieces of %d: %d calls, want %d", name, size, len(got), len(wantCalls))
+			}
+			for i := range got {
+				if got[i].Name != wantCalls[i].Name || string(got[i].Arguments) != string(wantCalls[i].Arguments) || !callIDShape.MatchString(got[i].ID) {
+					t.Errorf("%q in pieces of %d: call %d = %+v, want %+v", name, size, i, got[i], wantCalls[i])
+				}
+			}
+		}
+	}
+}
+
+// TestToolStreamContentFlows checks that plain content is not held back.
+func TestToolStreamContentFlows(t *testing.T) {
+	s := NewToolStream(HermesToolParser{})
+	if c, _ := s.Feed("Hello"); c != "Hello" {
+		t.Errorf("Feed(Hello) = %q, want it at once", c)
+	}
+	if c, _ := s.Feed(" <tool"); c != " " {
+		t.Errorf("Feed( <tool) = %q, want the space only (a marker may follow)", c)
+	}
+	if c, _ := s.Feed("s are fun"); c != "<tools are fun" {
+		t.Errorf("Feed(s are fun) = %q, want the held text back", c)
+	}
+	s = NewToolStream(GenericToolParser{})
+	if c, _ := s.Feed(`{"x": 1, `); c != `{"x": 1, ` {
+		t.Errorf("JSON that is not a call: Feed = %q, want it at once", c)
+	}
+}
