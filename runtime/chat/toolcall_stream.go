@@ -3,6 +3,8 @@ package chat
 import (
 	"errors"
 	"strings"
+
+	"github.com/superfluid/superfluid/runtime/llm"
 )
 
 // ToolCallDelta is one streamed piece of a tool call: first an opening
@@ -159,18 +161,7 @@ func (s *ToolStream) firstMarker() (int, string) {
 
 // markerPrefixLen returns the length of the longest suffix of buf that is
 // the start of a marker.
-func (s *ToolStream) markerPrefixLen() int {
-	keep := 0
-	for _, m := range s.markers {
-		for n := min(len(m)-1, len(s.buf)); n > keep; n-- {
-			if strings.HasSuffix(s.buf, m[:n]) {
-				keep = n
-				break
-			}
-		}
-	}
-	return keep
-}
+func (s *ToolStream) markerPrefixLen() int { return llm.HeldSuffix(s.buf, s.markers) }
 
 // jsonCallStart decides whether a reply opening with JSON (or a code
 // fence) opens like a call: 1 yes, -1 no, 0 not yet known.

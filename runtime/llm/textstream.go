@@ -93,11 +93,15 @@ func (t *TextStream) firstStop() (start int, stop string, found bool) {
 
 // stopPrefix returns the length of the longest suffix of pending that is a proper prefix of a
 // stop string.
-func (t *TextStream) stopPrefix() int {
+func (t *TextStream) stopPrefix() int { return HeldSuffix(t.pending, t.stops) }
+
+// HeldSuffix returns the length of the longest suffix of text that is a proper prefix of one of
+// markers: the bytes a stream must hold back until it knows whether a marker follows.
+func HeldSuffix[T, M ~string | ~[]byte](text T, markers []M) int {
 	longest := 0
-	for _, s := range t.stops {
-		for n := min(len(s)-1, len(t.pending)); n > longest; n-- {
-			if bytes.HasSuffix(t.pending, s[:n]) {
+	for _, m := range markers {
+		for n := min(len(m)-1, len(text)); n > longest; n-- {
+			if string(text[len(text)-n:]) == string(m[:n]) {
 				longest = n
 				break
 			}
