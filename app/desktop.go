@@ -1,7 +1,6 @@
 package app
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -222,17 +221,8 @@ func (c *controller) Models() []tray.Model {
 		info := c.a.mgr.Engine(e).Info()
 		m := tray.Model{ID: e.ID, Quantization: e.Quantization, Source: e.Source, Size: e.Size,
 			Context: info.ContextLength, Runtime: info.Runtime, State: st.State, Need: st.Need}
-		if set, _ := c.a.svc.ModelSettings(context.Background(), e.ID); m.Runtime == "" {
-			m.Runtime = "llamacpp-" + cmp.Or(set.Runtime, "cpu")
-		}
 		if st.Err != nil {
 			m.Err = st.Err.Error()
-		}
-		if e.Err != nil {
-			m.State, m.Err = models.StateFailed, e.Err.Error()
-			if e.Missing() {
-				m.State = "missing"
-			}
 		}
 		out = append(out, m)
 	}

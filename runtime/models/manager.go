@@ -70,6 +70,7 @@ const (
 	StateLoaded    = "loaded"
 	StateUnloading = "unloading"
 	StateFailed    = "failed"
+	StateMissing   = "missing" // the file is gone from disk
 )
 
 // Manager loads catalog models on demand. It is safe for concurrent use.
@@ -512,8 +513,9 @@ func (m *Manager) Close() error {
 
 // Status is a model's runtime state.
 type Status struct {
+	// State is one of the State constants; failed and missing come with Err.
 	State string
-	// Err is the last load failure while the model is not loaded.
+	// Err is why the model cannot load: its file is gone or damaged, or the last load failed.
 	Err       error
 	Need      int64     // estimated RAM loaded
 	ExpiresAt time.Time // when an idle loaded model unloads; zero: not scheduled (busy or forever)
@@ -527,7 +529,13 @@ func (m *Manager) Status(e *Entry) Status {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	st := Status{State: s.state, Need: s.need, ExpiresAt: s.expiresAt, Inflight: s.inflight, LastUsed: s.lastUsed}
-	if s.state == StateUnloaded && s.err != nil {
+	switch {
+	case e.Err != nil: // the file is gone or damaged: no load can succeed
+		st.State, st.Err = StateFailed, e.Err
+		if e.Missing() {
+			st.State = StateMissing
+		}
+	case s.state == StateUnloaded && s.err != nil:
 		st.State, st.Err = StateFailed, s.err
 	}
 	return st

@@ -94,8 +94,9 @@ func (l *catalogLibrary) model(e *models.Entry) *Model {
 	if m, ok := l.built[e]; ok {
 		return m
 	}
-	m := DescribeModel(e.ID, e.Path, l.mgr.Engine(e).Info().ContextLength)
-	m.Engine, m.Entry = l.mgr.Engine(e), e
+	engine := l.mgr.Engine(e)
+	m := DescribeModel(e.ID, e.Path, engine.Info().ContextLength)
+	m.Engine, m.Entry = engine, e
 	m.Size, m.Created = e.Size, e.AddedAt
 	if m.Architecture == "" {
 		m.Architecture = e.Architecture

@@ -74,7 +74,9 @@ func (s *Service) SetModelSettings(ctx context.Context, set store.ModelSettings)
 	s.settings.byID[set.ModelID] = set
 	s.settings.mu.Unlock()
 	if old.ContextLength != set.ContextLength || old.Lanes != set.Lanes || old.Runtime != set.Runtime || !sameDuration(old.KeepAlive, set.KeepAlive) {
-		s.lib.(*catalogLibrary).forget(m.Entry)
+		if cat, ok := s.lib.(*catalogLibrary); ok {
+			cat.forget(m.Entry) // its window is read again
+		}
 		return s.mgr.Reconfigure(ctx, m.Entry)
 	}
 	return nil

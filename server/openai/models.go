@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -64,16 +63,7 @@ func (h *handlers) entry(m *core.Model) modelEntry {
 		e.ExpiresAt = &at
 	}
 	if m.Entry != nil {
-		if set, _ := h.svc.ModelSettings(context.Background(), m.Entry.ID); set.Runtime != "" && !e.Loaded {
-			e.Runtime = "llamacpp-" + set.Runtime // what its next load runs on
-		}
 		e.Source, e.Quantization, e.ParameterCount = m.Entry.Source, m.Entry.Quantization, m.Entry.ParameterCount
-		if m.Entry.Err != nil {
-			e.State, e.Error = "failed", m.Entry.Err.Error()
-			if m.Entry.Missing() {
-				e.State = "missing"
-			}
-		}
 	}
 	return e
 }

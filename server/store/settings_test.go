@@ -2,18 +2,13 @@ package store
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 )
 
 func TestModelSettings(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(filepath.Join(t.TempDir(), "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTest(t)
 	none, err := s.ModelSettingsOf(ctx, "m")
 	if err != nil || none.ModelID != "m" || none.KeepAlive != nil || none.Temperature != nil || none.ContextLength != 0 {
 		t.Fatalf("no settings: %+v %v", none, err)
@@ -46,11 +41,7 @@ func TestModelSettings(t *testing.T) {
 
 func TestAppSettings(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(filepath.Join(t.TempDir(), "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTest(t)
 	if v, err := s.AppSetting(ctx, "start_hidden"); err != nil || v != "" {
 		t.Fatalf("unset: %q %v", v, err)
 	}
