@@ -139,11 +139,18 @@ func (t *App) stop() {
 // Quit stops the server (unloading its workers) and ends the app.
 func (t *App) Quit() {
 	t.stop()
+	t.win.Hide()
 	_ = t.c.StopServer()
 	if t.onQuit != nil {
 		t.onQuit()
 	}
-	t.fyne.Quit()
+	// fyne 2.7 crashes when a pointer event already queued for a window reaches it while the
+	// app is closing it (a nil viewport: seen when quitting right after start, with the pointer
+	// over the window). With the window hidden, let the loop drain those events first.
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		fyne.Do(t.fyne.Quit)
+	}()
 }
 
 // watch applies the controller's events to the UI, inside fyne.Do, and polls the server's
