@@ -49,6 +49,7 @@
 package chat
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -67,6 +68,19 @@ type Message struct {
 	Content    string
 	Name       string // optional
 	ToolCallID string // optional, for role tool
+	// ToolCalls are the calls an assistant turn made (history sent back by the client).
+	ToolCalls []ToolCall
+	// Reasoning is an assistant turn's reasoning (reasoning_content), for templates that
+	// render it.
+	Reasoning string
+}
+
+// Tool is a function the model may call, as the client declared it.
+type Tool struct {
+	Name        string
+	Description string
+	// Parameters is the JSON Schema of the arguments: an object schema, or nil for none.
+	Parameters json.RawMessage
 }
 
 // Options are the per-request inputs of a render besides the messages.
@@ -80,6 +94,8 @@ type Options struct {
 	// Kwargs are chat_template_kwargs (e.g. enable_thinking), passed to the
 	// template as top-level variables.
 	Kwargs map[string]any
+	// Tools are the functions the model may call this turn; nil for none.
+	Tools []Tool
 }
 
 // Template is a compiled chat template. It is safe for concurrent use.

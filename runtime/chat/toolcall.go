@@ -15,6 +15,8 @@ import (
 	"io"
 	"regexp"
 	"strings"
+
+	"github.com/superfluid/superfluid/runtime/llm"
 )
 
 // ErrToolCall is wrapped by the error a ToolParser returns for text that
@@ -22,11 +24,7 @@ import (
 var ErrToolCall = errors.New("tool call")
 
 // ToolCall is one function call the model made.
-type ToolCall struct {
-	ID        string          // "call_" and 24 hex digits, OpenAI's shape
-	Name      string          // the function name, never empty
-	Arguments json.RawMessage // always a JSON object, compact
-}
+type ToolCall = llm.ToolCall
 
 // ToolParser splits a finished reply into content and tool calls.
 type ToolParser interface {

@@ -7,14 +7,8 @@ import (
 	"github.com/superfluid/superfluid/runtime/llm"
 )
 
-// ToolCallDelta is one streamed piece of a tool call: first an opening
-// delta with ID and Name, then Arguments fragments on the same Index. The
-// fragments of one call join into its arguments JSON object.
-type ToolCallDelta struct {
-	Index     int    // the call's position in the reply, from 0
-	ID, Name  string // set on the opening delta only
-	Arguments string // a fragment of the arguments
-}
+// ToolCallDelta is one streamed piece of a tool call (see llm.ToolCallDelta).
+type ToolCallDelta = llm.ToolCallDelta
 
 // ToolStream is the incremental form of a ToolParser for a streamed reply.
 // Content flows out as it arrives, except text that may start a call: a

@@ -71,7 +71,14 @@ type Request struct {
 	// (JSON matching Schema).
 	Format string          `json:"format,omitempty"`
 	Schema json.RawMessage `json:"schema,omitempty"`
+	// Logprobs asks for the log probability of every completion token, and TopLogprobs
+	// (0-20) for that many of the most likely alternatives at each position.
+	Logprobs    bool `json:"logprobs,omitempty"`
+	TopLogprobs int  `json:"top_logprobs,omitempty"`
 }
+
+// MaxTopLogprobs is the most alternatives a request may ask for per token (OpenAI's bound).
+const MaxTopLogprobs = 20
 
 // Output formats.
 const (
@@ -107,6 +114,8 @@ const (
 const (
 	FinishStop   = "stop"
 	FinishLength = "length"
+	// FinishToolCalls: the reply ended with tool calls for the client to run.
+	FinishToolCalls = "tool_calls"
 )
 
 // Event is one step of a generation: Started once a lane takes the request, then pieces of
@@ -117,8 +126,50 @@ type Event struct {
 	Text string `json:"text,omitempty"`
 	// Tokens is how many completion tokens this piece covers (text may lag tokens while a
 	// character or a possible stop string is incomplete).
-	Tokens int   `json:"tokens,omitempty"`
-	Done   *Done `json:"done,omitempty"`
+	Tokens int `json:"tokens,omitempty"`
+	// Reasoning is the next piece of the model's reasoning ("thinking"), split from the
+	// content by the app (never set by an engine).
+	Reasoning string `json:"reasoning,omitempty"`
+	// ToolCalls are pieces of tool calls parsed from the reply by the app (never set by an
+	// engine); see ToolCallDelta.
+	ToolCalls []ToolCallDelta `json:"tool_calls,omitempty"`
+	// Logprobs covers the tokens this event counts (Request.Logprobs), in order. Text may lag
+	// them; their concatenated bytes are the completion's bytes.
+	Logprobs []TokenLogprob `json:"logprobs,omitempty"`
+	Done     *Done          `json:"done,omitempty"`
+}
+
+// TokenLogprob is one completion token with its log probability and, when asked for, the most
+// likely alternatives at its position (the chosen token among them when it ranks).
+type TokenLogprob struct {
+	Token   string       `json:"token"`
+	Bytes   []byte       `json:"bytes"`
+	Logprob float64      `json:"logprob"`
+	Top     []TopLogprob `json:"top,omitempty"`
+}
+
+// TopLogprob is one alternative at a token position.
+type TopLogprob struct {
+	Token   string  `json:"token"`
+	Bytes   []byte  `json:"bytes"`
+	Logprob float64 `json:"logprob"`
+}
+
+// ToolCall is one function call the model made.
+type ToolCall struct {
+	ID        string          `json:"id"`        // "call_" and 24 hex digits, OpenAI's shape
+	Name      string          `json:"name"`      // the function name, never empty
+	Arguments json.RawMessage `json:"arguments"` // always a JSON object, compact
+}
+
+// ToolCallDelta is one streamed piece of a tool call: first an opening delta with ID and
+// Name, then Arguments fragments on the same Index. The fragments of one call join into its
+// arguments JSON object.
+type ToolCallDelta struct {
+	Index     int    `json:"index"`          // the call's position in the reply, from 0
+	ID        string `json:"id,omitempty"`   // set on the opening delta only
+	Name      string `json:"name,omitempty"` // set on the opening delta only
+	Arguments string `json:"arguments,omitempty"`
 }
 
 // Started says the prompt is tokenized and placed: how long it is and how much of it the
@@ -140,6 +191,9 @@ type Done struct {
 	Lane         int     `json:"lane"`
 	// Expired reports whether the request's deadline cut the generation.
 	Expired bool `json:"expired,omitempty"`
+	// Warning says what the app noticed about the reply, for the client and the request
+	// record: e.g. text that looks like a tool call but did not parse (kept as content).
+	Warning string `json:"warning,omitempty"`
 }
 
 // Usage counts tokens the OpenAI way.
