@@ -72,16 +72,19 @@ func ToolParserFor(templateSource string) ToolParser {
 
 // GenericToolParser takes a reply that is exactly a JSON object, or an
 // array of objects, each with a name and arguments (or parameters), as
-// calls; a reply wrapped in one Markdown code fence counts too. Anything
-// else is content. It is the fallback for templates without a known
-// tool-call syntax, and the other parsers use it when their markers are
-// absent.
+// calls. The JSON may be wrapped in one Markdown code fence, and in one of
+// the tags models put around calls when they do not follow their template
+// (wrapperTags: Qwen2.5-Coder writes <tools>, Hermes <function_call>).
+// It must open like a call (callStart), the way the streaming form decides
+// early. Anything else is content. It is the fallback for templates
+// without a known tool-call syntax, and the other parsers use it when
+// their markers are absent.
 type GenericToolParser struct{}
 
 // Parse implements ToolParser.
 func (GenericToolParser) Parse(text string) (string, []ToolCall, string, error) {
-	body := unfence(strings.TrimSpace(text))
-	if !strings.HasPrefix(body, "{") && !strings.HasPrefix(body, "[") {
+	body := unwrapTag(unfence(strings.TrimSpace(text)))
+	if !callStart.MatchString(body) {
 		return text, nil, "", nil
 	}
 	calls, rest, err := decodeCalls(body, true)
@@ -111,6 +114,22 @@ func unfence(s string) string {
 	return strings.TrimSpace(inner[nl+1:])
 }
 
+// wrapperTags are the tags models were seen to wrap a JSON call in instead
+// of their own syntax (the list llama.cpp's Hermes parser accepts).
+var wrapperTags = []string{"tool_call", "function_call", "tools", "tool", "response", "json", "JSON", "xml"}
+
+// unwrapTag returns the body of s when s is one <tag>...</tag> of
+// wrapperTags, else s.
+func unwrapTag(s string) string {
+	for _, tag := range wrapperTags {
+		open, close := "<"+tag+">", "</"+tag+">"
+		if strings.HasPrefix(s, open) && strings.HasSuffix(s, close) && len(s) >= len(open)+len(close) {
+			return strings.TrimSpace(s[len(open) : len(s)-len(close)])
+		}
+	}
+	return s
+}
+
 func isWord(s string) bool {
 	for _, r := range s {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
@@ -120,13 +139,39 @@ func isWord(s string) bool {
 	return true
 }
 
-// callStart matches the opening of a JSON call object (or an array of them).
-var callStart = regexp.MustCompile(`^\s*(\[\s*)?\{\s*"(name|function|tool_name)"\s*:`)
+// callStart matches the opening of a JSON call object (or an array of
+// them): its first key names the function or holds the arguments (Hermes 2
+// Pro writes "arguments" first), or it is "type": "function" (Llama 3.2,
+// OpenAI's shape).
+var callStart = regexp.MustCompile(`^\s*(\[\s*)?\{\s*("(name|function|tool_name|arguments|parameters)"\s*:|"type"\s*:\s*"function"\s*,)`)
+
+// callOpenings are the shortest texts callStart matches, without
+// whitespace. A stream holds a reply that opens like a prefix of one of
+// them until it knows.
+var callOpenings = func() []string {
+	var o []string
+	for _, open := range []string{"{", "[{"} {
+		for _, key := range []string{"name", "function", "tool_name", "arguments", "parameters"} {
+			o = append(o, open+`"`+key+`":`)
+		}
+		o = append(o, open+`"type":"function",`)
+	}
+	return o
+}()
 
 // looksLikeCall reports whether s opens like a JSON call object and
-// mentions arguments: text a model meant as a call.
+// mentions arguments (or the args and params models write by mistake):
+// text a model meant as a call.
 func looksLikeCall(s string) bool {
-	return callStart.MatchString(s) && (strings.Contains(s, `"arguments"`) || strings.Contains(s, `"parameters"`))
+	if !callStart.MatchString(s) {
+		return false
+	}
+	for _, key := range []string{`"arguments"`, `"parameters"`, `"args"`, `"params"`} {
+		if strings.Contains(s, key) {
+			return true
+		}
+	}
+	return false
 }
 
 // decodeCalls decodes the JSON values at the start of s (after leading

@@ -10,7 +10,8 @@ import (
 // them, with content around. It tolerates a missing opening tag (a JSON
 // call right before </tool_call>), a missing closing tag at the end of the
 // reply, and several calls (or an array) inside one tag. Without either
-// tag it falls back to GenericToolParser.
+// tag it falls back to GenericToolParser (which also takes a call wrapped
+// in a code fence or in <tools>, as Qwen2.5-Coder writes it).
 type HermesToolParser struct{}
 
 // Parse implements ToolParser.
@@ -74,35 +75,72 @@ func hermesUnopened(s *spans, before string) {
 }
 
 // Llama3ToolParser reads Llama 3.x calls: a JSON object
-// {"name": ..., "parameters": {...}} (or "arguments"), as the whole reply
-// or after <|python_tag|>; several calls may follow one another, separated
-// by ';' or whitespace. Text after the calls is content.
+// {"name": ..., "parameters": {...}} (or "arguments"), as the whole reply,
+// after <|python_tag|>, or on a line of its own after some text (Llama 3.1
+// 8B may announce the call first: "Let me check.\n\n{...}"). Several
+// calls may follow one another, separated by ';' or whitespace. Text after
+// the calls is content.
 type Llama3ToolParser struct{}
 
 // Parse implements ToolParser.
 func (Llama3ToolParser) Parse(text string) (string, []ToolCall, string, error) {
 	var s spans
-	body := text
-	if i := strings.Index(text, pythonTag); i >= 0 {
-		s.text(text[:i])
-		body = text[i+len(pythonTag):]
-	} else if !strings.HasPrefix(strings.TrimSpace(text), "{") && !strings.HasPrefix(strings.TrimSpace(text), "[") {
-		return GenericToolParser{}.Parse(text) // fenced JSON, or plain content
+	tag, line := strings.Index(text, pythonTag), lineStartCall(text)
+	t := strings.TrimLeft(text, " \t\r\n")
+	switch {
+	case callStart.MatchString(t):
+		return llama3JSON(&s, text, text)
+	case tag >= 0 && (line < 0 || tag < line):
+		s.text(text[:tag])
+		body := text[tag+len(pythonTag):]
+		// Later python tags between calls are separators.
+		calls, tail, err := decodeCalls(strings.ReplaceAll(body, pythonTag, " "), false)
+		if err != nil {
+			s.suspect(text[tag:], err)
+			return s.result(text)
+		}
+		s.calls = calls
+		s.text(tail)
+		return s.result(text)
+	case line >= 0:
+		s.text(text[:line])
+		return llama3JSON(&s, text, text[line:])
 	}
-	// Later python tags between calls are separators.
-	calls, tail, err := decodeCalls(strings.ReplaceAll(body, pythonTag, ";"), body == text)
+	return GenericToolParser{}.Parse(text) // fenced or wrapped JSON, or plain content
+}
+
+// llama3JSON parses body, the end of text that opens like a JSON call,
+// into s. Without a tag, only arguments mark JSON as a call; JSON that
+// does not parse and has none is content.
+func llama3JSON(s *spans, text, body string) (string, []ToolCall, string, error) {
+	calls, tail, err := decodeCalls(strings.ReplaceAll(body, pythonTag, " "), true)
 	switch {
 	case err == nil:
 		s.calls = calls
 		s.text(tail)
-	case body != text:
-		s.suspect(text[len(text)-len(body)-len(pythonTag):], err)
 	case looksLikeCall(body):
 		s.suspect(body, err)
 	default:
 		return text, nil, "", nil // JSON the model wrote as content
 	}
 	return s.result(text)
+}
+
+// lineStartCall returns where the first JSON call that starts a line after
+// some text begins in text, or -1. Spaces and tabs may indent it.
+func lineStartCall(text string) int {
+	for i := strings.IndexByte(text, '{'); i >= 0; {
+		before := strings.TrimRight(text[:i], " \t")
+		if strings.HasSuffix(before, "\n") && strings.TrimSpace(before) != "" && callStart.MatchString(text[i:]) {
+			return i
+		}
+		j := strings.IndexByte(text[i+1:], '{')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return -1
 }
 
 // MistralToolParser reads Mistral calls: [TOOL_CALLS] followed by a JSON

@@ -12,21 +12,32 @@ type ToolCallDelta = llm.ToolCallDelta
 
 // ToolStream is the incremental form of a ToolParser for a streamed reply.
 // Content flows out as it arrives, except text that may start a call: a
-// family marker (or the first bytes of one), or a reply that opens with
-// JSON. That text is held until it is a complete call (a Hermes block
-// ending in </tool_call>) or until Close, then parsed by the ToolParser.
-// A call's deltas come out together once it is complete.
+// family marker (or the first bytes of one), a reply that opens with JSON,
+// a code fence or a wrapper tag (see GenericToolParser), or for Llama 3 a
+// JSON object at the start of a line. That text is held until it is a
+// complete call (a Hermes block ending in </tool_call>) or until Close,
+// then parsed by the ToolParser. A call's deltas come out together once it
+// is complete. Whitespace at the end of the content is held too, until
+// more content follows: the parsers trim it next to calls, and a reply of
+// parallel calls must not stream the newlines between them as content.
 //
-// Joined, the content deltas equal Parse's content up to whitespace next
-// to calls, and the calls equal Parse's (with their own ids). A ToolStream
-// is not safe for concurrent use.
+// Joined, the content deltas equal Parse's content when the reply makes no
+// call; with calls they may differ in whitespace next to the calls (Parse
+// trims it, the stream may have sent it before it knew). The calls equal
+// Parse's, with their own ids. One known difference: text before a Hermes
+// </tool_call> that had no <tool_call> has gone out as content before the
+// closing tag shows it was a call; only a reply that opens with the JSON
+// is recognized that way while streaming. A ToolStream is not safe for
+// concurrent use.
 type ToolStream struct {
 	p         ToolParser
 	markers   []string
 	buf       string // held text
+	ws        string // whitespace at the end of the content, held
 	capturing bool   // buf starts with a call (or what may be one)
-	jsonStart bool   // the capture began at a reply opening with JSON
-	started   bool   // non-whitespace content has gone out
+	jsonStart bool   // the capture began at JSON: it may turn out to be content
+	started   bool   // the start of the reply is decided: it is not a call
+	emitted   bool   // non-whitespace content has gone out
 	index     int
 	suspects  []string
 	errs      []error
@@ -58,22 +69,22 @@ func (s *ToolStream) Feed(piece string) (content string, calls []ToolCallDelta) 
 				if t == "" {
 					break // leading whitespace waits: a call may follow
 				}
-				if strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") || strings.HasPrefix(t, "`") {
+				if strings.ContainsAny(t[:1], "{[`<") {
 					s.capturing, s.jsonStart = true, true
 					continue
 				}
 				s.started = true
 			}
-			i, _ := s.firstMarker()
+			i, json := s.firstCall()
 			if i < 0 {
 				keep := s.markerPrefixLen()
-				out.WriteString(s.buf[:len(s.buf)-keep])
+				s.emit(&out, s.buf[:len(s.buf)-keep])
 				s.buf = s.buf[len(s.buf)-keep:]
 				break
 			}
-			out.WriteString(s.buf[:i])
+			s.emit(&out, s.buf[:i])
 			s.buf = s.buf[i:]
-			s.capturing = true
+			s.capturing, s.jsonStart = true, json
 			continue
 		}
 		if s.jsonStart {
@@ -81,7 +92,14 @@ func (s *ToolStream) Feed(piece string) (content string, calls []ToolCallDelta) 
 			case 0:
 				return out.String(), calls // undecided: hold
 			case -1:
-				s.capturing, s.jsonStart, s.started = false, false, true
+				s.capturing, s.jsonStart = false, false
+				if s.started {
+					// A line-start brace that opens no call: content, and
+					// the search goes on after it.
+					s.emit(&out, s.buf[:1])
+					s.buf = s.buf[1:]
+				}
+				s.started = true
 				continue
 			}
 		}
@@ -90,7 +108,7 @@ func (s *ToolStream) Feed(piece string) (content string, calls []ToolCallDelta) 
 			break
 		}
 		c, d := s.parse(s.buf[:end])
-		out.WriteString(c)
+		s.emit(&out, c)
 		calls = append(calls, d...)
 		s.buf = s.buf[end:]
 		s.capturing, s.jsonStart, s.started = false, false, true
@@ -102,16 +120,40 @@ func (s *ToolStream) Feed(piece string) (content string, calls []ToolCallDelta) 
 // last deltas, with the suspect text and error of the whole reply (see
 // ToolParser.Parse).
 func (s *ToolStream) Close() (content string, calls []ToolCallDelta, suspect string, err error) {
+	var out strings.Builder
 	if s.capturing {
-		content, calls = s.parse(s.buf)
+		var c string
+		c, calls = s.parse(s.buf)
+		s.emit(&out, c)
 	} else {
-		content = s.buf
+		s.emit(&out, s.buf)
 	}
-	s.buf, s.capturing = "", false
+	if s.index == 0 {
+		out.WriteString(s.ws) // no calls: the content is the reply unchanged
+	}
+	s.buf, s.ws, s.capturing = "", "", false
 	if len(s.suspects) > 0 {
 		suspect, err = strings.Join(s.suspects, "\n"), errors.Join(s.errs...)
 	}
-	return content, calls, suspect, err
+	return out.String(), calls, suspect, err
+}
+
+// emit writes content to out, holding its trailing whitespace in s.ws
+// until more content follows. Once a call went out before any content,
+// the content's leading whitespace is dropped, as Parse trims it.
+func (s *ToolStream) emit(out *strings.Builder, text string) {
+	body := strings.TrimRight(text, " \t\r\n")
+	if body == "" {
+		s.ws += text
+		return
+	}
+	tail := text[len(body):]
+	if s.index > 0 && !s.emitted {
+		s.ws, body = "", strings.TrimLeft(body, " \t\r\n")
+	}
+	out.WriteString(s.ws)
+	out.WriteString(body)
+	s.ws, s.emitted = tail, true
 }
 
 // parse runs the parser on a held block and turns its calls into deltas.
@@ -142,27 +184,50 @@ func (s *ToolStream) blockEnd() int {
 	return -1
 }
 
-// firstMarker returns the position of the earliest marker in buf, or -1.
-func (s *ToolStream) firstMarker() (int, string) {
-	best, which := -1, ""
+// firstCall returns where the earliest possible call starts in buf, or
+// -1, and whether it is JSON that may still turn out to be content (a
+// Llama 3 call on a line of its own, see lineStartCall).
+func (s *ToolStream) firstCall() (int, bool) {
+	best := -1
 	for _, m := range s.markers {
 		if i := strings.Index(s.buf, m); i >= 0 && (best < 0 || i < best) {
-			best, which = i, m
+			best = i
 		}
 	}
-	return best, which
+	if _, ok := s.p.(Llama3ToolParser); !ok {
+		return best, false
+	}
+	limit := len(s.buf)
+	if best >= 0 {
+		limit = best
+	}
+	for i := strings.IndexByte(s.buf[:limit], '{'); i >= 0; {
+		before := s.buf[:i]
+		if strings.HasSuffix(strings.TrimRight(s.ws+before, " \t"), "\n") && (s.emitted || strings.TrimSpace(before) != "") {
+			return i, true
+		}
+		j := strings.IndexByte(s.buf[i+1:limit], '{')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return best, false
 }
 
 // markerPrefixLen returns the length of the longest suffix of buf that is
 // the start of a marker.
 func (s *ToolStream) markerPrefixLen() int { return llm.HeldSuffix(s.buf, s.markers) }
 
-// jsonCallStart decides whether a reply opening with JSON (or a code
-// fence) opens like a call: 1 yes, -1 no, 0 not yet known.
+// jsonCallStart decides whether a reply opening with JSON, a code fence or
+// a wrapper tag opens like a call: 1 yes, -1 no, 0 not yet known. It
+// agrees with what the parsers accept: a fence with any language word
+// (unfence), one of wrapperTags (unwrapTag), then an opening callStart
+// matches.
 func jsonCallStart(buf string) int {
 	t := strings.TrimLeft(buf, " \t\r\n")
 	if strings.HasPrefix(t, "`") {
-		const fence = "```json"
+		const fence = "```"
 		if len(t) < len(fence) {
 			if strings.HasPrefix(fence, t) {
 				return 0
@@ -172,13 +237,48 @@ func jsonCallStart(buf string) int {
 		if !strings.HasPrefix(t, fence) {
 			return -1
 		}
-		t = strings.TrimLeft(t[len(fence):], " \t\r\n")
+		nl := strings.IndexByte(t, '\n')
+		lang := t[len(fence):]
+		if nl >= 0 {
+			lang = t[len(fence):nl]
+		}
+		if w := strings.TrimSpace(lang); w != "" && !isWord(w) || len(lang) > 32 {
+			return -1
+		}
+		if nl < 0 {
+			return 0
+		}
+		t = strings.TrimLeft(t[nl+1:], " \t\r\n")
+	}
+	if strings.HasPrefix(t, "<") {
+		var opened bool
+		for _, tag := range wrapperTags {
+			open := "<" + tag + ">"
+			if strings.HasPrefix(t, open) {
+				t, opened = strings.TrimLeft(t[len(open):], " \t\r\n"), true
+				break
+			}
+			if strings.HasPrefix(open, t) {
+				return 0
+			}
+		}
+		if !opened {
+			return -1
+		}
 	}
 	if callStart.MatchString(t) {
 		return 1
 	}
-	if strings.Contains(t, ":") || len(t) > 64 {
-		return -1
+	squeezed := strings.Map(func(r rune) rune {
+		if r == ' ' || r == '\t' || r == '\r' || r == '\n' {
+			return -1
+		}
+		return r
+	}, t)
+	for _, o := range callOpenings {
+		if strings.HasPrefix(o, squeezed) {
+			return 0
+		}
 	}
-	return 0
+	return -1
 }
