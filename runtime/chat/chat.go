@@ -7,13 +7,51 @@
 // A template sees the variables HF's apply_chat_template provides:
 //
 //   - messages: a list of dicts with keys role and content, plus name and
-//     tool_call_id when the message sets them (absent, not empty, otherwise);
+//     tool_call_id when the message sets them (absent, not empty, otherwise).
+//     An assistant message with calls has tool_calls, a list of {"id",
+//     "type": "function", "function": {"name", "arguments"}} with arguments
+//     a dict (templates that want text apply tojson), and content None when
+//     its text is empty, as OpenAI clients send it (llama.cpp passes null
+//     too; DeepSeek-V3 style templates test content is none to find calls).
+//     An assistant message with reasoning has reasoning_content. Tool
+//     results keep role tool.
 //   - bos_token, eos_token: the text of the model's BOS/EOS tokens;
 //   - add_generation_prompt: whether to end with the assistant header;
-//   - tools: none (tool definitions are not passed yet);
+//   - tools: None without tools, else a list of {"type": "function",
+//     "function": {"name", "description", "parameters"}}, parameters the
+//     parsed JSON schema (key order kept) or {"type": "object",
+//     "properties": {}} when the tool has none, description absent when
+//     empty;
 //   - every entry of Options.Kwargs (chat_template_kwargs such as
-//     enable_thinking) as a top-level variable. A kwarg cannot replace the
-//     variables above.
+//     enable_thinking) as a top-level variable. A kwarg named like one of
+//     the variables above is refused (an error wrapping ErrTemplate).
+//
+// Tools, tool_calls and tool results reach the template this way only when
+// it reads tools itself (NativeTools). Any other template, the fallback
+// included, gets the tool polyfill instead:
+//
+//   - with tools, an instruction is added to the first system message
+//     (after its text, past a blank line), or as a new system message:
+//     "You can call these functions:", one JSON object per line
+//     ({"name", "description", "parameters"}), a blank line, then "To call
+//     functions, reply with only a JSON object {"name": <function name>,
+//     "arguments": <arguments object>}, or a JSON array of such objects to
+//     call several. The results come back in a user message." A template
+//     that refuses the added system message (raise_exception) gets the
+//     instruction at the start of the first user message instead;
+//   - an assistant turn with calls has the calls' JSON as its content (an
+//     object, or an array for several), which is what GenericToolParser
+//     reads back from a reply;
+//   - tool results become a user turn, "Result of tool call <id>
+//     (<name>):" and the content on the next line; consecutive results
+//     join into one user turn, separated by blank lines, so templates that
+//     require alternating roles still render.
+//
+// The polyfill writes JSON with Python json.dumps's separators (a space
+// after each comma and colon) and the key order the client sent; native
+// templates write theirs with tojson, which matches HF's, indent=N
+// included. Render checks tools (CheckTools) and tool-call arguments
+// (CheckMessages) before rendering.
 //
 // Functions and filters come from github.com/ardanlabs/jinja, which already
 // has what chat templates use: raise_exception, strftime_now, namespace,
@@ -57,9 +95,10 @@ import (
 	"github.com/ardanlabs/jinja"
 )
 
-// ErrTemplate is wrapped by every error from Parse and Render: a template
-// that does not compile, fails while rendering, or refuses the conversation
-// with raise_exception.
+// ErrTemplate is wrapped by every error from Parse and by Render's errors
+// about the template: one that fails while rendering or refuses the
+// conversation with raise_exception, and chat_template_kwargs it cannot
+// take. Bad tools and tool calls wrap ErrToolSchema and ErrToolArguments.
 var ErrTemplate = errors.New("chat template")
 
 // Message is one turn of a conversation.
@@ -103,6 +142,7 @@ type Template struct {
 	src      string
 	tmpl     *jinja.Template
 	fallback bool
+	features features
 }
 
 // Parse compiles a Jinja chat template once. An empty (or all-whitespace)
@@ -125,7 +165,7 @@ func Parse(source string) (t *Template, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrTemplate, err)
 	}
-	return &Template{src: source, tmpl: tmpl, fallback: fallback}, nil
+	return &Template{src: source, tmpl: tmpl, fallback: fallback, features: scanFeatures(source)}, nil
 }
 
 // IsFallback reports whether the template is the built-in fallback (the
@@ -138,8 +178,28 @@ func (t *Template) Source() string { return t.src }
 // Render renders msgs into a prompt. Template errors, including
 // raise_exception('...') from templates that refuse a role order, come back
 // as an error wrapping ErrTemplate whose message quotes the template's own
-// message, e.g. "chat template: Conversation roles must alternate ...".
-func (t *Template) Render(msgs []Message, opts Options) (out string, err error) {
+// message, e.g. "chat template: Conversation roles must alternate ...";
+// so does a chat_template_kwarg named like a reserved variable. Tools that
+// CheckTools refuses return its ErrToolSchema error, history tool calls
+// that CheckMessages refuses its ErrToolArguments error.
+func (t *Template) Render(msgs []Message, opts Options) (string, error) {
+	if err := checkKwargs(opts.Kwargs); err != nil {
+		return "", err
+	}
+	if err := CheckTools(opts.Tools); err != nil {
+		return "", err
+	}
+	if err := CheckMessages(msgs); err != nil {
+		return "", err
+	}
+	if t.NativeTools() {
+		return t.render(msgs, opts)
+	}
+	return t.renderPolyfill(msgs, opts)
+}
+
+// render runs the template on msgs and opts as they are.
+func (t *Template) render(msgs []Message, opts Options) (out string, err error) {
 	defer func() {
 		// The jinja library panics on a few malformed inputs (for example
 		// a select filter without a test); a bad template must cost one
@@ -148,7 +208,11 @@ func (t *Template) Render(msgs []Message, opts Options) (out string, err error) 
 			out, err = "", fmt.Errorf("%w: render failed: %v", ErrTemplate, r)
 		}
 	}()
-	out, err = t.tmpl.RenderValues(environment(msgs, opts))
+	env, err := environment(msgs, opts)
+	if err != nil {
+		return "", err
+	}
+	out, err = t.tmpl.RenderValues(env)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrTemplate, err)
 	}
@@ -157,38 +221,64 @@ func (t *Template) Render(msgs []Message, opts Options) (out string, err error) 
 
 // environment builds the template variables. Values are built fresh for
 // every render because templates may mutate them (dict.update,
-// list.append).
-func environment(msgs []Message, opts Options) map[string]jinja.Value {
+// list.append). Render has checked the kwargs, tools and messages.
+func environment(msgs []Message, opts Options) (map[string]jinja.Value, error) {
 	env := make(map[string]jinja.Value, len(opts.Kwargs)+5)
 	for k, v := range opts.Kwargs {
 		env[k] = jinja.FromGoValue(v)
 	}
 	list := make([]jinja.Value, len(msgs))
 	for i, m := range msgs {
-		list[i] = messageValue(m)
+		v, err := messageValue(m)
+		if err != nil {
+			return nil, fmt.Errorf("messages[%d]: %w", i, err)
+		}
+		list[i] = v
+	}
+	tools, err := toolsValue(opts.Tools)
+	if err != nil {
+		return nil, err
 	}
 	env["messages"] = jinja.NewList(list)
 	env["bos_token"] = jinja.NewString(opts.BOSToken)
 	env["eos_token"] = jinja.NewString(opts.EOSToken)
 	env["add_generation_prompt"] = jinja.NewBool(opts.AddGenerationPrompt)
-	env["tools"] = jinja.None()
-	return env
+	env["tools"] = tools
+	env[indentedJSONFunc] = indentedJSON
+	return env, nil
 }
 
 // messageValue converts m to a dict with HF's key order (role, content,
-// then the optional keys), which tojson and items() expose.
-func messageValue(m Message) jinja.Value {
+// then the optional keys), which tojson and items() expose. The tool keys
+// are absent, not empty, when unset: Llama 3.1's template tests
+// 'tool_calls' in message.
+func messageValue(m Message) (jinja.Value, error) {
 	v := jinja.NewDict()
 	d := v.AsDict()
 	d.Set("role", jinja.NewString(m.Role))
-	d.Set("content", jinja.NewString(m.Content))
+	calls := m.Role == "assistant" && len(m.ToolCalls) > 0
+	if calls && m.Content == "" {
+		d.Set("content", jinja.None())
+	} else {
+		d.Set("content", jinja.NewString(m.Content))
+	}
 	if m.Name != "" {
 		d.Set("name", jinja.NewString(m.Name))
 	}
 	if m.ToolCallID != "" {
 		d.Set("tool_call_id", jinja.NewString(m.ToolCallID))
 	}
-	return v
+	if calls {
+		list, err := toolCallsValue(m.ToolCalls)
+		if err != nil {
+			return jinja.None(), err
+		}
+		d.Set("tool_calls", list)
+	}
+	if m.Role == "assistant" && m.Reasoning != "" {
+		d.Set("reasoning_content", jinja.NewString(m.Reasoning))
+	}
+	return v, nil
 }
 
 // fallbackSource is the template for models without one; see the package

@@ -72,8 +72,9 @@ func TestRender(t *testing.T) {
 		{"one trailing newline dropped", "{{ messages[0].content }}\n", conversation[1:2], Options{}, "Hi"},
 		{"only one trailing newline dropped", "{{ messages[0].content }}\n\n", conversation[1:2], Options{}, "Hi\n"},
 		{"crlf normalized", "{% for m in messages %}{{ m.content }}\r\n{% endfor %}", conversation[1:3], Options{}, "Hi\nHello!\n"},
+		// The template reads tools, so the tool message reaches it as it is (no polyfill).
 		{"name and tool_call_id",
-			`{% for m in messages %}{{ m.role }}{% if m.name is defined %}({{ m.name }}){% endif %}{% if m.tool_call_id is defined %}[{{ m.tool_call_id }}]{% endif %}: {{ m.content }}|{% endfor %}{{ messages[-1] | tojson }}`,
+			`{% if tools %}{% endif %}{% for m in messages %}{{ m.role }}{% if m.name is defined %}({{ m.name }}){% endif %}{% if m.tool_call_id is defined %}[{{ m.tool_call_id }}]{% endif %}: {{ m.content }}|{% endfor %}{{ messages[-1] | tojson }}`,
 			[]Message{{Role: "user", Content: "hi", Name: "ann"}, {Role: "tool", Content: "42", ToolCallID: "call_1"}}, Options{},
 			`user(ann): hi|tool[call_1]: 42|{"role": "tool", "content": "42", "tool_call_id": "call_1"}`},
 		{"tools is none", `{{ tools is defined }} {{ tools is none }} {{ 'x' if tools else 'no tools' }}`, nil, Options{},
@@ -127,8 +128,9 @@ func TestFallback(t *testing.T) {
 			"System: You are terse.\n\nUser: Hi\n\nAssistant: Hello!\n\nUser: What is 2+2?"},
 		{"user then assistant", conversation[1:3], false, "User: Hi\n\nAssistant: Hello!"},
 		{"empty assistant turn", []Message{{Role: "user", Content: "Hi"}, {Role: "assistant"}}, false, "User: Hi\n\nAssistant:"},
+		// The fallback has no tool support: the polyfill turns a result into a user turn.
 		{"tool turn", []Message{{Role: "user", Content: "Add 2 and 2"}, {Role: "tool", Content: "4", ToolCallID: "c1"}}, true,
-			"User: Add 2 and 2\n\nTool: 4\n\nAssistant:"},
+			"User: Add 2 and 2\n\nUser: Result of tool call c1:\n4\n\nAssistant:"},
 		{"lone assistant", []Message{{Role: "assistant", Content: "Hello!"}}, false, "Assistant: Hello!"},
 		{"no messages", nil, true, "Assistant:"},
 		{"no messages without generation prompt", nil, false, ""},
@@ -189,9 +191,6 @@ func TestKwargs(t *testing.T) {
 		{"nested values", `{{ opts.level }} {{ opts.tags | join(',') }} {{ n + 1 }}`,
 			map[string]any{"opts": map[string]any{"level": "high", "tags": []any{"a", "b"}}, "n": 41}, false,
 			"high a,b 42"},
-		{"reserved names win", `{{ add_generation_prompt }} {{ messages | length }} {{ bos_token }}`,
-			map[string]any{"add_generation_prompt": true, "messages": []any{}, "bos_token": "X"}, false,
-			"False 1 "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

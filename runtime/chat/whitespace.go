@@ -67,7 +67,8 @@ func rewrite(src string) (string, error) {
 		case segExpr:
 			// Spaces keep a "-" inside the expression from reading as a
 			// marker (`{{--1}}` is the marker and -1).
-			b.WriteString("{{ " + s.text + " }}")
+			// rewriteTojson: tojson(indent=N) as HF writes it (tojson.go).
+			b.WriteString("{{ " + rewriteTojson(s.text) + " }}")
 		case segStmt:
 			b.WriteString("{% " + s.text + " %}")
 		}
