@@ -77,6 +77,7 @@ var Suites = []Suite{
 	{"shared", "32 concurrent chats sharing a 1,000-token system prompt", benchShared},
 	{"pull", "download throughput from a local fake Hugging Face Hub, with sha256, vs a plain HTTP GET", benchPull},
 	{"load", "time to first token of an unloaded model (worker start + load) vs a loaded one", benchLoad},
+	{"tools", "decode under the tool_choice required grammar and with top_logprobs 5, vs plain decode", benchTools},
 }
 
 // Known reports whether name is a suite or "all".

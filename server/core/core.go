@@ -137,8 +137,15 @@ func (s *Service) Tokenize(ctx context.Context, model, text string, addSpecial b
 
 // Prompt renders messages into the prompt text with the model's chat template.
 func (s *Service) Prompt(m *Model, msgs []chat.Message, kwargs map[string]any) (string, error) {
-	prompt, err := m.Template.Render(msgs, chat.Options{BOSToken: m.BOS, EOSToken: m.EOS, AddGenerationPrompt: true, Kwargs: kwargs})
+	return s.render(m, msgs, kwargs, nil)
+}
+
+func (s *Service) render(m *Model, msgs []chat.Message, kwargs map[string]any, tools []chat.Tool) (string, error) {
+	prompt, err := m.Template.Render(msgs, chat.Options{BOSToken: m.BOS, EOSToken: m.EOS, AddGenerationPrompt: true, Kwargs: kwargs, Tools: tools})
 	if err != nil {
+		if len(tools) > 0 {
+			return "", fmt.Errorf("%w: this model's chat template cannot render the tools: %v", llm.ErrInvalidInput, err)
+		}
 		return "", fmt.Errorf("%w: %v", llm.ErrInvalidInput, err)
 	}
 	return prompt, nil

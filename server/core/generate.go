@@ -28,6 +28,11 @@ type ChatRequest struct {
 	// KeepAlive is how long the model stays loaded after this request (Ollama's keep_alive):
 	// nil for the server's default, 0 to unload at once, negative to keep it loaded.
 	KeepAlive *time.Duration
+	// Tools are the functions the model may call; ToolChoice says whether it must.
+	Tools      []chat.Tool
+	ToolChoice ToolChoice
+	// ParallelToolCalls false allows at most one call per reply; nil allows several.
+	ParallelToolCalls *bool
 }
 
 // Result is the outcome of each choice, in choice order.
@@ -62,19 +67,41 @@ func (s *Service) Chat(ctx context.Context, req *ChatRequest, emit Emit) (*Resul
 	m, err := s.Model(req.Model)
 	var res *Result
 	if err == nil {
-		var prompt string
-		prompt, err = s.Prompt(m, withSystemPrompt(req.Messages, s.settingsOf(ctx, m).SystemPrompt), req.TemplateKwargs)
-		if err == nil {
-			gen := req.Generation
-			gen.ID, gen.Prompt, gen.AddSpecial = req.ID, prompt, addSpecial(m, prompt)
-			res, err = s.generate(ctx, m, &gen, max(1, req.N), req.KeepAlive, emit)
-		}
+		res, err = s.chat(ctx, m, req, emit)
 	}
 	s.record(ctx, recordKey{req.ID, req.Endpoint, req.Model, req.Stream}, res, err, start)
 	if err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+func (s *Service) chat(ctx context.Context, m *Model, req *ChatRequest, emit Emit) (*Result, error) {
+	if err := checkTools(req); err != nil {
+		return nil, err
+	}
+	msgs := withSystemPrompt(req.Messages, s.settingsOf(ctx, m).SystemPrompt)
+	prompt, err := s.render(m, msgs, req.TemplateKwargs, req.Tools)
+	if err != nil {
+		return nil, err
+	}
+	gen := req.Generation
+	gen.ID, gen.Prompt, gen.AddSpecial = req.ID, prompt, addSpecial(m, prompt)
+	if req.ToolChoice.forced() {
+		if err := forceCall(&gen, req); err != nil {
+			return nil, err
+		}
+	}
+	n := max(1, req.N)
+	sh := shapingFor(m, req, prompt)
+	shapers := make([]*replyShaper, n)
+	for i := range shapers {
+		shapers[i] = sh.newShaper()
+	}
+	return s.generate(ctx, m, &gen, n, req.KeepAlive, func(i int, ev llm.Event) error {
+		shapers[i].shape(&ev)
+		return emit(i, ev)
+	})
 }
 
 // CompletionRequest is raw text to continue, with no chat template.
@@ -174,7 +201,8 @@ func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n in
 				partial := &res.Choices[i]
 				switch {
 				case ev.Done != nil:
-					*partial = *ev.Done
+					// Copied after emit: the reply's shaper may set the finish reason and a warning.
+					defer func() { *partial = *ev.Done }()
 				case ev.Started != nil:
 					partial.Usage.PromptTokens, partial.Usage.CachedTokens, partial.Lane = ev.Started.PromptTokens, ev.Started.CachedTokens, ev.Started.Lane
 				default:
@@ -237,7 +265,7 @@ func (s *Service) record(ctx context.Context, key recordKey, res *Result, err er
 		rec.PromptTokens, rec.CompletionTokens, rec.CachedTokens = u.PromptTokens, u.CompletionTokens, u.CachedTokens
 		if len(res.Choices) > 0 {
 			d := res.Choices[0]
-			rec.FinishReason, rec.Lane = d.FinishReason, d.Lane
+			rec.FinishReason, rec.Lane, rec.Warning = d.FinishReason, d.Lane, d.Warning
 			rec.Queue, rec.Prefill, rec.Decode = d.Timings.Queue, d.Timings.Prefill, d.Timings.Decode
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -81,9 +80,9 @@ func (h *handlers) chatCompletions(c *gin.Context) error {
 		}
 		return h.streamChat(c, creq, opts)
 	}
-	texts := make([]strings.Builder, max(1, creq.N))
+	replies := make([]core.Reply, max(1, creq.N))
 	res, err := h.svc.Chat(c.Request.Context(), creq, func(i int, ev llm.Event) error {
-		texts[i].WriteString(ev.Text)
+		replies[i].Add(ev)
 		return nil
 	})
 	if err != nil {
@@ -93,10 +92,22 @@ func (h *handlers) chatCompletions(c *gin.Context) error {
 		ID: creq.ID, Object: "chat.completion", Created: time.Now().Unix(), Model: res.Model.ID,
 		SystemFingerprint: fingerprint, Usage: toUsage(res.Usage()),
 	}
+	var warnings []string
 	for i, d := range res.Choices {
+		r := &replies[i]
+		msg := replyMessage{Role: "assistant", ReasoningContent: r.Reasoning(), ToolCalls: fromCalls(r.ToolCalls)}
+		if text := r.Content(); text != "" || len(r.ToolCalls) == 0 {
+			msg.Content = &text // null beside tool calls, as OpenAI sends it
+		}
 		reply.Choices = append(reply.Choices, choice{
-			Index: i, Message: replyMessage{Role: "assistant", Content: texts[i].String()}, FinishReason: d.FinishReason,
+			Index: i, Message: msg, Logprobs: fromLogprobs(r.Logprobs, creq.Generation.Logprobs), FinishReason: d.FinishReason,
 		})
+		if d.Warning != "" {
+			warnings = append(warnings, d.Warning)
+		}
+	}
+	if warnings != nil {
+		reply.Superfluid = &replyExtra{Warnings: warnings}
 	}
 	c.Header(WarmHeader, strconv.Itoa(res.Usage().CachedTokens))
 	c.JSON(http.StatusOK, reply)
@@ -120,6 +131,22 @@ func (h *handlers) streamChat(c *gin.Context, creq *core.ChatRequest, opts strea
 		return ch
 	}
 	var prompt, completion int
+	// sendPieces writes the reasoning, content, calls and logprobs an event carries, if any.
+	sendPieces := func(ev llm.Event) error {
+		d := delta{ReasoningContent: ev.Reasoning, ToolCalls: fromDeltas(ev.ToolCalls)}
+		if ev.Text != "" {
+			d.Content = &ev.Text
+		}
+		if d.Content == nil && d.ReasoningContent == "" && len(d.ToolCalls) == 0 && len(ev.Logprobs) == 0 {
+			return nil
+		}
+		ch := frame(d, nil)
+		ch.Choices[0].Logprobs = fromLogprobs(ev.Logprobs, creq.Generation.Logprobs && len(ev.Logprobs) > 0)
+		if opts.ContinuousUsageStats {
+			ch.Usage = &usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+		}
+		return s.Data(ch)
+	}
 	_, err := h.svc.Chat(c.Request.Context(), creq, func(_ int, ev llm.Event) error {
 		switch {
 		case ev.Started != nil:
@@ -127,21 +154,21 @@ func (h *handlers) streamChat(c *gin.Context, creq *core.ChatRequest, opts strea
 			s.SetHeader(WarmHeader, strconv.Itoa(ev.Started.CachedTokens))
 			return s.Data(frame(delta{Role: "assistant"}, nil))
 		case ev.Done != nil:
+			// The last pieces (held text, a call completed by the end) come with Done.
+			if err := sendPieces(ev); err != nil {
+				return err
+			}
 			reason := ev.Done.FinishReason
 			last := frame(delta{}, &reason)
 			u := toUsage(ev.Done.Usage)
 			last.Usage, last.Superfluid = &u, &chunkExtra{Warm: ev.Done.Usage.CachedTokens}
-			return s.Data(last)
-		case ev.Text != "":
-			completion += ev.Tokens
-			ch := frame(delta{Content: &ev.Text}, nil)
-			if opts.ContinuousUsageStats {
-				ch.Usage = &usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+			if ev.Done.Warning != "" {
+				last.Superfluid.Warnings = []string{ev.Done.Warning}
 			}
-			return s.Data(ch)
+			return s.Data(last)
 		default:
 			completion += ev.Tokens
-			return nil
+			return sendPieces(ev)
 		}
 	})
 	return endStream(s, err)
@@ -189,12 +216,18 @@ func toCore(req *chatRequest) (*core.ChatRequest, error) {
 	}
 	kwargs := req.ChatTemplateKwargs
 	if req.EnableThinking != nil {
-		if kwargs == nil {
-			kwargs = map[string]any{}
-		}
-		if _, set := kwargs["enable_thinking"]; !set { // chat_template_kwargs wins
-			kwargs["enable_thinking"] = *req.EnableThinking
-		}
+		kwargs = withKwarg(kwargs, "enable_thinking", *req.EnableThinking)
+	}
+	if req.ReasoningEffort != nil {
+		kwargs = withKwarg(kwargs, "reasoning_effort", *req.ReasoningEffort)
+	}
+	tools, err := toTools(req.Tools)
+	if err != nil {
+		return nil, err
+	}
+	choice, err := toToolChoice(req.ToolChoice)
+	if err != nil {
+		return nil, err
 	}
 	keepAlive, err := keepAlive(req.KeepAlive)
 	if err != nil {
@@ -203,7 +236,20 @@ func toCore(req *chatRequest) (*core.ChatRequest, error) {
 	return &core.ChatRequest{
 		ID: newID("chatcmpl-"), Endpoint: "/v1/chat/completions", Stream: req.Stream, Model: *req.Model,
 		Messages: msgs, TemplateKwargs: kwargs, Generation: *gen, N: n, KeepAlive: keepAlive,
+		Tools: tools, ToolChoice: choice, ParallelToolCalls: req.ParallelToolCalls,
 	}, nil
+}
+
+// withKwarg sets a chat template variable from a top-level shorthand (enable_thinking,
+// reasoning_effort) unless chat_template_kwargs sets it: the explicit kwarg wins.
+func withKwarg(kwargs map[string]any, key string, v any) map[string]any {
+	if kwargs == nil {
+		kwargs = map[string]any{}
+	}
+	if _, set := kwargs[key]; !set {
+		kwargs[key] = v
+	}
+	return kwargs
 }
 
 var roles = map[string]string{"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
@@ -221,7 +267,12 @@ func toMessages(in []message) ([]chat.Message, error) {
 				Param:   fmt.Sprintf("messages[%d].content", i),
 				Message: fmt.Sprintf("messages[%d] has a %q part; this model takes text only", i, m.Content.Unsupported)}
 		}
-		out = append(out, chat.Message{Role: role, Content: m.Content.Text, Name: m.Name, ToolCallID: m.ToolCallID})
+		calls, err := toCalls(i, m.ToolCalls)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, chat.Message{Role: role, Content: m.Content.Text, Name: m.Name, ToolCallID: m.ToolCallID,
+			ToolCalls: calls, Reasoning: m.ReasoningContent})
 	}
 	return out, nil
 }

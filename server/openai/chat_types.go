@@ -24,10 +24,12 @@ type chatRequest struct {
 
 	ResponseFormat *responseFormat `json:"response_format"`
 
-	// Accepted by OpenAI but not served yet: refused with a clear 400 rather than ignored.
-	Logprobs    *bool           `json:"logprobs"`
-	TopLogprobs *int            `json:"top_logprobs"`
-	Tools       json.RawMessage `json:"tools"`
+	Logprobs          *bool      `json:"logprobs"`
+	TopLogprobs       *int       `json:"top_logprobs"`
+	Tools             []tool     `json:"tools"`
+	ToolChoice        toolChoice `json:"tool_choice"`
+	ParallelToolCalls *bool      `json:"parallel_tool_calls"`
+	ReasoningEffort   *string    `json:"reasoning_effort"`
 }
 
 // samplingParams are the sampler fields chat and text completions share.
@@ -63,10 +65,12 @@ type responseFormat struct {
 }
 
 type message struct {
-	Role       string  `json:"role"`
-	Content    content `json:"content"`
-	Name       string  `json:"name"`
-	ToolCallID string  `json:"tool_call_id"`
+	Role             string         `json:"role"`
+	Content          content        `json:"content"`
+	Name             string         `json:"name"`
+	ToolCallID       string         `json:"tool_call_id"`
+	ToolCalls        []wireToolCall `json:"tool_calls"`
+	ReasoningContent string         `json:"reasoning_content"`
 }
 
 // content is a message's content: a string, null, or an array of parts of which only text
@@ -158,25 +162,33 @@ func jsonKind(b []byte) string {
 
 // chatCompletion is the non-streaming reply.
 type chatCompletion struct {
-	ID                string   `json:"id"`
-	Object            string   `json:"object"`
-	Created           int64    `json:"created"`
-	Model             string   `json:"model"`
-	SystemFingerprint string   `json:"system_fingerprint"`
-	Choices           []choice `json:"choices"`
-	Usage             usage    `json:"usage"`
+	ID                string      `json:"id"`
+	Object            string      `json:"object"`
+	Created           int64       `json:"created"`
+	Model             string      `json:"model"`
+	SystemFingerprint string      `json:"system_fingerprint"`
+	Choices           []choice    `json:"choices"`
+	Usage             usage       `json:"usage"`
+	Superfluid        *replyExtra `json:"superfluid,omitempty"`
+}
+
+// replyExtra is superfluid's own field on a reply: what it noticed while serving it.
+type replyExtra struct {
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 type choice struct {
-	Index        int          `json:"index"`
-	Message      replyMessage `json:"message"`
-	Logprobs     *struct{}    `json:"logprobs"`
-	FinishReason string       `json:"finish_reason"`
+	Index        int             `json:"index"`
+	Message      replyMessage    `json:"message"`
+	Logprobs     *choiceLogprobs `json:"logprobs"`
+	FinishReason string          `json:"finish_reason"`
 }
 
 type replyMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role             string         `json:"role"`
+	Content          *string        `json:"content"`
+	ReasoningContent string         `json:"reasoning_content,omitempty"`
+	ToolCalls        []wireToolCall `json:"tool_calls,omitempty"`
 }
 
 type usage struct {
@@ -203,18 +215,21 @@ type chunk struct {
 }
 
 type chunkChoice struct {
-	Index        int       `json:"index"`
-	Delta        delta     `json:"delta"`
-	Logprobs     *struct{} `json:"logprobs"`
-	FinishReason *string   `json:"finish_reason"`
+	Index        int             `json:"index"`
+	Delta        delta           `json:"delta"`
+	Logprobs     *choiceLogprobs `json:"logprobs"`
+	FinishReason *string         `json:"finish_reason"`
 }
 
 type delta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role             string           `json:"role,omitempty"`
+	Content          *string          `json:"content,omitempty"`
+	ReasoningContent string           `json:"reasoning_content,omitempty"`
+	ToolCalls        []streamToolCall `json:"tool_calls,omitempty"`
 }
 
 // chunkExtra is superfluid's own field on the terminal chunk.
 type chunkExtra struct {
-	Warm int `json:"warm"`
+	Warm     int      `json:"warm"`
+	Warnings []string `json:"warnings,omitempty"`
 }

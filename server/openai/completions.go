@@ -46,10 +46,41 @@ type textCompletion struct {
 }
 
 type textChoice struct {
-	Text         string    `json:"text"`
-	Index        int       `json:"index"`
-	Logprobs     *struct{} `json:"logprobs"`
-	FinishReason *string   `json:"finish_reason"`
+	Text         string        `json:"text"`
+	Index        int           `json:"index"`
+	Logprobs     *textLogprobs `json:"logprobs"`
+	FinishReason *string       `json:"finish_reason"`
+}
+
+// textLogprobs is the legacy completions logprobs object: parallel lists, one entry per token.
+type textLogprobs struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []float64            `json:"token_logprobs"`
+	TopLogprobs   []map[string]float64 `json:"top_logprobs"`
+	TextOffset    []int                `json:"text_offset"`
+}
+
+// toTextLogprobs converts the engine's logprobs; offset is where the first token's text starts
+// in the choice's text (after an echoed prompt, or after earlier chunks when streaming).
+func toTextLogprobs(in []llm.TokenLogprob, top bool, offset int) *textLogprobs {
+	out := &textLogprobs{Tokens: []string{}, TokenLogprobs: []float64{}, TextOffset: []int{}}
+	if top {
+		out.TopLogprobs = []map[string]float64{}
+	}
+	for _, t := range in {
+		out.Tokens = append(out.Tokens, t.Token)
+		out.TokenLogprobs = append(out.TokenLogprobs, t.Logprob)
+		out.TextOffset = append(out.TextOffset, offset)
+		offset += len(t.Bytes)
+		if top {
+			m := make(map[string]float64, len(t.Top))
+			for _, a := range t.Top {
+				m[a.Token] = a.Logprob
+			}
+			out.TopLogprobs = append(out.TopLogprobs, m)
+		}
+	}
+	return out
 }
 
 // fimExtra is superfluid's object on a completion reply.
@@ -86,6 +117,9 @@ func (h *handlers) completions(c *gin.Context) error {
 	if gen.MaxTokens == 0 {
 		gen.MaxTokens = defaultCompletionTokens
 	}
+	if req.Logprobs != nil {
+		gen.Logprobs, gen.TopLogprobs = true, *req.Logprobs
+	}
 	id := newID("cmpl-")
 	run := func(emit core.Emit) (*core.Result, error) {
 		if req.Suffix == nil {
@@ -112,12 +146,14 @@ func (h *handlers) completions(c *gin.Context) error {
 	}
 	base := textCompletion{ID: id, Object: "text_completion", Created: time.Now().Unix(), Model: *req.Model, SystemFingerprint: fingerprint}
 	if req.Stream {
-		return h.streamCompletion(c, base, echo, run)
+		return h.streamCompletion(c, base, echo, gen, run)
 	}
 	var text strings.Builder
 	text.WriteString(echo)
+	var logprobs []llm.TokenLogprob
 	res, err := run(func(_ int, ev llm.Event) error {
 		text.WriteString(ev.Text)
+		logprobs = append(logprobs, ev.Logprobs...)
 		return nil
 	})
 	if err != nil {
@@ -129,6 +165,9 @@ func (h *handlers) completions(c *gin.Context) error {
 	u := toUsage(d.Usage)
 	reply.Usage, reply.Superfluid = &u, &fimExtra{Cached: d.Usage.CachedTokens, Expired: d.Expired, ServedBy: res.Model.ID}
 	reply.Choices = []textChoice{{Text: text.String(), FinishReason: &d.FinishReason}}
+	if gen.Logprobs {
+		reply.Choices[0].Logprobs = toTextLogprobs(logprobs, gen.TopLogprobs > 0, len(echo))
+	}
 	c.Header(WarmHeader, strconv.Itoa(d.Usage.CachedTokens))
 	c.JSON(http.StatusOK, reply)
 	return nil
@@ -163,13 +202,8 @@ func completionPrompt(req *completionRequest) (string, error) {
 			return "", invalid("fim_mode", fmt.Sprintf("fim_mode must be psm or spm, got %q", req.FIMMode))
 		}
 	}
-	if req.Logprobs != nil {
-		if *req.Logprobs < 0 || *req.Logprobs > 20 {
-			return "", invalid("logprobs", fmt.Sprintf("logprobs must be between 0 and 20, got %d", *req.Logprobs))
-		}
-		if *req.Logprobs > 0 {
-			return "", unsupported("logprobs", "logprobs are not supported by this server yet; remove logprobs")
-		}
+	if req.Logprobs != nil && (*req.Logprobs < 0 || *req.Logprobs > llm.MaxTopLogprobs) {
+		return "", invalid("logprobs", fmt.Sprintf("logprobs must be between 0 and %d, got %d", llm.MaxTopLogprobs, *req.Logprobs))
 	}
 	if prompt == "" && req.Suffix == nil {
 		return "", invalid("prompt", "prompt is empty")
@@ -177,7 +211,7 @@ func completionPrompt(req *completionRequest) (string, error) {
 	return prompt, nil
 }
 
-func (h *handlers) streamCompletion(c *gin.Context, base textCompletion, echo string, run func(core.Emit) (*core.Result, error)) error {
+func (h *handlers) streamCompletion(c *gin.Context, base textCompletion, echo string, gen llm.Request, run func(core.Emit) (*core.Result, error)) error {
 	s := sse.New(c.Writer, h.opts.KeepAlive, h.opts.WriteTimeout)
 	defer s.Close()
 	frame := func(text string, finish *string) textCompletion {
@@ -185,6 +219,7 @@ func (h *handlers) streamCompletion(c *gin.Context, base textCompletion, echo st
 		ch.Choices = []textChoice{{Text: text, FinishReason: finish}}
 		return ch
 	}
+	offset := len(echo) // text_offset of the next token
 	_, err := run(func(_ int, ev llm.Event) error {
 		switch {
 		case ev.Started != nil:
@@ -200,8 +235,15 @@ func (h *handlers) streamCompletion(c *gin.Context, base textCompletion, echo st
 			last.Usage = &u
 			last.Superfluid = &fimExtra{Cached: ev.Done.Usage.CachedTokens, Expired: ev.Done.Expired, ServedBy: base.Model}
 			return s.Data(last)
-		case ev.Text != "":
-			return s.Data(frame(ev.Text, nil))
+		case ev.Text != "" || len(ev.Logprobs) > 0:
+			ch := frame(ev.Text, nil)
+			if gen.Logprobs {
+				ch.Choices[0].Logprobs = toTextLogprobs(ev.Logprobs, gen.TopLogprobs > 0, offset)
+				for _, t := range ev.Logprobs {
+					offset += len(t.Bytes)
+				}
+			}
+			return s.Data(ch)
 		}
 		return nil
 	})

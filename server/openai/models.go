@@ -87,10 +87,16 @@ func entry(m *core.Model) modelEntry {
 
 // capabilities is the model's capability record with the dialect object.
 func capabilities(m *core.Model) map[string]any {
+	caps := m.Capabilities()
+	levels := []string{}
+	if caps.ReasoningEffort {
+		levels = []string{"low", "medium", "high"}
+	}
 	return map[string]any{
-		"completion": true, "chat": true, "embedding": false, "vision": false, "tools": false,
+		"completion": true, "chat": true, "embedding": false, "vision": false,
+		"tools": caps.Tools, "native_tools": caps.NativeTools, "thinking": caps.Thinking,
 		"dialect": map[string]any{
-			"enable_thinking": false, "reasoning_effort": false, "reasoning_effort_levels": []string{},
+			"enable_thinking": caps.Thinking, "reasoning_effort": caps.ReasoningEffort, "reasoning_effort_levels": levels,
 			"fim": false, "fim_model": nil,
 			"chat_template": !m.Template.IsFallback(),
 		},

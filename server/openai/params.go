@@ -38,6 +38,9 @@ func toGeneration(req *chatRequest) (*llm.Request, error) {
 		return nil, err
 	}
 	s := &gen.Sampling
+	if len(req.LogitBias) > maxLogitBias {
+		return nil, invalid("logit_bias", fmt.Sprintf("logit_bias has %d entries; at most %d are accepted", len(req.LogitBias), maxLogitBias))
+	}
 	if len(req.LogitBias) > 0 {
 		s.LogitBias = make(map[int]float64, len(req.LogitBias))
 		for k, v := range req.LogitBias {
@@ -54,25 +57,22 @@ func toGeneration(req *chatRequest) (*llm.Request, error) {
 	if gen.Format, gen.Schema, err = toFormat(req.ResponseFormat); err != nil {
 		return nil, err
 	}
-	if err := refuseUnserved(req); err != nil {
-		return nil, err
+	gen.Logprobs = req.Logprobs != nil && *req.Logprobs
+	if req.TopLogprobs != nil {
+		if *req.TopLogprobs < 0 || *req.TopLogprobs > llm.MaxTopLogprobs {
+			return nil, invalid("top_logprobs", fmt.Sprintf("top_logprobs must be between 0 and %d, got %d", llm.MaxTopLogprobs, *req.TopLogprobs))
+		}
+		if *req.TopLogprobs > 0 && !gen.Logprobs {
+			return nil, invalid("top_logprobs", "top_logprobs needs logprobs: true")
+		}
+		gen.TopLogprobs = *req.TopLogprobs
 	}
 	return gen, nil
 }
 
-// refuseUnserved rejects parameters this server cannot honour yet instead of ignoring them.
-func refuseUnserved(req *chatRequest) error {
-	if req.Logprobs != nil && *req.Logprobs {
-		return unsupported("logprobs", "logprobs are not supported by this server yet; remove logprobs")
-	}
-	if req.TopLogprobs != nil && *req.TopLogprobs != 0 {
-		return unsupported("top_logprobs", "top_logprobs are not supported by this server yet; remove top_logprobs")
-	}
-	if len(req.Tools) > 0 && string(req.Tools) != "null" && string(req.Tools) != "[]" {
-		return unsupported("tools", "tool calling is not supported by this server yet; remove tools")
-	}
-	return nil
-}
+// maxLogitBias bounds logit_bias: more entries than any vocabulary needs biasing is a mistake,
+// and each one costs every sampled token.
+const maxLogitBias = 1024
 
 // checkCap refuses a cap below 1, as OpenAI does; leave the field out to fill the context.
 func checkCap(name string, v *int) error {

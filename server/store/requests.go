@@ -27,14 +27,17 @@ type RequestRecord struct {
 	Decode             time.Duration // stored in whole microseconds
 	Total              time.Duration // stored in whole microseconds
 	ClientDisconnected bool          // reports whether the client went away before the end
-	CreatedAt          time.Time     // stored in UTC, nanosecond precision; zero means now
+	// Warning is what the server noticed about a reply it still served (e.g. a tool call
+	// that did not parse); "" when nothing.
+	Warning   string
+	CreatedAt time.Time // stored in UTC, nanosecond precision; zero means now
 }
 
 // requestColumns is the column list every request query selects, in
 // scanRequest's order.
 const requestColumns = `id, model, endpoint, stream, status, error, finish_reason,
 	prompt_tokens, completion_tokens, cached_tokens, lane,
-	queue_us, prefill_us, decode_us, total_us, client_disconnected, created_at`
+	queue_us, prefill_us, decode_us, total_us, client_disconnected, warning, created_at`
 
 // RecordRequest stores r now, through the records writer, and returns when
 // it is committed (Record queues it instead). Durations are truncated to
@@ -62,7 +65,7 @@ func (s *Store) RecordRequests(ctx context.Context, rs []RequestRecord) (err err
 		}
 	}()
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO requests (`+requestColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return fmt.Errorf("record requests: %w", err)
 	}
@@ -91,7 +94,7 @@ func insertRequest(ctx context.Context, stmt *sql.Stmt, r RequestRecord) error {
 	_, err := stmt.ExecContext(ctx, r.ID, r.Model, r.Endpoint, boolInt(r.Stream), r.Status, r.Error, r.FinishReason,
 		r.PromptTokens, r.CompletionTokens, r.CachedTokens, r.Lane,
 		r.Queue.Microseconds(), r.Prefill.Microseconds(), r.Decode.Microseconds(), r.Total.Microseconds(),
-		boolInt(r.ClientDisconnected), formatTime(created))
+		boolInt(r.ClientDisconnected), r.Warning, formatTime(created))
 	if err != nil {
 		return fmt.Errorf("record request %s: %w", r.ID, err)
 	}
@@ -204,7 +207,7 @@ func scanRequest(row interface{ Scan(...any) error }) (RequestRecord, error) {
 	)
 	err := row.Scan(&r.ID, &r.Model, &r.Endpoint, &stream, &r.Status, &r.Error, &r.FinishReason,
 		&r.PromptTokens, &r.CompletionTokens, &r.CachedTokens, &r.Lane,
-		&queue, &prefill, &decode, &total, &disconnected, &created)
+		&queue, &prefill, &decode, &total, &disconnected, &r.Warning, &created)
 	if err != nil {
 		return RequestRecord{}, err
 	}

@@ -1,0 +1,148 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/superfluid/superfluid/runtime/chat"
+	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/runtime/schema"
+)
+
+// Tool choice modes (OpenAI's tool_choice; Anthropic's auto, any, tool and none map onto them).
+const (
+	ToolAuto     = "auto"     // the model decides (the default)
+	ToolNone     = "none"     // the model sees the tools but its reply is served as text
+	ToolRequired = "required" // the reply must be one or more calls (a grammar forces it)
+	ToolFunction = "function" // the reply must call the named function
+)
+
+// ToolChoice says whether, and which, tool the model must call.
+type ToolChoice struct {
+	Mode string // "" means ToolAuto
+	Name string // the function, for ToolFunction
+}
+
+// checkTools validates the request's tools and tool choice, and the tool calls in its history.
+func checkTools(req *ChatRequest) error {
+	if err := chat.CheckTools(req.Tools); err != nil {
+		return invalidInput(err)
+	}
+	for _, t := range req.Tools {
+		if len(t.Parameters) == 0 {
+			continue
+		}
+		if err := schema.Check(t.Parameters); err != nil {
+			return fmt.Errorf("%w: tool %s: parameters: %v", llm.ErrInvalidInput, t.Name, err)
+		}
+	}
+	if err := chat.CheckMessages(req.Messages); err != nil {
+		return invalidInput(err)
+	}
+	switch req.ToolChoice.Mode {
+	case "", ToolAuto, ToolNone:
+		return nil
+	case ToolRequired:
+		if len(req.Tools) == 0 {
+			return fmt.Errorf("%w: tool_choice is required but no tools were given; add tools or use tool_choice auto", llm.ErrInvalidInput)
+		}
+	case ToolFunction:
+		if !hasTool(req.Tools, req.ToolChoice.Name) {
+			return fmt.Errorf("%w: tool_choice names the function %q, which is not in tools; name one of the tools given", llm.ErrInvalidInput, req.ToolChoice.Name)
+		}
+	default:
+		return fmt.Errorf("%w: tool_choice %q is not one of auto, none, required or a function", llm.ErrInvalidInput, req.ToolChoice.Mode)
+	}
+	if req.Generation.Format != "" {
+		return fmt.Errorf("%w: a structured output format cannot be combined with a forced tool call (tool_choice %s); drop one of them", llm.ErrInvalidInput, req.ToolChoice.Mode)
+	}
+	return nil
+}
+
+func hasTool(tools []chat.Tool, name string) bool {
+	for _, t := range tools {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func invalidInput(err error) error {
+	if errors.Is(err, llm.ErrInvalidInput) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", llm.ErrInvalidInput, err)
+}
+
+// forced reports whether the reply must be a tool call.
+func (c ToolChoice) forced() bool { return c.Mode == ToolRequired || c.Mode == ToolFunction }
+
+// forceCall constrains gen to the generic JSON call shape, which GenericToolParser reads, so
+// a call comes back even from a model that was never trained to make one.
+func forceCall(gen *llm.Request, req *ChatRequest) error {
+	tools := make([]schema.Tool, len(req.Tools))
+	for i, t := range req.Tools {
+		tools[i] = schema.Tool{Name: t.Name, Parameters: t.Parameters}
+	}
+	name := ""
+	if req.ToolChoice.Mode == ToolFunction {
+		name = req.ToolChoice.Name
+	}
+	parallel := req.ParallelToolCalls == nil || *req.ParallelToolCalls
+	s, err := schema.ToolCall(tools, name, parallel)
+	if err != nil {
+		return invalidInput(err)
+	}
+	gen.Format, gen.Schema = llm.FormatSchema, s
+	return nil
+}
+
+// shapingFor decides how the replies to req are split into reasoning, content and calls.
+func shapingFor(m *Model, req *ChatRequest, prompt string) *shaping {
+	open, close := m.Template.ThinkingMarkers()
+	sh := &shaping{
+		open: open, close: close,
+		startInside: chat.PromptOpensReasoning(prompt, open, close),
+		single:      req.ParallelToolCalls != nil && !*req.ParallelToolCalls,
+	}
+	switch {
+	case len(req.Tools) == 0 || req.ToolChoice.Mode == ToolNone:
+	case req.ToolChoice.forced():
+		sh.parser = chat.GenericToolParser{}
+	default:
+		sh.parser = chat.ToolParserFor(m.Template.Source())
+	}
+	return sh
+}
+
+// Capabilities is what a model's chat template supports.
+type Capabilities struct {
+	// Tools reports whether the model can be given tools: its template renders them, or has no
+	// tool syntax of its own and gets them through the prompt.
+	Tools bool
+	// NativeTools reports whether the template has its own tool syntax.
+	NativeTools bool
+	// Thinking reports whether the template knows reasoning (enable_thinking, <think>).
+	Thinking bool
+	// ReasoningEffort reports whether the template reads reasoning_effort.
+	ReasoningEffort bool
+}
+
+// Capabilities says what the model's template supports; tools count only when a probe
+// conversation with a tool call renders.
+func (m *Model) Capabilities() Capabilities {
+	t := m.Template
+	probe := []chat.Message{
+		{Role: "user", Content: "What is the weather?"},
+		{Role: "assistant", ToolCalls: []chat.ToolCall{{ID: "call_0", Name: "weather", Arguments: []byte(`{}`)}}},
+		{Role: "tool", ToolCallID: "call_0", Content: "sunny"},
+	}
+	_, err := t.Render(probe, chat.Options{BOSToken: m.BOS, EOSToken: m.EOS, AddGenerationPrompt: true,
+		Tools: []chat.Tool{{Name: "weather", Parameters: []byte(`{"type":"object","properties":{}}`)}}})
+	return Capabilities{
+		Tools: err == nil, NativeTools: err == nil && t.NativeTools(), Thinking: t.Thinking(),
+		ReasoningEffort: strings.Contains(t.Source(), "reasoning_effort"),
+	}
+}
