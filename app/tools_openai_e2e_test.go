@@ -51,6 +51,7 @@ func TestOpenAIToolCallEndToEnd(t *testing.T) {
 	}
 	call := c.Message.ToolCalls[0]
 	city := cityArgs(t, call.Function.Arguments)
+	t.Logf("call %s(%s)", call.Function.Name, call.Function.Arguments)
 
 	stream := client.Chat.Completions.NewStreaming(ctx, params)
 	var acc openai.ChatCompletionAccumulator
@@ -75,6 +76,7 @@ func TestOpenAIToolCallEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("final answer %q", final.Choices[0].Message.Content)
 	if f := final.Choices[0]; f.Message.Content == "" || len(f.Message.ToolCalls) != 0 || (f.FinishReason != "stop" && f.FinishReason != "length") {
 		t.Errorf("final answer %+v", f)
 	}

@@ -434,3 +434,51 @@ func TestChatToolCallClientGone(t *testing.T) {
 		t.Fatalf("after a disconnect: %d %s", resp.StatusCode, b)
 	}
 }
+
+// TestChatToolsCapabilities: /v1/models says whether a model takes tools and thinks, from its
+// template; a template that cannot render tools refuses a request with tools, saying so.
+func TestChatToolsCapabilities(t *testing.T) {
+	refusing := `{% if tools %}{{ raise_exception('This model does not support tools.') }}{% endif %}` + chatML
+	thinking := `{% if enable_thinking is defined and not enable_thinking %}<think></think>{% endif %}` + chatML
+	cases := []struct {
+		name, template        string
+		tools, native, thinks bool
+		status                int
+	}{
+		{"hermes", hermesTemplate, true, true, false, 200},
+		{"polyfilled", chatML, true, false, false, 200},
+		{"fallback", "", true, false, false, 200},
+		{"thinking", thinking, true, false, true, 200},
+		{"refusing", refusing, false, false, false, 400},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := setup(t, config{template: tc.template})
+			_, b := f.do(t, http.MethodGet, "/v1/models/fake", "")
+			var m struct {
+				Capabilities struct {
+					Tools       bool `json:"tools"`
+					NativeTools bool `json:"native_tools"`
+					Thinking    bool `json:"thinking"`
+					Dialect     struct {
+						EnableThinking bool `json:"enable_thinking"`
+					} `json:"dialect"`
+				} `json:"capabilities"`
+			}
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Fatal(err)
+			}
+			c := m.Capabilities
+			if c.Tools != tc.tools || c.NativeTools != tc.native || c.Thinking != tc.thinks || c.Dialect.EnableThinking != tc.thinks {
+				t.Errorf("capabilities %+v: %s", c, b)
+			}
+			resp, b := f.do(t, http.MethodPost, "/v1/chat/completions", chatBody(`"tools":[{"type":"function","function":{"name":"f"}}]`))
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			if tc.status == 400 && !strings.Contains(parseError(t, b).Message, "cannot render the tools") {
+				t.Errorf("error %s", b)
+			}
+		})
+	}
+}
