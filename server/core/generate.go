@@ -139,11 +139,20 @@ func (s *Service) Complete(ctx context.Context, req *CompletionRequest, emit Emi
 
 // CountTokens is the prompt length a conversation would have, chat template included.
 func (s *Service) CountTokens(ctx context.Context, model string, msgs []chat.Message, kwargs map[string]any) (int, error) {
-	m, err := s.Model(model)
+	return s.CountChatTokens(ctx, &ChatRequest{Model: model, Messages: msgs, TemplateKwargs: kwargs})
+}
+
+// CountChatTokens is the prompt length req would have: its messages, tools and template
+// variables through the chat template (Anthropic's count_tokens).
+func (s *Service) CountChatTokens(ctx context.Context, req *ChatRequest) (int, error) {
+	m, err := s.Model(req.Model)
 	if err != nil {
 		return 0, err
 	}
-	prompt, err := s.Prompt(m, msgs, kwargs)
+	if err := checkTools(req); err != nil {
+		return 0, err
+	}
+	prompt, err := s.render(m, req.Messages, req.TemplateKwargs, req.Tools)
 	if err != nil {
 		return 0, err
 	}
