@@ -31,6 +31,9 @@ func decode(r *http.Request, v any) error {
 	return nil
 }
 
+// maxDepth is how deep encoding/json decodes nested values before it gives up.
+const maxDepth = 10000
+
 func tooLarge() *Error {
 	return &Error{Status: http.StatusRequestEntityTooLarge, Type: TypeRequestTooLarge,
 		Message: fmt.Sprintf("Request exceeds the maximum allowed number of bytes: the body limit is %d MiB", MaxBodyBytes>>20)}
@@ -50,6 +53,8 @@ func decodeError(err error) *Error {
 		// Fields of the embedded conversation are top-level fields on the wire.
 		field := strings.TrimPrefix(typeErr.Field, "conversation.")
 		return invalid("%s: Input should be %s", field, friendlyType(typeErr.Type.String()))
+	case errors.As(err, &syntaxErr) && strings.Contains(syntaxErr.Error(), "exceeded max depth"):
+		return invalid("the request body nests JSON deeper than %d levels (at byte %d); flatten it: a tool's input_schema rarely needs more than a few levels", maxDepth, syntaxErr.Offset)
 	case errors.As(err, &syntaxErr):
 		return invalid("the request body is not valid JSON (at byte %d): %v", syntaxErr.Offset, err)
 	default:

@@ -1,7 +1,9 @@
 // Package anthropic is the Anthropic dialect: POST /v1/messages and /v1/messages/count_tokens.
-// It decodes wire JSON straight into core requests, renders core results and events as
-// Anthropic's JSON and named SSE events, and renders every error in Anthropic's error shape
-// {"type":"error","error":{"type","message"},"request_id"}.
+// It decodes wire JSON straight into core requests (custom tools and tool_choice, tool_use and
+// tool_result blocks as tool calls and tool messages, thinking as the template's
+// enable_thinking), renders core results and events as Anthropic's JSON and named SSE events
+// (thinking, text and tool_use content blocks), and renders every error in Anthropic's error
+// shape {"type":"error","error":{"type","message"},"request_id"}.
 package anthropic
 
 import (

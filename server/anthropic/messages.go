@@ -1,17 +1,16 @@
 package anthropic
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/server/core"
-	"github.com/superfluid/superfluid/server/sse"
 )
 
 // WarmHeader carries the prompt tokens served from the prefix cache (as in every dialect).
@@ -22,6 +21,7 @@ const (
 	stopEndTurn   = "end_turn"
 	stopMaxTokens = "max_tokens"
 	stopSequence  = "stop_sequence"
+	stopToolUse   = "tool_use"
 )
 
 // Options tune the dialect.
@@ -65,17 +65,18 @@ func (h *handlers) messages(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	omit := req.omitsThinking()
 	if creq.Stream {
 		// message_start names the model by its id; an unknown name fails (and is recorded) in Chat.
 		model := creq.Model
 		if m, err := h.svc.Model(model); err == nil {
 			model = m.ID
 		}
-		return h.stream(c, creq, model)
+		return h.stream(c, creq, model, omit)
 	}
-	var text strings.Builder
+	var r core.Reply
 	res, err := h.svc.Chat(c.Request.Context(), creq, func(_ int, ev llm.Event) error {
-		text.WriteString(ev.Text)
+		r.Add(ev)
 		return nil
 	})
 	if err != nil {
@@ -83,21 +84,55 @@ func (h *handlers) messages(c *gin.Context) error {
 	}
 	done := res.Choices[0]
 	reason, seq := stopReason(done)
-	c.Header(WarmHeader, strconv.Itoa(done.Usage.CachedTokens))
-	c.JSON(http.StatusOK, reply{
+	out := reply{
 		ID: creq.ID, Type: "message", Role: "assistant", Model: res.Model.ID,
-		Content:    []textBlock{{Type: "text", Text: text.String()}},
-		StopReason: &reason, StopSequence: seq,
+		Content: replyContent(&r, omit), StopReason: &reason, StopSequence: seq,
 		Usage: toUsage(done.Usage.PromptTokens, done.Usage.CachedTokens, done.Usage.CompletionTokens),
-	})
+	}
+	if done.Warning != "" {
+		out.Superfluid = &replyExtra{Warnings: []string{done.Warning}}
+	}
+	c.Header(WarmHeader, strconv.Itoa(done.Usage.CachedTokens))
+	c.JSON(http.StatusOK, out)
 	return nil
 }
 
-// stopReason maps the engine's finish to Anthropic's stop_reason and stop_sequence.
+// replyContent is a whole reply's content blocks: thinking (when the model reasoned), text
+// (left out when empty beside tool calls, as Anthropic does), then a tool_use block per call.
+func replyContent(r *core.Reply, omitThinking bool) []any {
+	content := []any{}
+	if reasoning := r.Reasoning(); reasoning != "" {
+		b := thinkingBlock{Type: "thinking", Thinking: reasoning, Signature: signature(reasoning)}
+		if omitThinking {
+			b.Thinking = ""
+		}
+		content = append(content, b)
+	}
+	if text := r.Content(); text != "" || len(r.ToolCalls) == 0 {
+		content = append(content, textBlock{Type: "text", Text: text})
+	}
+	for _, call := range r.ToolCalls {
+		content = append(content, toolUseBlock{Type: "tool_use", ID: toolUseID(call.ID), Name: call.Name, Input: input(call.Arguments)})
+	}
+	return content
+}
+
+// input is a call's arguments as a tool_use input: always an object.
+func input(args []byte) json.RawMessage {
+	if len(args) == 0 {
+		return json.RawMessage("{}")
+	}
+	return args
+}
+
+// stopReason maps the engine's finish to Anthropic's stop_reason and stop_sequence. A reply cut
+// by max_tokens says so even when it holds calls: they may be incomplete.
 func stopReason(d llm.Done) (string, *string) {
 	switch {
 	case d.FinishReason == llm.FinishLength:
 		return stopMaxTokens, nil
+	case d.FinishReason == llm.FinishToolCalls:
+		return stopToolUse, nil
 	case d.StopSequence != "":
 		seq := d.StopSequence
 		return stopSequence, &seq
@@ -110,68 +145,7 @@ func toUsage(prompt, cached, output int) usage {
 	return usage{InputTokens: prompt - cached, CacheReadInputTokens: cached, OutputTokens: output}
 }
 
-// stream serves the generation as Anthropic's event sequence: message_start, content_block_start
-// and ping once a lane takes the request, a content_block_delta per piece of text, then
-// content_block_stop, message_delta (stop_reason, usage) and message_stop. An error after the
-// stream began is an `event: error` frame, and the stream ends there.
-func (h *handlers) stream(c *gin.Context, creq *core.ChatRequest, model string) error {
-	s := sse.New(c.Writer, h.opts.KeepAlive, h.opts.WriteTimeout)
-	defer s.Close()
-	_, err := h.svc.Chat(c.Request.Context(), creq, func(_ int, ev llm.Event) error {
-		switch {
-		case ev.Started != nil:
-			st := ev.Started
-			s.SetHeader(WarmHeader, strconv.Itoa(st.CachedTokens))
-			start := reply{
-				ID: creq.ID, Type: "message", Role: "assistant", Model: model,
-				Content: []textBlock{}, Usage: toUsage(st.PromptTokens, st.CachedTokens, 0),
-			}
-			return send(s,
-				frame{"message_start", messageStart{Type: "message_start", Message: start}},
-				frame{"content_block_start", blockStart{Type: "content_block_start", ContentBlock: textBlock{Type: "text"}}},
-				frame{"ping", ping{Type: "ping"}})
-		case ev.Done != nil:
-			reason, seq := stopReason(*ev.Done)
-			u := ev.Done.Usage
-			return send(s,
-				frame{"content_block_stop", blockStop{Type: "content_block_stop"}},
-				frame{"message_delta", messageDelta{Type: "message_delta",
-					Delta: stopDelta{StopReason: &reason, StopSequence: seq},
-					Usage: toUsage(u.PromptTokens, u.CachedTokens, u.CompletionTokens)}},
-				frame{"message_stop", messageStop{Type: "message_stop"}})
-		case ev.Text != "":
-			return s.Event("content_block_delta", blockDelta{Type: "content_block_delta",
-				Delta: textDelta{Type: "text_delta", Text: ev.Text}})
-		default:
-			return nil
-		}
-	})
-	if err != nil {
-		if !s.Settle() {
-			return err
-		}
-		// The stream has begun: the error travels as an error event, which ends the stream.
-		_ = s.Event("error", toError(err).wire(requestID(c)))
-	}
-	return nil
-}
-
-// frame is one named event.
-type frame struct {
-	name string
-	v    any
-}
-
-// send writes frames in order, stopping at the first failed write.
-func send(s *sse.Stream, frames ...frame) error {
-	for _, f := range frames {
-		if err := s.Event(f.name, f.v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
+// countTokens counts the prompt the conversation would render to, tools included.
 func (h *handlers) countTokens(c *gin.Context) error {
 	var req conversation
 	if err := decode(c.Request, &req); err != nil {
@@ -180,11 +154,11 @@ func (h *handlers) countTokens(c *gin.Context) error {
 	if err := req.check(); err != nil {
 		return err
 	}
-	msgs, err := req.messages()
+	creq, err := req.toCore()
 	if err != nil {
 		return err
 	}
-	n, err := h.svc.CountTokens(c.Request.Context(), *req.Model, msgs, nil)
+	n, err := h.svc.CountChatTokens(c.Request.Context(), creq)
 	if err != nil {
 		return err
 	}

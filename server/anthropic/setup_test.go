@@ -1,6 +1,7 @@
 package anthropic_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -32,6 +33,7 @@ const userHello = "Say hello."
 type config struct {
 	ctx       int                      // context window of the fake, in tokens (bytes)
 	reply     string                   // what the fake says
+	template  string                   // the chat template; "" is chatML
 	keepAlive time.Duration            // SSE keep-alive interval; 0 disables
 	queue     int                      // the operator's --queue; 0 is unbounded
 	engine    func(*enginetest.Engine) // adjusts the fake (delays, failures) before serving
@@ -54,7 +56,10 @@ func setup(t *testing.T, cfg config) *fixture {
 		cfg.reply = defaultReply
 	}
 	st := servertest.Store(t)
-	tmpl, err := chat.Parse(chatML)
+	if cfg.template == "" {
+		cfg.template = chatML
+	}
+	tmpl, err := chat.Parse(cfg.template)
 	if err != nil {
 		t.Fatalf("parse template: %v", err)
 	}
@@ -197,4 +202,81 @@ func parseSSE(t *testing.T, b []byte) []event {
 		out = append(out, event{name: name, data: data})
 	}
 	return out
+}
+
+// wireBlock is one content block as the raw stream built it.
+type wireBlock struct {
+	start  map[string]json.RawMessage // the content_block_start's content_block
+	deltas []map[string]json.RawMessage
+}
+
+// checkBlocks checks the block structure of a stream and returns its blocks: message_start
+// first; block starts at consecutive indexes from 0, one open at a time, each delta and stop on
+// the open block; ping right after the first start; message_delta and message_stop last.
+func checkBlocks(t *testing.T, evs []event) []wireBlock {
+	t.Helper()
+	var blocks []wireBlock
+	open := -1
+	var names []string
+	for _, e := range evs {
+		if e.comment {
+			continue
+		}
+		names = append(names, e.name)
+		var ev struct {
+			Index        *int                       `json:"index"`
+			ContentBlock map[string]json.RawMessage `json:"content_block"`
+			Delta        map[string]json.RawMessage `json:"delta"`
+		}
+		if err := json.Unmarshal([]byte(e.data), &ev); err != nil {
+			t.Fatalf("%s: %v", e.data, err)
+		}
+		switch e.name {
+		case "content_block_start":
+			if open != -1 || ev.Index == nil || *ev.Index != len(blocks) {
+				t.Fatalf("content_block_start %s while block %d is open, after %d blocks", e.data, open, len(blocks))
+			}
+			open = *ev.Index
+			blocks = append(blocks, wireBlock{start: ev.ContentBlock})
+		case "content_block_delta":
+			if ev.Index == nil || *ev.Index != open {
+				t.Fatalf("delta %s, open block %d", e.data, open)
+			}
+			blocks[open].deltas = append(blocks[open].deltas, ev.Delta)
+		case "content_block_stop":
+			if ev.Index == nil || *ev.Index != open {
+				t.Fatalf("stop %s, open block %d", e.data, open)
+			}
+			open = -1
+		}
+	}
+	if open != -1 {
+		t.Errorf("block %d never stopped", open)
+	}
+	if len(names) < 5 || names[0] != "message_start" || names[1] != "content_block_start" || names[2] != "ping" ||
+		names[len(names)-2] != "message_delta" || names[len(names)-1] != "message_stop" {
+		t.Errorf("events %v", names)
+	}
+	return blocks
+}
+
+// str decodes a raw JSON string field ("" when absent).
+func str(raw json.RawMessage) string {
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return s
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }

@@ -10,10 +10,14 @@ type conversation struct {
 	// System is a string or an array of text blocks.
 	System   json.RawMessage `json:"system"`
 	Messages []message       `json:"messages"`
-
-	// Accepted by Anthropic but not served yet: refused with a clear 400 rather than ignored.
-	Tools    json.RawMessage `json:"tools"`
-	Thinking *thinking       `json:"thinking"`
+	// Tools are entries of `tools`, decoded one by one by toTools so that errors name the
+	// entry at fault.
+	Tools      []json.RawMessage `json:"tools"`
+	ToolChoice *toolChoice       `json:"tool_choice"`
+	Thinking   *thinking         `json:"thinking"`
+	// ChatTemplateKwargs are extra chat template variables (an extension, as on the OpenAI
+	// routes); an enable_thinking here wins over `thinking`.
+	ChatTemplateKwargs map[string]any `json:"chat_template_kwargs"`
 }
 
 // messagesRequest is the wire form of POST /v1/messages. Unknown fields are ignored.
@@ -33,6 +37,8 @@ type messagesRequest struct {
 	// IgnoreEOS generates past the model's end-of-generation token, up to max_tokens (an
 	// extension, as llama.cpp's and the OpenAI routes' ignore_eos).
 	IgnoreEOS bool `json:"ignore_eos"`
+	// Seed makes sampling reproducible (an extension, as the OpenAI routes' seed); 0 is unseeded.
+	Seed *int64 `json:"seed"`
 }
 
 type outputConfig struct {
@@ -44,38 +50,93 @@ type metadata struct {
 	UserID *string `json:"user_id"`
 }
 
+// thinking is the `thinking` config: {"type": "enabled", "budget_tokens": n}, {"type":
+// "adaptive"}, {"type": "disabled"}; display "omitted" serves thinking blocks without their text.
 type thinking struct {
-	Type string `json:"type"`
+	Type         string `json:"type"`
+	BudgetTokens *int   `json:"budget_tokens"`
+	Display      string `json:"display"`
+}
+
+// toolChoice is `tool_choice`: {"type": "auto"|"any"|"tool"|"none", "name",
+// "disable_parallel_tool_use"}.
+type toolChoice struct {
+	Type                   string `json:"type"`
+	Name                   string `json:"name"`
+	DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
+}
+
+// tool is one custom tool of `tools`.
+type tool struct {
+	// Type is absent or "custom" for a client tool; anything else names a server tool
+	// (web_search_..., bash_..., text_editor_...), which this server does not run.
+	Type        string          `json:"type"`
+	Name        *string         `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
 }
 
 type message struct {
 	Role string `json:"role"`
-	// Content is a string or an array of content blocks; decoded by blocksText so that errors
-	// can name the block at fault.
+	// Content is a string or an array of content blocks; decoded block by block so that
+	// errors can name the block at fault.
 	Content json.RawMessage `json:"content"`
 }
 
-// block is one content block as far as this server reads it.
+// block is one content block of a message, as far as this server reads it.
 type block struct {
 	Type string  `json:"type"`
 	Text *string `json:"text"`
+	// tool_use
+	ID    *string         `json:"id"`
+	Name  *string         `json:"name"`
+	Input json.RawMessage `json:"input"`
+	// tool_result
+	ToolUseID *string         `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+	// thinking (its signature is accepted and not checked)
+	Thinking *string `json:"thinking"`
 }
 
 // reply is a Message object: the non-streaming response and message_start's message.
 type reply struct {
-	ID           string      `json:"id"`
-	Type         string      `json:"type"`
-	Role         string      `json:"role"`
-	Model        string      `json:"model"`
-	Content      []textBlock `json:"content"`
-	StopReason   *string     `json:"stop_reason"`
-	StopSequence *string     `json:"stop_sequence"`
-	Usage        usage       `json:"usage"`
+	ID   string `json:"id"`
+	Type string `json:"type"`
+	Role string `json:"role"`
+	// Model is the model's id.
+	Model string `json:"model"`
+	// Content holds textBlock, thinkingBlock and toolUseBlock values, in reply order.
+	Content      []any   `json:"content"`
+	StopReason   *string `json:"stop_reason"`
+	StopSequence *string `json:"stop_sequence"`
+	Usage        usage   `json:"usage"`
+	// Superfluid carries what the server noticed about the reply (an extension).
+	Superfluid *replyExtra `json:"superfluid,omitempty"`
+}
+
+// replyExtra is the `superfluid` extension object of a reply and of message_delta.
+type replyExtra struct {
+	// Warnings: e.g. text that looks like a tool call but does not parse, served as text.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 type textBlock struct {
-	Type string `json:"type"`
+	Type string `json:"type"` // text
 	Text string `json:"text"`
+}
+
+type thinkingBlock struct {
+	Type      string `json:"type"` // thinking
+	Thinking  string `json:"thinking"`
+	Signature string `json:"signature"`
+}
+
+type toolUseBlock struct {
+	Type  string          `json:"type"` // tool_use
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"` // the arguments object
 }
 
 // usage counts input the Anthropic way: InputTokens excludes the prompt prefix served from the
@@ -94,21 +155,35 @@ type (
 		Message reply  `json:"message"`
 	}
 	blockStart struct {
-		Type         string    `json:"type"` // content_block_start
-		Index        int       `json:"index"`
-		ContentBlock textBlock `json:"content_block"`
+		Type  string `json:"type"` // content_block_start
+		Index int    `json:"index"`
+		// ContentBlock is an empty textBlock, thinkingBlock or toolUseBlock (input {}).
+		ContentBlock any `json:"content_block"`
 	}
 	ping struct {
 		Type string `json:"type"` // ping
 	}
 	blockDelta struct {
-		Type  string    `json:"type"` // content_block_delta
-		Index int       `json:"index"`
-		Delta textDelta `json:"delta"`
+		Type  string `json:"type"` // content_block_delta
+		Index int    `json:"index"`
+		// Delta is a textDelta, thinkingDelta, signatureDelta or inputJSONDelta.
+		Delta any `json:"delta"`
 	}
 	textDelta struct {
 		Type string `json:"type"` // text_delta
 		Text string `json:"text"`
+	}
+	thinkingDelta struct {
+		Type     string `json:"type"` // thinking_delta
+		Thinking string `json:"thinking"`
+	}
+	signatureDelta struct {
+		Type      string `json:"type"` // signature_delta
+		Signature string `json:"signature"`
+	}
+	inputJSONDelta struct {
+		Type        string `json:"type"` // input_json_delta
+		PartialJSON string `json:"partial_json"`
 	}
 	blockStop struct {
 		Type  string `json:"type"` // content_block_stop
@@ -118,7 +193,8 @@ type (
 		Type  string    `json:"type"` // message_delta
 		Delta stopDelta `json:"delta"`
 		// Usage is cumulative for the whole message.
-		Usage usage `json:"usage"`
+		Usage      usage       `json:"usage"`
+		Superfluid *replyExtra `json:"superfluid,omitempty"`
 	}
 	stopDelta struct {
 		StopReason   *string `json:"stop_reason"`
