@@ -152,7 +152,8 @@ func (s *Service) CountChatTokens(ctx context.Context, req *ChatRequest) (int, e
 	if err := checkTools(req); err != nil {
 		return 0, err
 	}
-	prompt, err := s.render(m, req.Messages, req.TemplateKwargs, req.Tools)
+	msgs := withSystemPrompt(req.Messages, s.settingsOf(ctx, m).SystemPrompt) // as Chat renders it
+	prompt, err := s.render(m, msgs, req.TemplateKwargs, req.Tools)
 	if err != nil {
 		return 0, err
 	}
