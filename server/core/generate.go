@@ -8,6 +8,7 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/runtime/schema"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -172,6 +173,12 @@ type acquirer interface {
 func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n int, keepAlive *time.Duration, emit Emit) (*Result, error) {
 	if err := checkTextLength(m, len(gen.Prompt)); err != nil {
 		return nil, err // before the worker tokenizes it (see limits.go)
+	}
+	if gen.Format == llm.FormatSchema {
+		// Before the worker compiles it: llama.cpp's converter aborts or loops on hostile schemas.
+		if err := schema.Check(gen.Schema); err != nil {
+			return nil, err
+		}
 	}
 	applySettings(gen, s.settingsOf(ctx, m))
 	if gen.MaxTokens == 0 {

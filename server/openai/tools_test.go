@@ -366,6 +366,7 @@ func TestChatToolsBadInput(t *testing.T) {
 		{"10,000 levels", tool(nested(10000)), "", "depth"},
 		{"left-recursive ref", tool(`{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"anyOf":[{"$ref":"#/$defs/a"}]}},"$ref":"#/$defs/a"}`), "", "$ref"},
 		{"required without tools", `"tool_choice":"required"`, "", "no tools"},
+		{"left-recursive response_format", `"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}}}`, "", "$ref"},
 		{"top_logprobs 21", `"logprobs":true,"top_logprobs":21`, "top_logprobs", "between 0 and 20"},
 		{"huge logit_bias", `"logit_bias":{` + strings.Join(bigBias, ",") + `}`, "logit_bias", "at most"},
 		{"NaN logit_bias", `"logit_bias":{"1":NaN}`, "", ""},
