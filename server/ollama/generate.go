@@ -1,6 +1,7 @@
 package ollama
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,7 +14,6 @@ import (
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/server/core"
-	"github.com/superfluid/superfluid/server/sse"
 )
 
 // turn is what both generation routes share once the request is valid.
@@ -23,6 +23,7 @@ type turn struct {
 	stream bool
 	start  time.Time
 	load   time.Duration
+	think  think
 }
 
 func (h *handlers) generate(c *gin.Context) error {
@@ -46,15 +47,19 @@ func (h *handlers) generate(c *gin.Context) error {
 		return badRequest("system does not apply to insert (suffix); remove system")
 	case len(req.Images) > 0:
 		return unsupported(req.Model, "images", "remove images (vision is not available on this server yet)")
-	case req.Logprobs:
-		return badRequest("logprobs are not supported by this server yet; remove logprobs")
 	}
-	gen, ka, err := generation(req.Model, req.Format, req.Options, req.Think, req.KeepAlive)
+	if choice, err := toolChoice(req.Options["tool_choice"]); err != nil {
+		return err
+	} else if choice.Mode == core.ToolRequired || choice.Mode == core.ToolFunction {
+		return badRequest(`option "tool_choice" %q needs tools, which /api/generate does not take; send the tools to /api/chat`, cmp.Or(choice.Name, choice.Mode))
+	}
+	s, err := settle(req.Model, m, shared{format: req.Format, options: req.Options, think: req.Think, keepAlive: req.KeepAlive,
+		logprobs: req.Logprobs, topLogprobs: req.TopLogprobs})
 	if err != nil {
 		return err
 	}
 	if req.Prompt == "" {
-		reason, err := h.loadOnly(c.Request.Context(), m, ka)
+		reason, err := h.loadOnly(c.Request.Context(), m, s.keepAlive)
 		if err != nil {
 			return err
 		}
@@ -65,10 +70,12 @@ func (h *handlers) generate(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	frame := func(text string, done *llm.Done) any {
-		return generateResponse{Model: t.name, CreatedAt: now(), Response: text, Done: done != nil, DoneReason: reason(done), metrics: t.metrics(done)}
+	t.think = s.think
+	frame := func(p piece) any {
+		return generateResponse{Model: t.name, CreatedAt: now(), Response: p.text, Thinking: p.thinking, Done: p.done != nil,
+			DoneReason: reason(p.done), metrics: t.metrics(p.done), Logprobs: p.logprobs, Superfluid: p.extra()}
 	}
-	id := newID()
+	id, gen, ka := newID(), s.gen, s.keepAlive
 	if req.Suffix != "" {
 		ireq := &core.InfillRequest{ID: id, Endpoint: "/api/generate", Stream: t.stream, Model: m.ID,
 			Prefix: req.Prompt, Suffix: req.Suffix, Mode: core.FIMPrefixSuffixMiddle, Generation: *gen, KeepAlive: ka}
@@ -84,7 +91,8 @@ func (h *handlers) generate(c *gin.Context) error {
 		msgs = append(msgs, chat.Message{Role: "system", Content: req.System})
 	}
 	msgs = append(msgs, chat.Message{Role: "user", Content: req.Prompt})
-	creq := &core.ChatRequest{ID: id, Endpoint: "/api/generate", Stream: t.stream, Model: m.ID, Messages: msgs, Generation: *gen, KeepAlive: ka}
+	creq := &core.ChatRequest{ID: id, Endpoint: "/api/generate", Stream: t.stream, Model: m.ID, Messages: msgs,
+		TemplateKwargs: s.kwargs, Generation: *gen, KeepAlive: ka}
 	return h.respond(c, t, frame, func(emit core.Emit) (*core.Result, error) { return h.svc.Chat(c.Request.Context(), creq, emit) })
 }
 
@@ -98,22 +106,29 @@ func (h *handlers) chat(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if present(req.Tools) {
-		return unsupported(req.Model, "tools", "remove tools (tool calling is not available on this server yet)")
-	}
-	if req.Logprobs {
-		return badRequest("logprobs are not supported by this server yet; remove logprobs")
-	}
 	msgs, err := toMessages(req.Model, req.Messages)
 	if err != nil {
 		return err
 	}
-	gen, ka, err := generation(req.Model, req.Format, req.Options, req.Think, req.KeepAlive)
+	tools, err := toTools(req.Tools)
+	if err != nil {
+		return err
+	}
+	choice, err := toolChoice(req.Options["tool_choice"])
+	if err != nil {
+		return err
+	}
+	parallel, err := parallelCalls(req.Options["parallel_tool_calls"])
+	if err != nil {
+		return err
+	}
+	s, err := settle(req.Model, m, shared{format: req.Format, options: req.Options, think: req.Think, keepAlive: req.KeepAlive,
+		logprobs: req.Logprobs, topLogprobs: req.TopLogprobs})
 	if err != nil {
 		return err
 	}
 	if len(msgs) == 0 {
-		reason, err := h.loadOnly(c.Request.Context(), m, ka)
+		reason, err := h.loadOnly(c.Request.Context(), m, s.keepAlive)
 		if err != nil {
 			return err
 		}
@@ -124,11 +139,14 @@ func (h *handlers) chat(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	frame := func(text string, done *llm.Done) any {
-		return chatResponse{Model: t.name, CreatedAt: now(), Message: replyMessage{Role: "assistant", Content: text},
-			Done: done != nil, DoneReason: reason(done), metrics: t.metrics(done)}
+	t.think = s.think
+	frame := func(p piece) any {
+		return chatResponse{Model: t.name, CreatedAt: now(),
+			Message: replyMessage{Role: "assistant", Content: p.text, Thinking: p.thinking, ToolCalls: p.calls},
+			Done:    p.done != nil, DoneReason: reason(p.done), metrics: t.metrics(p.done), Logprobs: p.logprobs, Superfluid: p.extra()}
 	}
-	creq := &core.ChatRequest{ID: newID(), Endpoint: "/api/chat", Stream: t.stream, Model: m.ID, Messages: msgs, Generation: *gen, KeepAlive: ka}
+	creq := &core.ChatRequest{ID: newID(), Endpoint: "/api/chat", Stream: t.stream, Model: m.ID, Messages: msgs,
+		TemplateKwargs: s.kwargs, Generation: *s.gen, KeepAlive: s.keepAlive, Tools: tools, ToolChoice: choice, ParallelToolCalls: parallel}
 	return h.respond(c, t, frame, func(emit core.Emit) (*core.Result, error) { return h.svc.Chat(c.Request.Context(), creq, emit) })
 }
 
@@ -145,32 +163,56 @@ func toMessages(model string, in []message) ([]chat.Message, error) {
 		if len(m.Images) > 0 {
 			return nil, unsupported(model, "images", fmt.Sprintf("remove the images from messages[%d] (vision is not available on this server yet)", i))
 		}
-		if present(m.ToolCalls) {
-			return nil, unsupported(model, "tools", fmt.Sprintf("remove tool_calls from messages[%d] (tool calling is not available on this server yet)", i))
+		calls, err := toCalls(i, m.ToolCalls)
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, chat.Message{Role: role, Content: m.Content, Name: m.ToolName, ToolCallID: m.ToolCallID})
+		out = append(out, chat.Message{Role: role, Content: m.Content, Name: m.ToolName, ToolCallID: m.ToolCallID,
+			ToolCalls: calls, Reasoning: m.Thinking})
 	}
+	pairResults(out)
 	return out, nil
 }
 
-// generation validates the fields both routes share and builds the engine request and the
-// keep-alive (nil: the server's default).
-func generation(model string, format json.RawMessage, opts map[string]json.RawMessage, think, rawKeepAlive json.RawMessage) (*llm.Request, *time.Duration, error) {
-	gen := &llm.Request{}
-	if err := applyFormat(format, gen); err != nil {
-		return nil, nil, err
+// shared are the request fields both generation routes take.
+type shared struct {
+	format, think, keepAlive json.RawMessage
+	options                  map[string]json.RawMessage
+	logprobs                 bool
+	topLogprobs              int
+}
+
+// settings are what the shared fields ask for.
+type settings struct {
+	gen       *llm.Request
+	keepAlive *time.Duration // nil: the server's default
+	kwargs    map[string]any // chat template variables (think)
+	think     think
+}
+
+// settle validates the shared fields of a request for model m (named name by the client).
+func settle(name string, m *core.Model, in shared) (*settings, error) {
+	s := &settings{gen: &llm.Request{}}
+	if err := applyFormat(in.format, s.gen); err != nil {
+		return nil, err
 	}
-	if err := applyOptions(opts, gen); err != nil {
-		return nil, nil, err
+	if err := applyOptions(in.options, s.gen); err != nil {
+		return nil, err
 	}
-	if err := checkThink(think, model); err != nil {
-		return nil, nil, err
+	if err := setLogprobs(in.logprobs, in.topLogprobs, s.gen); err != nil {
+		return nil, err
 	}
-	ka, err := keepAlive(rawKeepAlive)
-	if err != nil {
-		return nil, nil, err
+	var err error
+	if s.think, err = parseThink(in.think); err != nil {
+		return nil, err
 	}
-	return gen, ka, nil
+	if s.kwargs, err = s.think.kwargs(m, name); err != nil {
+		return nil, err
+	}
+	if s.keepAlive, err = keepAlive(in.keepAlive); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // loadOnly answers a request with nothing to generate, as Ollama's clients use it: keep_alive 0
@@ -204,101 +246,3 @@ func (h *handlers) loadOnly(ctx context.Context, m *core.Model, ka *time.Duratio
 type acquirer interface {
 	Acquire(ctx context.Context) (llm.Engine, func(keepAlive *time.Duration), error)
 }
-
-// begin loads the model (timing it for load_duration) and settles streaming: on unless the
-// request says "stream": false.
-func (h *handlers) begin(c *gin.Context, name string, m *core.Model, stream *bool, start time.Time) (*turn, error) {
-	loadStart := time.Now()
-	if _, err := h.svc.LoadModel(c.Request.Context(), m.ID); err != nil {
-		return nil, err
-	}
-	return &turn{name: name, model: m, stream: stream == nil || *stream, start: start, load: time.Since(loadStart)}, nil
-}
-
-// metrics are the final line's counts and timings; nil done (a text line) has none.
-// prompt_eval_count is the prompt tokens actually evaluated: the prefix cache's part is left out.
-func (t *turn) metrics(done *llm.Done) metrics {
-	if done == nil {
-		return metrics{}
-	}
-	u, tm := done.Usage, done.Timings
-	return metrics{
-		TotalDuration: time.Since(t.start), LoadDuration: t.load,
-		PromptEvalCount: max(u.PromptTokens-u.CachedTokens, 0), PromptEvalDuration: tm.Prefill,
-		EvalCount: u.CompletionTokens, EvalDuration: tm.Decode,
-	}
-}
-
-func reason(done *llm.Done) string {
-	if done == nil {
-		return ""
-	}
-	return done.FinishReason // "stop" or "length", Ollama's words too
-}
-
-// respond runs call and writes its events: NDJSON lines as they come when streaming, else one
-// JSON object with the whole text. frame builds a line from a text piece or the final Done.
-func (h *handlers) respond(c *gin.Context, t *turn, frame func(string, *llm.Done) any, call func(core.Emit) (*core.Result, error)) error {
-	if !t.stream {
-		var text strings.Builder
-		res, err := call(func(_ int, ev llm.Event) error {
-			text.WriteString(ev.Text)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		c.JSON(http.StatusOK, frame(text.String(), &res.Choices[0]))
-		return nil
-	}
-	out := &ndjson{w: c.Writer, timeout: h.opts.WriteTimeout}
-	_, err := call(func(_ int, ev llm.Event) error {
-		switch {
-		case ev.Done != nil:
-			return out.line(frame("", ev.Done))
-		case ev.Text != "":
-			return out.line(frame(ev.Text, nil))
-		}
-		return nil
-	})
-	if err != nil {
-		if !out.committed {
-			return err // nothing sent yet: a proper status
-		}
-		_ = out.line(errorBody{Error: toError(err).Message}) // the stream has begun: a last error line
-	}
-	return nil
-}
-
-// ndjson writes one JSON object per line, committing the 200 and headers with the first line
-// so that errors found before it still get their status.
-// Each line must reach the connection within timeout (0: no bound), as SSE frames must.
-type ndjson struct {
-	w         gin.ResponseWriter
-	timeout   time.Duration
-	committed bool
-	err       error
-}
-
-func (s *ndjson) line(v any) error {
-	if s.err != nil {
-		return s.err
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if !s.committed {
-		s.committed = true
-		s.w.Header().Set("Content-Type", "application/x-ndjson")
-		s.w.WriteHeader(http.StatusOK)
-	}
-	if err := sse.WriteFrame(s.w, s.timeout, append(b, '\n')); err != nil {
-		s.err = err
-		return err
-	}
-	return nil
-}
-
-// now is a reply's created_at: UTC, written as RFC 3339 with nanoseconds.
-func now() time.Time { return time.Now().UTC() }

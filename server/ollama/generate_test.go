@@ -141,7 +141,7 @@ func TestGenerateInsert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(show.Capabilities, []model.Capability{"completion", "insert"}) {
+	if !slices.Equal(show.Capabilities, []model.Capability{"completion", "tools", "insert"}) {
 		t.Errorf("capabilities %v", show.Capabilities)
 	}
 	resp, b := f.do(t, http.MethodPost, "/api/generate", `{"model":"fake","prompt":"ab","suffix":"c","system":"x"}`)

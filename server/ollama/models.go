@@ -171,12 +171,22 @@ func (h *handlers) show(c *gin.Context) error {
 	return nil
 }
 
-// capabilities are Ollama's capability names for m: completion, and insert with FIM markers.
+// capabilities are Ollama's capability names for m, in Ollama's order: completion; tools when
+// the template renders them (or gets them through the prompt, having no tool syntax of its own);
+// insert with FIM markers; thinking when the template knows reasoning.
 func capabilities(m *core.Model) []string {
-	if m.FIM != nil {
-		return []string{"completion", "insert"}
+	caps := []string{"completion"}
+	c := m.Capabilities()
+	if c.Tools {
+		caps = append(caps, "tools")
 	}
-	return []string{"completion"}
+	if m.FIM != nil {
+		caps = append(caps, "insert")
+	}
+	if c.Thinking {
+		caps = append(caps, "thinking")
+	}
+	return caps
 }
 
 // modelfile describes the served model as a Modelfile would build it.

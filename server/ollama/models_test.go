@@ -71,7 +71,7 @@ func TestShow(t *testing.T) {
 		if show.Template != chatML || show.Details.Family != "llama" || show.Details.QuantizationLevel != "Q8_0" || show.Modelfile == "" {
 			t.Errorf("show %q: template %q details %+v modelfile %q", name, show.Template, show.Details, show.Modelfile)
 		}
-		if !slices.Equal(show.Capabilities, []model.Capability{"completion"}) {
+		if !slices.Equal(show.Capabilities, []model.Capability{"completion", "tools"}) {
 			t.Errorf("capabilities %v", show.Capabilities)
 		}
 		info := show.ModelInfo

@@ -51,16 +51,53 @@
 //     generate up to num_predict past the end-of-generation token); every option Ollama knows is
 //     type-checked (a wrong type is a 400); num_ctx, num_gpu, num_thread, num_batch, main_gpu,
 //     use_mmap, num_keep, typical_p and repeat_last_n are accepted and ignored (the window and
-//     runtime are fixed when the server loads the model); unknown options are ignored, as
-//     Ollama ignores them. Unset options take the server's defaults, not Ollama's. num_predict
-//     <= 0 and seed <= 0 mean "no cap" and "a fresh seed".
+//     runtime are fixed when the server loads the model); tool_choice and parallel_tool_calls
+//     are extensions (below); other unknown options are ignored, as Ollama ignores them. Unset
+//     options take the server's defaults, not Ollama's. num_predict <= 0 and seed <= 0 mean
+//     "no cap" and "a fresh seed".
 //   - format "json" or a JSON schema object sets the request's structured-output constraint.
 //   - suffix is fill-in-the-middle (core.Infill, prefix-suffix-middle order) on a model with
 //     FIM markers, which /api/show lists with the "insert" capability; on any other model it is
 //     Ollama's 400 "does not support insert". system does not apply to it (400).
-//   - Not served yet, each a clean 400: images, tools and tool_calls, think true or a level,
-//     logprobs, /api/embed and /api/embeddings. /api/detokenize, /api/push, /api/create and
-//     /api/blobs answer 501.
+//   - tools go to the model's chat template (through a prompt polyfill when it has no tool
+//     syntax; /api/show lists "tools" either way). Calls come back in message.tool_calls with
+//     id, function.index, name and arguments as a JSON object; streamed, each call arrives in a
+//     line of its own once complete, as Ollama sends them. done_reason stays "stop" when the
+//     reply made calls (Ollama's word; OpenAI's tool_calls is not used), and "length" for a
+//     reply cut by num_predict. History tool_calls take arguments as a JSON object (anything
+//     else is a 400); a role "tool" message names its call with tool_name and may carry
+//     tool_call_id, which is otherwise filled in from the call of the same name in the latest
+//     assistant turn (for templates that print it; see pairResults).
+//   - options.tool_choice is an extension (Ollama has no tool_choice): "auto" (the default),
+//     "none" (the tools are shown but the reply is served as text), "required" (the reply is
+//     one or more calls, forced by a grammar so even a tiny model makes a parsable call) or
+//     the name of a tool to call. A name that is not in tools is a 400; so is "required" or a
+//     name on /api/generate, which takes no tools. Because the words are modes, a tool named
+//     auto, none or required cannot be forced by name. options.parallel_tool_calls (a
+//     boolean, OpenAI's field; also an extension) false allows at most one call per reply;
+//     with a forced call it makes the grammar ask for one call rather than a list, which a
+//     small model may keep adding to until num_predict cuts it.
+//   - Text that looks like a tool call but does not parse is served as content, and the last
+//     line carries {"superfluid": {"warnings": ["..."]}}, an extension object Ollama's
+//     clients ignore; the request record keeps the warning.
+//   - think: true sets the template's enable_thinking, false clears it; "high", "medium" and
+//     "low" also set reasoning_effort ("max" is sent as "high", as Ollama does). true or a
+//     level on a model whose template knows no reasoning is Ollama's 400 "does not support
+//     thinking". Reasoning comes back in message.thinking (chat) and thinking (generate),
+//     streamed at token cadence; absent think serves it when the model reasons (Ollama
+//     defaults think to true on thinking models). With think false none is returned: reasoning
+//     the model produces anyway is dropped, where Ollama, whose thinking parser is then off,
+//     would leave it in the content with its tags. Earlier message.thinking reaches the
+//     template as reasoning_content. With raw or suffix no template is applied: think only
+//     gets its capability check.
+//   - logprobs and top_logprobs (0-20; anything else is Ollama's 400) on /api/chat and
+//     /api/generate: a top-level logprobs list of {token, logprob, bytes, top_logprobs} per
+//     completion token, on each streamed line for the tokens it covers (a line of logprobs
+//     alone while text is held back, e.g. a possible tool call), all of them without
+//     streaming. top_logprobs applies only with logprobs true, as in Ollama. bytes are the
+//     token's own bytes, which for a token that splits a UTF-8 character differ from its text.
+//   - Not served yet, each a clean 400: images, /api/embed and /api/embeddings.
+//     /api/detokenize, /api/push, /api/create and /api/blobs answer 501.
 //   - /api/tags digests are the verified SHA-256 of a pulled file. A local file's content is
 //     not hashed (gigabytes per listing is too slow): its digest is the SHA-256 of its path,
 //     size and modification time, which changes when the file does. A model whose file is

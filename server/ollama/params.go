@@ -9,6 +9,7 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models"
+	"github.com/superfluid/superfluid/server/core"
 )
 
 // optionKind is the JSON type an Ollama option takes.
@@ -136,18 +137,53 @@ func applyFormat(raw json.RawMessage, gen *llm.Request) error {
 	}
 }
 
-// checkThink accepts think: false (or absent); true or a level asks for reasoning, which no
-// served model does yet.
-func checkThink(raw json.RawMessage, model string) error {
-	if len(raw) == 0 || isNull(raw) || string(raw) == "false" {
-		return nil
+// think is what Ollama's think asks for: absent (the model's default), false, true, or a
+// level ("high", "medium", "low", "max").
+type think struct {
+	set, on bool
+	level   string
+}
+
+// parseThink reads think: a boolean or a level.
+func parseThink(raw json.RawMessage) (think, error) {
+	if len(raw) == 0 || isNull(raw) {
+		return think{}, nil
+	}
+	var on bool
+	if json.Unmarshal(raw, &on) == nil {
+		return think{set: true, on: on}, nil
 	}
 	var level string
-	if string(raw) == "true" || json.Unmarshal(raw, &level) == nil && (level == "high" || level == "medium" || level == "low" || level == "max") {
-		return unsupported(model, "thinking", "send think: false or leave it out")
+	if json.Unmarshal(raw, &level) == nil && (level == "high" || level == "medium" || level == "low" || level == "max") {
+		return think{set: true, on: true, level: level}, nil
 	}
-	return badRequest(`invalid think value %s; use true, false, "high", "medium", "low" or "max"`, describe(raw))
+	return think{}, badRequest(`invalid think value %s; use true, false, "high", "medium", "low" or "max"`, describe(raw))
 }
+
+// kwargs are the chat template variables think sets: enable_thinking, and reasoning_effort
+// for a level ("max" is sent as "high", as Ollama does for the templates that read a level,
+// which know low, medium and high). Thinking asked of a model whose template cannot think is
+// Ollama's 400 "does not support thinking".
+func (t think) kwargs(m *core.Model, model string) (map[string]any, error) {
+	switch {
+	case !t.set:
+		return nil, nil
+	case !t.on:
+		return map[string]any{"enable_thinking": false}, nil
+	case !m.Template.Thinking(): // what (*core.Model).Capabilities reports as Thinking
+		return nil, unsupported(model, "thinking", "send think: false or leave it out")
+	case t.level == "":
+		return map[string]any{"enable_thinking": true}, nil
+	case t.level == "max":
+		return map[string]any{"enable_thinking": true, "reasoning_effort": "high"}, nil
+	default:
+		return map[string]any{"enable_thinking": true, "reasoning_effort": t.level}, nil
+	}
+}
+
+// dropsThinking reports whether the reply's reasoning is left out: think false asked for none,
+// and Ollama then returns no thinking.
+func (t think) dropsThinking() bool { return t.set && !t.on }
 
 // keepAlive reads keep_alive with the syntax every dialect shares (models.ParseKeepAlive:
 // Ollama's duration strings and numbers of seconds; nil is the server's default, negative keeps
@@ -162,12 +198,6 @@ func keepAlive(raw json.RawMessage) (*time.Duration, error) {
 
 // isNull reports whether raw is the JSON null.
 func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
-
-// present reports whether a raw JSON value holds something: not absent, null, [] or {}.
-func present(raw json.RawMessage) bool {
-	s := string(bytes.TrimSpace(raw))
-	return s != "" && s != "null" && s != "[]" && s != "{}"
-}
 
 // describe quotes a raw value in a message, shortened.
 func describe(raw json.RawMessage) string {

@@ -1,6 +1,7 @@
 package ollama_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -55,7 +56,12 @@ func (e *engine) Start(context.Context) error {
 }
 
 func (e *engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.Event) error) error {
+	next := 0 // the reply's bytes (tokens) covered by logprobs so far
 	return e.Engine.Generate(ctx, req, func(ev llm.Event) error {
+		if req.Logprobs && ev.Tokens > 0 && len(ev.Logprobs) == 0 {
+			ev.Logprobs = fakeLogprobs(e.Reply[next:next+ev.Tokens], req.TopLogprobs)
+		}
+		next += ev.Tokens
 		if ev.Done != nil {
 			d := *ev.Done
 			d.Usage.CachedTokens = min(e.cached, d.Usage.PromptTokens)
@@ -66,14 +72,33 @@ func (e *engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 	})
 }
 
+// fakeLogprobs are logprobs for tokens (one per byte) where the fake's engine has none: the
+// chosen token is the most likely (-0.25), its top alternatives follow it, each less likely.
+func fakeLogprobs(tokens string, top int) []llm.TokenLogprob {
+	out := make([]llm.TokenLogprob, len(tokens))
+	for i := range len(tokens) {
+		tok := tokens[i : i+1]
+		out[i] = llm.TokenLogprob{Token: tok, Bytes: []byte(tok), Logprob: -0.25}
+		for k := range top {
+			alt := string(rune('a' + k))
+			if k == 0 {
+				alt = tok
+			}
+			out[i].Top = append(out[i].Top, llm.TopLogprob{Token: alt, Bytes: []byte(alt), Logprob: -0.25 - float64(k)})
+		}
+	}
+	return out
+}
+
 // config describes one test server; the zero value is a 4096-token fake replying "Hello world!"
 // with a ChatML template, backed by a tiny Q8_0 llama GGUF file for the metadata routes.
 type config struct {
-	reply  string
-	cached int
-	fim    bool                     // the model has fill-in-the-middle markers
-	queue  int                      // the core\'s --queue
-	fake   func(*enginetest.Engine) // adjusts the fake (delays, failures) before serving
+	reply    string
+	template string // the chat template; "" is chatML
+	cached   int
+	fim      bool                     // the model has fill-in-the-middle markers
+	queue    int                      // the core\'s --queue
+	fake     func(*enginetest.Engine) // adjusts the fake (delays, failures) before serving
 }
 
 type fixture struct {
@@ -89,7 +114,7 @@ func setup(t *testing.T, cfg config) *fixture {
 	if cfg.reply == "" {
 		cfg.reply = defaultReply
 	}
-	src := chatML
+	src := cmp.Or(cfg.template, chatML)
 	dir := t.TempDir()
 	st := servertest.Store(t)
 	path := filepath.Join(dir, "fake.gguf")

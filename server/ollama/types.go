@@ -22,37 +22,53 @@ type generateRequest struct {
 	Options   map[string]json.RawMessage `json:"options"`
 	Think     json.RawMessage            `json:"think"`
 	Logprobs  bool                       `json:"logprobs"`
+	// TopLogprobs (0-20) applies only with Logprobs, as in Ollama.
+	TopLogprobs int `json:"top_logprobs"`
 }
 
 // chatRequest is POST /api/chat (Ollama's api.ChatRequest).
 type chatRequest struct {
-	Model     string                     `json:"model"`
-	Messages  []message                  `json:"messages"`
-	Stream    *bool                      `json:"stream"`
-	Format    json.RawMessage            `json:"format"`
-	KeepAlive json.RawMessage            `json:"keep_alive"`
-	Tools     json.RawMessage            `json:"tools"`
-	Options   map[string]json.RawMessage `json:"options"`
-	Think     json.RawMessage            `json:"think"`
-	Logprobs  bool                       `json:"logprobs"`
+	Model     string          `json:"model"`
+	Messages  []message       `json:"messages"`
+	Stream    *bool           `json:"stream"`
+	Format    json.RawMessage `json:"format"`
+	KeepAlive json.RawMessage `json:"keep_alive"`
+	Tools     []tool          `json:"tools"`
+	// Options may hold the extension tool_choice (see the package doc).
+	Options     map[string]json.RawMessage `json:"options"`
+	Think       json.RawMessage            `json:"think"`
+	Logprobs    bool                       `json:"logprobs"`
+	TopLogprobs int                        `json:"top_logprobs"`
 }
 
 // message is one chat turn (Ollama's api.Message).
 type message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
-	// Thinking is earlier reasoning of the model; dropped, as templates without reasoning do.
-	Thinking   string            `json:"thinking,omitempty"`
-	Images     []json.RawMessage `json:"images,omitempty"`
-	ToolCalls  json.RawMessage   `json:"tool_calls,omitempty"`
-	ToolName   string            `json:"tool_name,omitempty"`
-	ToolCallID string            `json:"tool_call_id,omitempty"`
+	// Thinking is earlier reasoning of the model, given to the template as reasoning_content
+	// (templates that do not read it leave it out).
+	Thinking  string            `json:"thinking,omitempty"`
+	Images    []json.RawMessage `json:"images,omitempty"`
+	ToolCalls []toolCall        `json:"tool_calls,omitempty"`
+	// ToolName and ToolCallID say which call a role "tool" message answers.
+	ToolName   string `json:"tool_name,omitempty"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
 }
 
 // replyMessage is the assistant message of a chat reply.
 type replyMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role      string     `json:"role"`
+	Content   string     `json:"content"`
+	Thinking  string     `json:"thinking,omitempty"`
+	ToolCalls []toolCall `json:"tool_calls,omitempty"`
+}
+
+// extra is the superfluid extension object of a reply's last line: what Ollama's shape has no
+// field for.
+type extra struct {
+	// Warnings say what went wrong but was served anyway, e.g. text that looked like a tool
+	// call but did not parse (served as content). The request record keeps them too.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // metrics are Ollama's timing and count fields, durations in nanoseconds.
@@ -70,9 +86,12 @@ type generateResponse struct {
 	Model      string    `json:"model"`
 	CreatedAt  time.Time `json:"created_at"`
 	Response   string    `json:"response"`
+	Thinking   string    `json:"thinking,omitempty"`
 	Done       bool      `json:"done"`
 	DoneReason string    `json:"done_reason,omitempty"`
 	metrics
+	Logprobs   []logprob `json:"logprobs,omitempty"`
+	Superfluid *extra    `json:"superfluid,omitempty"`
 }
 
 // chatResponse is one /api/chat reply or stream line (Ollama's api.ChatResponse).
@@ -83,6 +102,8 @@ type chatResponse struct {
 	Done       bool         `json:"done"`
 	DoneReason string       `json:"done_reason,omitempty"`
 	metrics
+	Logprobs   []logprob `json:"logprobs,omitempty"`
+	Superfluid *extra    `json:"superfluid,omitempty"`
 }
 
 // details is Ollama's api.ModelDetails.
