@@ -73,6 +73,9 @@ type Config struct {
 	// CheckRuntime says why a runtime cannot serve models here (missing, no device); nil
 	// accepts every name. Errors are reported as ErrUnsupportedRuntime.
 	CheckRuntime func(name string) error
+	// Observer receives the core's metrics (tokens, latencies, batch lines); nil observes
+	// nothing.
+	Observer Observer
 }
 
 // Service is the core.

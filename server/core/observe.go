@@ -1,0 +1,62 @@
+package core
+
+import (
+	"time"
+
+	"github.com/superfluid/superfluid/runtime/llm"
+)
+
+// Observer is what the core tells a metrics collector (server/metrics implements it). The core
+// calls it from every request and from every piece of generated text, so an implementation
+// must be safe for concurrent use, cheap, and never block. Config.Observer nil observes
+// nothing (NopObserver).
+type Observer interface {
+	// Generation starts observing one generation request on model (the model's id), before
+	// its first token. Called once per request that reaches a model.
+	Generation(model string) GenerationObserver
+	// Tokens is called once per generation request when it is recorded, failed or not, with
+	// the tokens it used: the prompt counted once, completion tokens of every choice.
+	Tokens(model string, u llm.Usage)
+	// BatchLine is called once for every batch line that finished: ok reports whether the
+	// line succeeded (its output went to the output file) rather than failed (error file).
+	BatchLine(ok bool)
+}
+
+// GenerationObserver receives one generation request's token latencies. Its methods are
+// called concurrently when the request runs several choices.
+type GenerationObserver interface {
+	// FirstToken is the time from the request's start to its first generated token (any
+	// choice). Called at most once.
+	FirstToken(d time.Duration)
+	// InterToken is called for each piece of text after a choice's first: gap is the time
+	// since that choice's previous piece and tokens how many tokens the piece covers (≥ 1),
+	// so the latency per token is gap/tokens.
+	InterToken(gap time.Duration, tokens int)
+}
+
+// NopObserver observes nothing.
+type NopObserver struct{}
+
+// Generation returns NopObserver.
+func (NopObserver) Generation(string) GenerationObserver { return NopObserver{} }
+
+// Tokens does nothing.
+func (NopObserver) Tokens(string, llm.Usage) {}
+
+// BatchLine does nothing.
+func (NopObserver) BatchLine(bool) {}
+
+// FirstToken does nothing.
+func (NopObserver) FirstToken(time.Duration) {}
+
+// InterToken does nothing.
+func (NopObserver) InterToken(time.Duration, int) {}
+
+// Observer returns the service's observer; never nil (NopObserver when none was configured).
+// The batch runner reports finished lines through it: s.Observer().BatchLine(ok).
+func (s *Service) Observer() Observer {
+	if s.cfg.Observer == nil {
+		return NopObserver{}
+	}
+	return s.cfg.Observer
+}
