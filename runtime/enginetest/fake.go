@@ -1,14 +1,17 @@
 // Package enginetest is a deterministic fake llm.Engine for fast server tests: one token per
 // byte, a scripted reply, no model file. It exercises the same stop handling as the real
-// engine (llm.TextStream) so dialect tests see realistic event streams.
+// engine (llm.TextStream), the same request checks (sampling.Check) and the same logprobs
+// bookkeeping, so dialect tests see realistic event streams.
 package enginetest
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/runtime/sampling"
 )
 
 // Engine is the fake. The zero value is not usable; call New.
@@ -63,11 +66,25 @@ func (e *Engine) Requests() []llm.Request {
 	return append([]llm.Request(nil), e.requests...)
 }
 
-// Generate streams Reply byte by byte, honouring MaxTokens, Stop and the context window.
+// Generate streams Reply byte by byte, honouring MaxTokens, Stop and the context window. It
+// refuses what the real engine refuses (sampling.Check: top_logprobs outside 0-20, logit_bias
+// outside the 258-token vocabulary or not finite) with llm.ErrInvalidInput; the request still
+// counts as seen (Requests). With logprobs asked for (sampling.WantsLogprobs), every event
+// carries the logprobs of the tokens it counts, as Logprob describes them.
 func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.Event) error) error {
 	e.mu.Lock()
 	e.requests = append(e.requests, *req)
 	e.mu.Unlock()
+	if err := sampling.Check(req, e.info.VocabSize); err != nil {
+		return err
+	}
+	wantLogprobs := sampling.WantsLogprobs(req)
+	var lps []llm.TokenLogprob // those of the pending tokens
+	take := func() []llm.TokenLogprob {
+		out := lps
+		lps = nil
+		return out
+	}
 	prompt := req.Tokens
 	if len(prompt) == 0 {
 		prompt, _ = e.Tokenize(ctx, req.Prompt, req.AddSpecial, true)
@@ -106,9 +123,12 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 		}
 		generated++
 		pending++
+		if wantLogprobs {
+			lps = append(lps, Logprob(e.Reply[i], req.TopLogprobs))
+		}
 		out, stopped := text.Push([]byte{e.Reply[i]})
 		if out != "" {
-			if err := emit(llm.Event{Text: out, Tokens: pending}); err != nil {
+			if err := emit(llm.Event{Text: out, Tokens: pending, Logprobs: take()}); err != nil {
 				return err
 			}
 			pending = 0
@@ -118,7 +138,7 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 		}
 	}
 	if rest := text.Flush(); rest != "" || pending > 0 {
-		if err := emit(llm.Event{Text: rest, Tokens: pending}); err != nil {
+		if err := emit(llm.Event{Text: rest, Tokens: pending, Logprobs: take()}); err != nil {
 			return err
 		}
 	}
@@ -128,6 +148,29 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 		Usage:        llm.Usage{PromptTokens: len(prompt), CompletionTokens: generated},
 		Expired:      expired,
 	}})
+}
+
+// Logprob is the fake's logprob for the reply byte b with top alternatives. The fake is a model
+// sure of its reply, whatever the sampler settings: b is the most likely token, with
+// probability 1/2 (logprob -ln 2), and comes first in Top; the k-th alternative after it (k =
+// 1, 2, ...) has probability 2^-(k+1) and is the k-th of the bytes 'a', 'b', 'c', ... other than
+// b. Token is string(b) (not valid UTF-8 for b >= 0x80, like a real byte-fallback token).
+func Logprob(b byte, top int) llm.TokenLogprob {
+	tok := string([]byte{b})
+	lp := llm.TokenLogprob{Token: tok, Bytes: []byte{b}, Logprob: -math.Ln2}
+	if top <= 0 {
+		return lp
+	}
+	lp.Top = make([]llm.TopLogprob, 0, top)
+	lp.Top = append(lp.Top, llm.TopLogprob{Token: tok, Bytes: []byte{b}, Logprob: lp.Logprob})
+	for alt := byte('a'); len(lp.Top) < top; alt++ {
+		if alt == b {
+			continue
+		}
+		k := len(lp.Top)
+		lp.Top = append(lp.Top, llm.TopLogprob{Token: string([]byte{alt}), Bytes: []byte{alt}, Logprob: -float64(k+1) * math.Ln2})
+	}
+	return lp
 }
 
 // Close does nothing.

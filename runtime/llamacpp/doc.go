@@ -11,4 +11,8 @@
 // A fatal llama_decode (a negative code: the KV cache may hold part of the batch, out of step
 // with the lanes) fails every job and closes Failed; the worker then exits and its client
 // starts a fresh process. Options.VocabOnly loads just the tokenizer, for a tokenizing worker.
+//
+// Logprobs (Request.Logprobs, TopLogprobs) are the model's own distribution, the log-softmax
+// of the raw logits before any sampler setting or grammar (see tokenLogprob), computed only for
+// requests that ask, in one pass over the vocabulary per token.
 package llamacpp

@@ -13,6 +13,7 @@ import (
 	"github.com/ollama/ollama/ml"
 
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/runtime/sampling"
 )
 
 // Options configure one loaded model.
@@ -263,10 +264,13 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 	if len(prompt) > e.info.ContextLength {
 		return &llm.ContextLengthError{PromptTokens: len(prompt), ContextLength: e.info.ContextLength}
 	}
-	for token := range req.Sampling.LogitBias {
-		if token < 0 || token >= e.info.VocabSize {
-			return fmt.Errorf("%w: logit_bias names token %d, outside the vocabulary (0-%d)", llm.ErrInvalidInput, token, e.info.VocabSize-1)
-		}
+	// top_logprobs outside 0-20 and logit_bias ids outside the vocabulary (or NaN/Inf
+	// values) are refused; top_logprobs > 0 alone turns logprobs on (sampling.WantsLogprobs).
+	if err := sampling.Check(req, e.info.VocabSize); err != nil {
+		return err
+	}
+	if req.TopLogprobs > 0 {
+		e.vocab() // the alternatives' texts; built here, once, rather than on the loop
 	}
 	grammar, err := e.newGrammar(req)
 	if err != nil {

@@ -61,8 +61,9 @@ func (e *Engine) newGrammar(req *llm.Request) (*llama.Grammar, error) {
 	return g, nil
 }
 
-// constrain returns token if the grammar allows it; otherwise it masks logits to what the
-// grammar allows and samples again. ok is false when the grammar allows no token at all.
+// constrain returns token if the grammar allows it; otherwise it masks a copy of logits to
+// what the grammar allows and samples again. ok is false when the grammar allows no token at
+// all. logits itself stays as the model wrote it: logprobs are computed from it afterwards.
 func (e *Engine) constrain(j *job, logits []float32, token int) (int, bool) {
 	one := []llama.TokenData{{ID: int32(token), Logit: 1}}
 	j.grammar.Apply(one)
@@ -75,13 +76,24 @@ func (e *Engine) constrain(j *job, logits []float32, token int) (int, bool) {
 	}
 	j.scratch = all
 	j.grammar.Apply(all)
+	if cap(j.masked) < len(all) {
+		j.masked = make([]float32, len(all))
+	}
+	masked := j.masked[:len(all)]
 	allowed := false
 	for i := range all {
-		logits[i] = all[i].Logit
+		masked[i] = all[i].Logit
 		allowed = allowed || !math.IsInf(float64(all[i].Logit), -1)
 	}
 	if !allowed {
 		return 0, false
 	}
-	return j.sampler.Sample(logits), true
+	// The sampler has bans of its own (ignore-EOS, logit_bias -100). When they leave none of
+	// the allowed tokens it returns a token the grammar refuses, and accepting that aborts
+	// llama.cpp ("Unexpected empty grammar stack"): e.g. ignore_eos once the JSON is complete
+	// and only EOS may follow. The format is then as complete as the request lets it be.
+	if token = j.sampler.Sample(masked); math.IsInf(float64(masked[token]), -1) {
+		return 0, false
+	}
+	return token, true
 }

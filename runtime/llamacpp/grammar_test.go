@@ -42,6 +42,17 @@ func TestJSONFormat(t *testing.T) {
 	}
 }
 
+// TestFormatWithIgnoreEOS: once the JSON is complete only EOS may follow, which ignore_eos
+// bans; the reply then ends there ("stop") rather than aborting llama.cpp's grammar.
+func TestFormatWithIgnoreEOS(t *testing.T) {
+	req := greedy("Once upon a time", 300)
+	req.Format, req.Schema, req.IgnoreEOS = llm.FormatSchema, json.RawMessage(`{"type":"string","enum":["red","green"]}`), true
+	r := mustGenerate(t, testEngine, req)
+	if v := strings.TrimSpace(r.text); r.done.FinishReason != llm.FinishStop || (v != `"red"` && v != `"green"`) {
+		t.Fatalf("finish %q with %q", r.done.FinishReason, r.text)
+	}
+}
+
 func TestBadSchema(t *testing.T) {
 	req := greedy("Once", 10)
 	req.Format, req.Schema = llm.FormatSchema, json.RawMessage(`{"type":`)

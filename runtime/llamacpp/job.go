@@ -24,6 +24,16 @@ type job struct {
 	// reusable candidate buffer.
 	grammar *llama.Grammar
 	scratch []llama.TokenData
+	masked  []float32 // the logits the grammar allows, for a second draw
+
+	// logprobs says the request wants log probabilities (sampling.WantsLogprobs), top how
+	// many alternatives; lps holds those of the tokens counted in pending, to go out with
+	// them. dist and ranked are reused from token to token.
+	logprobs bool
+	top      int
+	lps      []llm.TokenLogprob
+	dist     sampling.LogSoftmax
+	ranked   []sampling.Ranked
 
 	maxTokens int
 	generated int
@@ -49,7 +59,16 @@ func newJob(ctx context.Context, req *llm.Request, prompt []int, e *Engine) *job
 		out:       newMailbox(),
 		maxTokens: maxTokens,
 		submitted: time.Now(),
+		logprobs:  sampling.WantsLogprobs(req),
+		top:       req.TopLogprobs,
 	}
+}
+
+// takeLogprobs hands the logprobs of the pending tokens to the event that counts them.
+func (j *job) takeLogprobs() []llm.TokenLogprob {
+	lps := j.lps
+	j.lps = nil // the event owns the slice now
+	return lps
 }
 
 // mailbox hands events from the loop to the request goroutine without ever blocking the loop
@@ -139,6 +158,8 @@ func mergeText(events []llm.Event) []llm.Event {
 		if n := len(out); n > 0 && isText(out[n-1]) && isText(ev) {
 			out[n-1].Text += ev.Text
 			out[n-1].Tokens += ev.Tokens
+			// Each event's slice is its own (takeLogprobs), so appending to it is safe.
+			out[n-1].Logprobs = append(out[n-1].Logprobs, ev.Logprobs...)
 			continue
 		}
 		out = append(out, ev)

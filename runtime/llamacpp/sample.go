@@ -31,9 +31,14 @@ func (e *Engine) sample(l *lane, idx int) {
 	}
 	j.generated++
 	j.pending++
-	out, stopped := j.text.Push([]byte(e.model.TokenToPiece(token)))
+	piece := e.model.TokenToPiece(token)
+	if j.logprobs {
+		// After the end-of-generation check: a token that ends the reply unseen gets none.
+		j.lps = append(j.lps, e.tokenLogprob(j, logits, token, piece))
+	}
+	out, stopped := j.text.Push([]byte(piece))
 	if out != "" {
-		j.out.put(llm.Event{Text: out, Tokens: j.pending})
+		j.out.put(llm.Event{Text: out, Tokens: j.pending, Logprobs: j.takeLogprobs()})
 		j.pending = 0
 	}
 	switch {
@@ -52,7 +57,7 @@ func (e *Engine) finish(l *lane, reason string) {
 	l.job = nil
 	now := time.Now()
 	if rest := j.text.Flush(); rest != "" || j.pending > 0 {
-		j.out.put(llm.Event{Text: rest, Tokens: j.pending})
+		j.out.put(llm.Event{Text: rest, Tokens: j.pending, Logprobs: j.takeLogprobs()})
 	}
 	first := j.firstToken
 	if first.IsZero() {

@@ -54,20 +54,25 @@ func (s *Sampler) candidates(buf []float32) []cand {
 		}
 		if len(h) < k {
 			h = append(h, cand{int32(i), v})
-			for j := len(h) - 1; j > 0; {
-				p := (j - 1) / 2
-				if !better(h[p], h[j]) {
-					break
-				}
-				h[p], h[j] = h[j], h[p]
-				j = p
-			}
+			siftUp(h)
 		} else if v > h[0].v {
 			h[0] = cand{int32(i), v}
 			siftDown(h)
 		}
 	}
 	return h
+}
+
+// siftUp restores the min-heap (worst at the root) after a candidate was appended to h.
+func siftUp(h []cand) {
+	for j := len(h) - 1; j > 0; {
+		p := (j - 1) / 2
+		if !better(h[p], h[j]) {
+			return
+		}
+		h[p], h[j] = h[j], h[p]
+		j = p
+	}
 }
 
 // siftDown restores the min-heap (worst at the root) after h[0] changed.

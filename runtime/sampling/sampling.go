@@ -1,7 +1,8 @@
 // Package sampling picks the next token from a model's logits: logit bias, ignore-EOS,
 // repetition penalties, then greedy argmax or top-k → temperature softmax → top-p → min-p and a
 // draw from a seeded PRNG. It is done in Go because llama.cpp's common sampler, as ollama wraps
-// it, has no logit bias and no ignore-EOS.
+// it, has no logit bias and no ignore-EOS. It also computes log probabilities (LogSoftmax) and
+// checks the settings a request may not carry (Check).
 package sampling
 
 import (

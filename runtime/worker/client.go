@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/superfluid/superfluid/runtime/llm"
 )
@@ -147,10 +148,29 @@ func (c *Client) Slots(ctx context.Context) (llm.Slots, error) {
 func (c *Client) Generate(ctx context.Context, req *llm.Request, emit func(llm.Event) error) error {
 	return c.do(ctx, call{Op: opGenerate, Generate: req}, func(r reply) error {
 		if r.Event != nil {
+			restoreTokens(r.Event.Logprobs)
 			return emit(*r.Event)
 		}
 		return nil
 	})
+}
+
+// restoreTokens undoes what JSON does to a token that is part of a UTF-8 character (a
+// byte-fallback token): encoding/json writes its invalid bytes as U+FFFD, so Token arrives
+// changed while Bytes (base64) arrives exact. An engine's Token is its Bytes as text, so the
+// text is put back from the bytes, and a logprob reads the same in the app as in the worker.
+func restoreTokens(lps []llm.TokenLogprob) {
+	for i := range lps {
+		lp := &lps[i]
+		if !utf8.Valid(lp.Bytes) {
+			lp.Token = string(lp.Bytes)
+		}
+		for k := range lp.Top {
+			if alt := &lp.Top[k]; !utf8.Valid(alt.Bytes) {
+				alt.Token = string(alt.Bytes)
+			}
+		}
+	}
 }
 
 // Unload stops the worker and frees its memory, but the client stays usable: the next call
@@ -289,6 +309,12 @@ func (c *Client) exchange(ctx context.Context, p *process, cl call, onReply func
 
 	line, err := json.Marshal(cl)
 	if err != nil {
+		var uv *json.UnsupportedValueError
+		if errors.As(err, &uv) {
+			// A NaN or infinite number (a logit_bias value, a temperature): the engine would
+			// refuse it too, had JSON a way to carry it.
+			return false, fmt.Errorf("%w: the request holds %s, which is not a finite number; give finite values", llm.ErrInvalidInput, uv.Str)
+		}
 		return false, fmt.Errorf("encode worker call: %w", err)
 	}
 	if _, err := conn.Write(append(line, '\n')); err != nil {

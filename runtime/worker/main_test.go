@@ -34,6 +34,7 @@ func TestMain(m *testing.M) {
 // Child behaviours, chosen by the --model "path" (comma-separated words):
 //
 //	ok           reply childReply at once
+//	utf8         reply childUTF8Reply at once (one token per byte, so some are part of a character)
 //	slow         reply a long text, one token every childDelay
 //	fail-load    print an error hello and exit
 //	exit-silent  write a log line to stderr and exit without a hello
@@ -49,6 +50,7 @@ func TestMain(m *testing.M) {
 // it starts, and "tokenize "TEXT" pid=N" for each Tokenize call.
 const (
 	childReply     = "Hello, world!"
+	childUTF8Reply = "né — ok"
 	childDelay     = 10 * time.Millisecond
 	childLoadDelay = 500 * time.Millisecond
 )
@@ -74,6 +76,8 @@ func runChild(args []string) int {
 	for _, word := range strings.Split(*model, ",") {
 		switch {
 		case word == "ok":
+		case word == "utf8":
+			fake.Reply = childUTF8Reply
 		case word == "slow":
 			fake.Reply, fake.TokenDelay = childSlowReply, childDelay
 		case word == "fail-load":
