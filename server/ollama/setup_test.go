@@ -56,12 +56,7 @@ func (e *engine) Start(context.Context) error {
 }
 
 func (e *engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.Event) error) error {
-	next := 0 // the reply's bytes (tokens) covered by logprobs so far
 	return e.Engine.Generate(ctx, req, func(ev llm.Event) error {
-		if req.Logprobs && ev.Tokens > 0 && len(ev.Logprobs) == 0 {
-			ev.Logprobs = fakeLogprobs(e.Reply[next:next+ev.Tokens], req.TopLogprobs)
-		}
-		next += ev.Tokens
 		if ev.Done != nil {
 			d := *ev.Done
 			d.Usage.CachedTokens = min(e.cached, d.Usage.PromptTokens)
@@ -70,24 +65,6 @@ func (e *engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 		}
 		return emit(ev)
 	})
-}
-
-// fakeLogprobs are logprobs for tokens (one per byte) where the fake's engine has none: the
-// chosen token is the most likely (-0.25), its top alternatives follow it, each less likely.
-func fakeLogprobs(tokens string, top int) []llm.TokenLogprob {
-	out := make([]llm.TokenLogprob, len(tokens))
-	for i := range len(tokens) {
-		tok := tokens[i : i+1]
-		out[i] = llm.TokenLogprob{Token: tok, Bytes: []byte(tok), Logprob: -0.25}
-		for k := range top {
-			alt := string(rune('a' + k))
-			if k == 0 {
-				alt = tok
-			}
-			out[i].Top = append(out[i].Top, llm.TopLogprob{Token: alt, Bytes: []byte(alt), Logprob: -0.25 - float64(k)})
-		}
-	}
-	return out
 }
 
 // config describes one test server; the zero value is a 4096-token fake replying "Hello world!"
