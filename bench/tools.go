@@ -22,7 +22,7 @@ func benchTools(model string, o Options, w io.Writer) error {
 	defer e.Close()
 	// A long required string keeps the grammar in charge for the whole run rather than
 	// letting a short call end it early.
-	params := json.RawMessage(`{"type":"object","properties":{"story":{"type":"string","minLength":4000}},"required":["story"]}`)
+	params := json.RawMessage(`{"type":"object","properties":{"story":{"type":"string","minLength":1500}},"required":["story"]}`)
 	call, err := schema.ToolCall([]schema.Tool{{Name: "write_story", Parameters: params}}, "", true)
 	if err != nil {
 		return err
