@@ -21,6 +21,7 @@ import (
 	"github.com/superfluid/superfluid/runtime/worker"
 	"github.com/superfluid/superfluid/server"
 	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/metrics"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -33,6 +34,9 @@ type App struct {
 	svc     *core.Service
 	handler http.Handler
 	preload *models.Entry // the model named on the command line, or nil
+	metrics *metrics.Metrics
+	// stopMetrics ends the count of the manager's model events.
+	stopMetrics func()
 
 	mu      sync.Mutex
 	workers map[string]*worker.Client // by model path (generation workers)
@@ -101,9 +105,13 @@ func build(cfg Config, st *store.Store) (*App, error) {
 			return nil, err
 		}
 	}
-	a.svc = core.NewCatalog(core.Config{MaxTokens: cfg.MaxTokens, Queue: cfg.Queue, CheckRuntime: a.checkRuntime}, st, a.mgr, a.hub)
+	a.metrics = metrics.New()
+	a.svc = core.NewCatalog(core.Config{MaxTokens: cfg.MaxTokens, Queue: cfg.Queue, CheckRuntime: a.checkRuntime, Observer: a.metrics}, st, a.mgr, a.hub)
+	a.metrics.WatchService(a.svc)
+	a.stopMetrics = a.metrics.Watch(a.mgr)
 	a.handler = server.New(server.Config{KeepAlive: cfg.KeepAlive, WriteTimeout: cfg.WriteTimeout, TrustedProxies: cfg.TrustedProxies,
-		CompletionBurst: cfg.CompletionBurst, CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline}, a.svc)
+		CompletionBurst: cfg.CompletionBurst, CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline,
+		Metrics: a.metrics}, a.svc)
 	return a, nil
 }
 
@@ -235,6 +243,9 @@ func (a *App) Worker() *worker.Client {
 	return a.workers[a.preload.Path]
 }
 
+// Metrics are the server's Prometheus metrics (served at /metrics).
+func (a *App) Metrics() *metrics.Metrics { return a.metrics }
+
 // Store is the database.
 func (a *App) Store() *store.Store { return a.store }
 
@@ -245,6 +256,7 @@ func (a *App) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = a.svc.Wait(ctx) // ...and are recorded before the store drains its queue and closes
+	a.stopMetrics()
 	return a.store.Close()
 }
 

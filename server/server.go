@@ -13,6 +13,7 @@ import (
 
 	"github.com/superfluid/superfluid/server/anthropic"
 	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/metrics"
 	"github.com/superfluid/superfluid/server/ollama"
 	"github.com/superfluid/superfluid/server/openai"
 )
@@ -34,6 +35,9 @@ type Config struct {
 	CompletionBurst    int
 	CompletionRate     float64
 	CompletionDeadline time.Duration
+	// Metrics, when set, counts every request and is served at GET /metrics and
+	// /v1/metrics; nil serves no metrics.
+	Metrics *metrics.Metrics
 }
 
 // DefaultWriteTimeout is how long one frame of a streamed reply may take to write when the
@@ -58,7 +62,15 @@ func New(cfg Config, svc *core.Service) http.Handler {
 	case writeTimeout < 0:
 		writeTimeout = 0
 	}
+	if cfg.Metrics != nil {
+		r.Use(countRequests(cfg.Metrics)) // outside recovery, so it sees a panic's 500
+	}
 	r.Use(recovery)
+	if cfg.Metrics != nil {
+		h := gin.WrapH(cfg.Metrics.Handler())
+		r.GET("/metrics", h)
+		r.GET("/v1/metrics", h)
+	}
 	openai.Routes(r, svc, openai.Options{KeepAlive: cfg.KeepAlive, WriteTimeout: writeTimeout, CompletionBurst: cfg.CompletionBurst,
 		CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline})
 	ollama.Routes(r, svc, ollama.Options{WriteTimeout: writeTimeout})
@@ -70,6 +82,15 @@ func New(cfg Config, svc *core.Service) http.Handler {
 		writeError(c, http.StatusMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s", c.Request.Method, c.Request.URL.Path))
 	})
 	return r
+}
+
+// countRequests counts each answered request by its route template (never the raw path, so
+// the labels stay bounded), method and status.
+func countRequests(m *metrics.Metrics) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		c.Next()
+		m.Request(c.FullPath(), c.Request.Method, c.Writer.Status())
+	}
 }
 
 // recovery turns a handler panic into a 500 so one bad request never takes the server down.

@@ -65,6 +65,7 @@ func (s *Service) Chat(ctx context.Context, req *ChatRequest, emit Emit) (*Resul
 	s.running.Add(1)
 	defer s.running.Done()
 	start := time.Now()
+	ctx = withStart(ctx, start)
 	m, err := s.Model(req.Model)
 	var res *Result
 	if err == nil {
@@ -124,6 +125,7 @@ func (s *Service) Complete(ctx context.Context, req *CompletionRequest, emit Emi
 	s.running.Add(1)
 	defer s.running.Done()
 	start := time.Now()
+	ctx = withStart(ctx, start)
 	m, err := s.Model(req.Model)
 	var res *Result
 	if err == nil {
@@ -201,6 +203,7 @@ func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n in
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	res := &Result{Model: m, Choices: make([]llm.Done, n)}
+	lat := s.latencyOf(ctx, m) // nil without an observer
 	errs := make([]error, n)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -212,6 +215,7 @@ func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n in
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var last time.Time // this choice's previous piece of text, for the observer
 			errs[i] = engine.Generate(ctx, &choice, func(ev llm.Event) error {
 				// Keep what is known as it arrives, so a failed or abandoned request is
 				// recorded with the tokens it did use.
@@ -224,6 +228,7 @@ func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n in
 					partial.Usage.PromptTokens, partial.Usage.CachedTokens, partial.Lane = ev.Started.PromptTokens, ev.Started.CachedTokens, ev.Started.Lane
 				default:
 					partial.Usage.CompletionTokens += ev.Tokens
+					lat.piece(&last, ev.Tokens)
 				}
 				mu.Lock()
 				defer mu.Unlock()
@@ -265,6 +270,7 @@ type recordKey struct {
 }
 
 func (s *Service) record(ctx context.Context, key recordKey, res *Result, err error, start time.Time) {
+	s.observeTokens(res)
 	if s.store == nil {
 		return
 	}

@@ -44,6 +44,7 @@ func (s *Service) Infill(ctx context.Context, req *InfillRequest, emit Emit) (*R
 	s.running.Add(1)
 	defer s.running.Done()
 	start := time.Now()
+	ctx = withStart(ctx, start)
 	key := recordKey{req.ID, req.Endpoint, req.Model, req.Stream}
 	res, err := s.infill(ctx, req, emit)
 	s.record(ctx, key, res, err, start)

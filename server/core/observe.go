@@ -1,6 +1,8 @@
 package core
 
 import (
+	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/llm"
@@ -59,4 +61,57 @@ func (s *Service) Observer() Observer {
 		return NopObserver{}
 	}
 	return s.cfg.Observer
+}
+
+type startKey struct{}
+
+// withStart notes when a request arrived, for its time to first token.
+func withStart(ctx context.Context, t time.Time) context.Context {
+	return context.WithValue(ctx, startKey{}, t)
+}
+
+// latency times one generation request's tokens for the observer.
+type latency struct {
+	obs   GenerationObserver
+	start time.Time
+	first atomic.Bool // the request's first token was observed
+}
+
+// latencyOf starts timing a generation request on m; nil (observing nothing) without an
+// observer. A request that did not note its arrival is timed from now.
+func (s *Service) latencyOf(ctx context.Context, m *Model) *latency {
+	if s.cfg.Observer == nil {
+		return nil
+	}
+	start, ok := ctx.Value(startKey{}).(time.Time)
+	if !ok {
+		start = time.Now()
+	}
+	return &latency{obs: s.cfg.Observer.Generation(m.ID), start: start}
+}
+
+// piece observes a piece of one choice's text that covers tokens tokens: the request's first
+// token, or the gap since the choice's previous piece (*last, updated). Cheap: a clock read
+// and the observer's atomic adds, no lock and no allocation.
+func (l *latency) piece(last *time.Time, tokens int) {
+	if l == nil || tokens <= 0 {
+		return
+	}
+	now := time.Now()
+	if last.IsZero() {
+		if !l.first.Load() && l.first.CompareAndSwap(false, true) {
+			l.obs.FirstToken(now.Sub(l.start))
+		}
+	} else {
+		l.obs.InterToken(now.Sub(*last), tokens)
+	}
+	*last = now
+}
+
+// observeTokens reports a recorded request's tokens; res nil (no model reached) has none.
+func (s *Service) observeTokens(res *Result) {
+	if res == nil || res.Model == nil || s.cfg.Observer == nil {
+		return
+	}
+	s.cfg.Observer.Tokens(res.Model.ID, res.Usage())
 }
