@@ -5,12 +5,15 @@ package openai
 //
 // Decisions:
 //   - Responses are kept in SQLite (store=true, the default) with their own input items and
-//     their output; previous_response_id walks that chain oldest first and rebuilds the
-//     conversation: each earlier response's input items, then its output message, then the new
-//     input, under the new request's instructions only (earlier instructions are not carried
-//     over, as OpenAI documents). The rebuilt conversation renders to the same prompt prefix,
-//     so the prefix cache serves it warm. A chain with a deleted (or never stored) response in
-//     it cannot be continued: 404 on previous_response_id.
+//     their output items; previous_response_id walks that chain oldest first and rebuilds the
+//     conversation: each earlier response's input items, then its output items, then the new
+//     input, under the new request's instructions only (earlier instructions, tools and
+//     tool_choice are not carried over, as OpenAI documents). Function calls, their outputs
+//     and reasoning are items like messages, so a tool loop continued by
+//     previous_response_id renders as the whole conversation, also after a restart. The
+//     rebuilt conversation renders to the same prompt prefix, so the prefix cache serves it
+//     warm. A chain with a deleted (or never stored) response in it cannot be continued: 404
+//     on previous_response_id.
 //   - DELETE removes the row and its content; responses that continued it stay readable.
 //   - store=false keeps nothing: GET and input_items answer 404 for it.
 //   - truncation "auto" is accepted but never truncates: an input over the context window is
@@ -18,8 +21,14 @@ package openai
 //   - Failed or abandoned generations are not stored: a stream that ends in response.failed
 //     (or a client that hangs up) leaves nothing to GET or continue.
 //   - text.format json_object and json_schema constrain the output as response_format does
-//     for chat. tools, background, conversation, prompt, reasoning.effort and top_logprobs
-//     are refused with 400 unsupported_parameter until they are served.
+//     for chat. Tools, reasoning and logprobs: see responses_tools.go; output items: see
+//     responses_output.go. background, conversation and prompt are refused with 400
+//     unsupported_parameter.
+//   - seed, chat_template_kwargs and enable_thinking are read as chat completions read them
+//     (extensions: OpenAI's Responses API has none of them).
+//   - A warning the core raised about the reply (text that looked like a tool call but did not
+//     parse, calls dropped by parallel_tool_calls false) is in the response's "superfluid"
+//     object, stored with it, and in the request record.
 
 import (
 	"context"
@@ -29,7 +38,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -58,6 +66,10 @@ type responseParams struct {
 	previous string
 	store    bool
 	gen      llm.Request
+	kwargs   map[string]any
+	tools    []chat.Tool
+	choice   core.ToolChoice
+	parallel *bool
 	// obj is the response as it starts: in_progress, no output, the request's settings echoed.
 	obj responseObject
 }
@@ -82,19 +94,20 @@ func (h *handlers) createResponse(c *gin.Context) error {
 		return err
 	}
 	creq := &core.ChatRequest{ID: p.obj.ID, Endpoint: responsesEndpoint, Stream: req.Stream, Model: m.ID,
-		Messages: msgs, Generation: p.gen}
+		Messages: msgs, Generation: p.gen, TemplateKwargs: p.kwargs, Tools: p.tools, ToolChoice: p.choice,
+		ParallelToolCalls: p.parallel}
 	if req.Stream {
 		return h.streamResponse(c, creq, p)
 	}
-	var text strings.Builder
-	res, err := h.svc.Chat(ctx, creq, func(_ int, ev llm.Event) error {
-		text.WriteString(ev.Text)
-		return nil
-	})
+	out := newOutputBuilder(nil)
+	res, err := h.svc.Chat(ctx, creq, func(_ int, ev llm.Event) error { return out.add(ev) })
 	if err != nil {
 		return responsesError(err)
 	}
-	obj := finishResponse(p.obj, newID("msg_"), text.String(), res.Choices[0])
+	obj, err := finishResponse(p.obj, out, res.Choices[0])
+	if err != nil {
+		return err
+	}
 	if err := h.keep(c, p, &obj); err != nil {
 		return err
 	}
@@ -115,7 +128,7 @@ func toResponseParams(req *responseRequest) (*responseParams, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &responseParams{model: *req.Model, input: input, store: req.Store == nil || *req.Store}
+	p := &responseParams{model: *req.Model, input: input, store: req.Store == nil || *req.Store, parallel: req.ParallelToolCalls}
 	if req.MaxOutputTokens != nil {
 		if *req.MaxOutputTokens < 1 {
 			return nil, invalid("max_output_tokens", fmt.Sprintf("max_output_tokens must be a positive integer, got %d", *req.MaxOutputTokens))
@@ -138,6 +151,9 @@ func toResponseParams(req *responseRequest) (*responseParams, error) {
 		}
 		*r.dst, *r.echo = r.v, *r.v
 	}
+	if req.Seed != nil {
+		p.gen.Sampling.Seed = uint64(*req.Seed)
+	}
 	truncation := "disabled"
 	if req.Truncation != nil {
 		if *req.Truncation != "disabled" && *req.Truncation != "auto" {
@@ -148,11 +164,20 @@ func toResponseParams(req *responseRequest) (*responseParams, error) {
 	if err := checkMetadata(req.Metadata); err != nil {
 		return nil, err
 	}
-	toolChoice := "auto"
-	if len(req.ToolChoice) > 0 && string(req.ToolChoice) != "null" {
-		if err := json.Unmarshal(req.ToolChoice, &toolChoice); err != nil || (toolChoice != "auto" && toolChoice != "none") {
-			return nil, unsupported("tool_choice", "tool calling is not supported by this server yet; send tool_choice auto or none, or omit it")
-		}
+	var echoTools []responseTool
+	if p.tools, echoTools, err = toResponseTools(req.Tools); err != nil {
+		return nil, err
+	}
+	var toolChoice json.RawMessage
+	if p.choice, toolChoice, err = toResponseToolChoice(req.ToolChoice, p.tools); err != nil {
+		return nil, err
+	}
+	var reasoning reasoningConfig
+	if p.kwargs, reasoning, err = toTemplateKwargs(req); err != nil {
+		return nil, err
+	}
+	if err := toLogprobs(req, &p.gen); err != nil {
+		return nil, err
 	}
 	if req.PreviousResponseID != nil {
 		p.previous = *req.PreviousResponseID
@@ -165,8 +190,8 @@ func toResponseParams(req *responseRequest) (*responseParams, error) {
 		ID: newID("resp_"), Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress",
 		Instructions: req.Instructions, MaxOutputTokens: req.MaxOutputTokens, Output: []item{},
 		ParallelToolCalls: req.ParallelToolCalls == nil || *req.ParallelToolCalls, ServiceTier: "default",
-		Store: p.store, Temperature: temperature, ToolChoice: toolChoice, Tools: []struct{}{}, TopP: topP,
-		Truncation: truncation, Metadata: metadata,
+		Store: p.store, Temperature: temperature, ToolChoice: toolChoice, Tools: echoTools, TopP: topP,
+		TopLogprobs: p.gen.TopLogprobs, Truncation: truncation, Metadata: metadata, Reasoning: reasoning,
 	}
 	if p.previous != "" {
 		p.obj.PreviousResponseID = &p.previous
@@ -200,11 +225,8 @@ func toTextFormat(f *formatConfig) (string, json.RawMessage, error) {
 	}
 }
 
-// refuseUnservedResponse rejects parameters this server cannot honour yet instead of ignoring them.
+// refuseUnservedResponse rejects parameters this server does not serve instead of ignoring them.
 func refuseUnservedResponse(req *responseRequest) error {
-	if len(req.Tools) > 0 && string(req.Tools) != "null" && string(req.Tools) != "[]" {
-		return unsupported("tools", "tool calling is not supported by this server yet; remove tools")
-	}
 	if req.Background != nil && *req.Background {
 		return unsupported("background", "background responses are not supported by this server; remove background")
 	}
@@ -213,12 +235,6 @@ func refuseUnservedResponse(req *responseRequest) error {
 	}
 	if len(req.Prompt) > 0 && string(req.Prompt) != "null" {
 		return unsupported("prompt", "prompt templates are not supported by this server; send input and instructions")
-	}
-	if req.TopLogprobs != nil && *req.TopLogprobs != 0 {
-		return unsupported("top_logprobs", "top_logprobs are not supported by this server yet; remove top_logprobs")
-	}
-	if req.Reasoning != nil && req.Reasoning.Effort != nil {
-		return unsupported("reasoning.effort", "reasoning.effort is not supported by this server yet; remove reasoning")
 	}
 	return nil
 }
@@ -240,12 +256,9 @@ func checkMetadata(md map[string]string) error {
 }
 
 // conversation rebuilds what the model sees: the new instructions as the system message, the
-// earlier responses' input and output oldest first, then the new input.
+// earlier responses' input and output items oldest first, then the new input.
 func (h *handlers) conversation(c *gin.Context, p *responseParams, instructions *string) ([]chat.Message, error) {
-	var msgs []chat.Message
-	if instructions != nil && *instructions != "" {
-		msgs = append(msgs, chat.Message{Role: "system", Content: *instructions})
-	}
+	var history []item
 	if p.previous != "" {
 		chain, err := h.svc.ResponseChain(c.Request.Context(), p.previous)
 		if err != nil {
@@ -257,16 +270,18 @@ func (h *handlers) conversation(c *gin.Context, p *responseParams, instructions 
 				if err := json.Unmarshal(raw, &items); err != nil {
 					return nil, fmt.Errorf("read stored response %s: %w", r.ID, err)
 				}
-				for i := range items {
-					msgs = append(msgs, items[i].message())
-				}
+				history = append(history, items...)
 			}
 		}
 	}
-	for i := range p.input {
-		msgs = append(msgs, p.input[i].message())
+	if err := checkCallOutputs(history, p.input); err != nil {
+		return nil, err
 	}
-	return msgs, nil
+	var msgs []chat.Message
+	if instructions != nil && *instructions != "" {
+		msgs = append(msgs, chat.Message{Role: "system", Content: *instructions})
+	}
+	return append(msgs, itemMessages(append(history, p.input...))...), nil
 }
 
 // previousNotFound is the 404 for a previous_response_id whose conversation cannot be rebuilt.
@@ -300,30 +315,29 @@ func responsesError(err error) error {
 	return err
 }
 
-// finishResponse completes obj with the generated message and its usage.
-func finishResponse(obj responseObject, msgID, text string, d llm.Done) responseObject {
-	obj.Status, obj.Output = "completed", []item{outputItem(msgID, "completed", text)}
+// finishResponse completes obj with the reply's output items and its usage.
+func finishResponse(obj responseObject, out *outputBuilder, d llm.Done) (responseObject, error) {
+	obj.Status = "completed"
 	if d.FinishReason == llm.FinishLength {
 		obj.Status = "incomplete"
-		obj.Output[0].Status = "incomplete"
 		obj.IncompleteDetails = &incompleteDetails{Reason: "max_output_tokens"}
 	} else {
 		now := time.Now().Unix()
 		obj.CompletedAt = &now
 	}
+	var err error
+	if obj.Output, err = out.finish(obj.Status); err != nil {
+		return obj, err
+	}
 	u := &responseUsage{InputTokens: d.Usage.PromptTokens, OutputTokens: d.Usage.CompletionTokens,
 		TotalTokens: d.Usage.PromptTokens + d.Usage.CompletionTokens}
 	u.InputTokensDetails.CachedTokens = d.Usage.CachedTokens
+	u.OutputTokensDetails.ReasoningTokens = out.reasoningTokens
 	obj.Usage = u
-	return obj
-}
-
-func outputItem(id, status, text string) item {
-	it := item{ID: id, Type: "message", Status: status, Role: "assistant", Content: []part{}}
-	if status != "in_progress" {
-		it.Content = []part{{Type: "output_text", Text: text}}
+	if d.Warning != "" {
+		obj.Superfluid = &replyExtra{Warnings: []string{d.Warning}}
 	}
-	return it
+	return obj, nil
 }
 
 // keep stores a finished response unless the request said store=false.

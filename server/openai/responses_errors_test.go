@@ -72,6 +72,11 @@ func TestResponsesBadInput(t *testing.T) {
 	}
 
 	const bad, ir = http.StatusBadRequest, "invalid_request_error"
+	call := func(args string) string {
+		return `{"type":"function_call","call_id":"call_1","name":"f","arguments":` + args + `}`
+	}
+	fn := func(params string) string { return `{"type":"function","name":"f","parameters":` + params + `}` }
+	deep := strings.Repeat(`{"type":"object","properties":{"a":`, 10000) + `{"type":"string"}` + strings.Repeat("}}", 10000)
 	tests := []struct {
 		name, method, path, body string
 		status                   int
@@ -92,12 +97,55 @@ func TestResponsesBadInput(t *testing.T) {
 			bad, "input[0].content[1]", "unsupported_input", "text only"},
 		{"unknown part type", "POST", "/v1/responses", `{"model":"fake","input":[{"role":"user","content":[{"type":"text","text":"x"}]}]}`,
 			bad, "input[0].content[0].type", "", "input_text"},
-		{"function_call_output item", "POST", "/v1/responses", `{"model":"fake","input":[{"type":"function_call_output","call_id":"c","output":"x"}]}`,
-			bad, "input[0].type", "unsupported_input", "message items"},
-		{"tools", "POST", "/v1/responses", `{"model":"fake","input":"hi","tools":[{"type":"function","name":"f"}]}`,
-			bad, "tools", "unsupported_parameter", "tool calling"},
-		{"tool_choice required", "POST", "/v1/responses", `{"model":"fake","input":"hi","tool_choice":"required"}`,
-			bad, "tool_choice", "unsupported_parameter", "tool calling"},
+		{"unknown item type", "POST", "/v1/responses", `{"model":"fake","input":[{"type":"web_search_call","id":"ws_1"}]}`,
+			bad, "input[0].type", "unsupported_input", "function_call_output"},
+		{"item_reference", "POST", "/v1/responses", `{"model":"fake","input":[{"type":"item_reference","id":"msg_1"}]}`,
+			bad, "input[0].type", "unsupported_input", "previous_response_id"},
+		{"function_call_output answering no call", "POST", "/v1/responses", `{"model":"fake","input":[{"type":"function_call_output","call_id":"c","output":"x"}]}`,
+			bad, "input[0].call_id", "", "No tool call found for function call output with call_id c"},
+		{"function_call_output without output", "POST", "/v1/responses", `{"model":"fake","input":[` + call(`"{}"`) + `,{"type":"function_call_output","call_id":"call_1"}]}`,
+			bad, "input[1].output", "", "missing"},
+		{"function_call_output an image", "POST", "/v1/responses", `{"model":"fake","input":[` + call(`"{}"`) +
+			`,{"type":"function_call_output","call_id":"call_1","output":[{"type":"input_image","image_url":"data:image/png;base64,AA"}]}]}`,
+			bad, "input[1].output[0]", "unsupported_input", "text only"},
+		{"function_call arguments not an object", "POST", "/v1/responses", `{"model":"fake","input":[{"role":"user","content":"x"},` + call(`"[1, 2]"`) + `]}`,
+			bad, "input[1].arguments", "", "not a JSON object"},
+		{"function_call arguments not JSON", "POST", "/v1/responses", `{"model":"fake","input":[` + call(`"{city: Oslo"`) + `]}`,
+			bad, "input[0].arguments", "", "not a JSON object"},
+		{"function_call arguments an object, not a string", "POST", "/v1/responses", `{"model":"fake","input":[` + call(`{"city":"Oslo"}`) + `]}`,
+			bad, "input[0].arguments", "", "must be a string"},
+		{"function_call without call_id", "POST", "/v1/responses", `{"model":"fake","input":[{"type":"function_call","name":"f","arguments":"{}"}]}`,
+			bad, "input[0].call_id", "", "call_id"},
+		{"reasoning with a bad part", "POST", "/v1/responses", `{"model":"fake","input":[{"type":"reasoning","summary":[{"type":"text","text":"x"}]}]}`,
+			bad, "input[0].summary[0]", "", "summary_text"},
+		{"built-in tool", "POST", "/v1/responses", `{"model":"fake","input":"hi","tools":[{"type":"web_search"}]}`,
+			bad, "tools[0].type", "unsupported_parameter", "function tools"},
+		{"chat-style nested tool", "POST", "/v1/responses", `{"model":"fake","input":"hi","tools":[{"type":"function","function":{"name":"f"}}]}`,
+			bad, "tools[0].name", "", "flat"},
+		{"tool parameters not an object", "POST", "/v1/responses", `{"model":"fake","input":"hi","tools":[` + fn(`"string"`) + `]}`,
+			bad, "tools[0].parameters", "", "JSON Schema object"},
+		{"tool schema 10,000 levels deep", "POST", "/v1/responses", `{"model":"fake","input":"hi","tools":[` + fn(deep) + `]}`,
+			bad, "", "", "depth"},
+		{"tool name with spaces", "POST", "/v1/responses", `{"model":"fake","input":"hi","tools":[{"type":"function","name":"get weather"}]}`,
+			bad, "", "", "letters, digits"},
+		{"tool_choice naming an unknown function", "POST", "/v1/responses", `{"model":"fake","input":"hi","tools":[` + fn(`{"type":"object"}`) + `],"tool_choice":{"type":"function","name":"g"}}`,
+			bad, "tool_choice", "", `"g", which is not in tools`},
+		{"tool_choice required without tools", "POST", "/v1/responses", `{"model":"fake","input":"hi","tool_choice":"required"}`,
+			bad, "tool_choice", "", "no tools"},
+		{"tool_choice any", "POST", "/v1/responses", `{"model":"fake","input":"hi","tool_choice":"any"}`, bad, "tool_choice", "", "auto, none, required"},
+		{"tool_choice allowed_tools", "POST", "/v1/responses", `{"model":"fake","input":"hi","tool_choice":{"type":"allowed_tools","mode":"auto","tools":[]}}`,
+			bad, "tool_choice", "unsupported_parameter", "allowed_tools"},
+		{"forced call with a json_schema format", "POST", "/v1/responses", `{"model":"fake","input":"hi","tools":[` + fn(`{"type":"object"}`) +
+			`],"tool_choice":"required","text":{"format":{"type":"json_object"}}}`, bad, "", "", "cannot be combined"},
+		{"top_logprobs 21", "POST", "/v1/responses", `{"model":"fake","input":"hi","top_logprobs":21,"include":["message.output_text.logprobs"]}`,
+			bad, "top_logprobs", "", "between 0 and 20, got 21"},
+		{"top_logprobs -1", "POST", "/v1/responses", `{"model":"fake","input":"hi","top_logprobs":-1}`, bad, "top_logprobs", "", "between 0 and 20"},
+		{"unknown include", "POST", "/v1/responses", `{"model":"fake","input":"hi","include":["output_text.logprobs"]}`,
+			bad, "include[0]", "", "message.output_text.logprobs"},
+		{"reasoning.effort banana", "POST", "/v1/responses", `{"model":"fake","input":"hi","reasoning":{"effort":"banana"}}`,
+			bad, "reasoning.effort", "", "low, medium, high"},
+		{"reserved chat_template_kwargs", "POST", "/v1/responses", `{"model":"fake","input":"hi","chat_template_kwargs":{"tools":[]}}`,
+			bad, "", "", "set by the server"},
 		{"json_schema without schema", "POST", "/v1/responses", `{"model":"fake","input":"hi","text":{"format":{"type":"json_schema","name":"x"}}}`,
 			bad, "text.format.schema", "", "needs a schema"},
 		{"text.format yaml", "POST", "/v1/responses", `{"model":"fake","input":"hi","text":{"format":{"type":"yaml"}}}`,

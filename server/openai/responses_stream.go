@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -14,13 +13,14 @@ import (
 	"github.com/superfluid/superfluid/server/sse"
 )
 
-// responseStream writes the Responses API's typed events, numbering them from 0.
+// responseStream writes the Responses API's typed events, numbering them from 0: the
+// response's created and in_progress, then each output item's events as the outputBuilder
+// announces them, then the terminal event.
 type responseStream struct {
 	s     *sse.Stream
 	seq   int
 	obj   responseObject // the response as announced
-	msgID string
-	text  strings.Builder
+	out   *outputBuilder
 	begun bool
 }
 
@@ -30,20 +30,15 @@ func (rs *responseStream) send(ev responseEvent) error {
 	return rs.s.Event(ev.Type, ev)
 }
 
-// begin announces the response and opens its one message with one output_text part.
+// begin announces the response; its items open as the reply produces them.
 func (rs *responseStream) begin() error {
 	if rs.begun {
 		return nil
 	}
 	rs.begun = true
-	zero := 0
-	item := outputItem(rs.msgID, "in_progress", "")
 	for _, ev := range []responseEvent{
 		{Type: "response.created", Response: &rs.obj},
 		{Type: "response.in_progress", Response: &rs.obj},
-		{Type: "response.output_item.added", OutputIndex: &zero, Item: &item},
-		{Type: "response.content_part.added", OutputIndex: &zero, ItemID: rs.msgID, ContentIndex: &zero,
-			Part: &part{Type: "output_text"}},
 	} {
 		if err := rs.send(ev); err != nil {
 			return err
@@ -52,33 +47,12 @@ func (rs *responseStream) begin() error {
 	return nil
 }
 
-func (rs *responseStream) delta(text string) error {
+// item sends an output item's event, announcing the response first if it was not yet.
+func (rs *responseStream) item(ev responseEvent) error {
 	if err := rs.begin(); err != nil {
 		return err
 	}
-	rs.text.WriteString(text)
-	zero := 0
-	return rs.send(responseEvent{Type: "response.output_text.delta", OutputIndex: &zero, ItemID: rs.msgID,
-		ContentIndex: &zero, Delta: &text, Logprobs: &[]struct{}{}})
-}
-
-// finish closes the part and the item; the caller then sends the terminal event.
-func (rs *responseStream) finish(obj *responseObject) error {
-	zero := 0
-	text := rs.text.String()
-	final := obj.Output[0]
-	for _, ev := range []responseEvent{
-		{Type: "response.output_text.done", OutputIndex: &zero, ItemID: rs.msgID, ContentIndex: &zero,
-			Text: &text, Logprobs: &[]struct{}{}},
-		{Type: "response.content_part.done", OutputIndex: &zero, ItemID: rs.msgID, ContentIndex: &zero,
-			Part: &final.Content[0]},
-		{Type: "response.output_item.done", OutputIndex: &zero, Item: &final},
-	} {
-		if err := rs.send(ev); err != nil {
-			return err
-		}
-	}
-	return nil
+	return rs.send(ev)
 }
 
 // fail reports an error after the stream began: response.failed once the response was
@@ -100,9 +74,7 @@ func (rs *responseStream) fail(err error) {
 	obj := rs.obj
 	obj.Status = "failed"
 	obj.Error = &responseError{Code: failureCode(e), Message: e.Message}
-	if len(rs.text.String()) > 0 {
-		obj.Output = []item{outputItem(rs.msgID, "incomplete", rs.text.String())}
-	}
+	obj.Output = rs.out.partial()
 	_ = rs.send(responseEvent{Type: "response.failed", Response: &obj})
 }
 
@@ -123,16 +95,14 @@ func failureCode(e *Error) string {
 func (h *handlers) streamResponse(c *gin.Context, creq *core.ChatRequest, p *responseParams) error {
 	s := sse.New(c.Writer, h.opts.KeepAlive, h.opts.WriteTimeout)
 	defer s.Close()
-	rs := &responseStream{s: s, obj: p.obj, msgID: newID("msg_")}
+	rs := &responseStream{s: s, obj: p.obj}
+	rs.out = newOutputBuilder(rs.item)
 	res, err := h.svc.Chat(c.Request.Context(), creq, func(_ int, ev llm.Event) error {
-		switch {
-		case ev.Started != nil:
+		if ev.Started != nil {
 			s.SetHeader(WarmHeader, strconv.Itoa(ev.Started.CachedTokens))
 			return rs.begin()
-		case ev.Text != "":
-			return rs.delta(ev.Text)
 		}
-		return nil
+		return rs.out.add(ev)
 	})
 	if err != nil {
 		if !s.Settle() {
@@ -146,9 +116,9 @@ func (h *handlers) streamResponse(c *gin.Context, creq *core.ChatRequest, p *res
 	if err := rs.begin(); err != nil {
 		return nil // the client is gone
 	}
-	obj := finishResponse(p.obj, rs.msgID, rs.text.String(), res.Choices[0])
-	if err := rs.finish(&obj); err != nil {
-		return nil
+	obj, err := finishResponse(p.obj, rs.out, res.Choices[0])
+	if err != nil {
+		return nil // the client is gone
 	}
 	if err := h.keep(c, p, &obj); err != nil {
 		rs.fail(err)

@@ -39,19 +39,41 @@ type respServer struct {
 // and closes the store, so a test can restart on the same file.
 func startResponses(t *testing.T, path string, ctx int, adjust func(*enginetest.Engine)) *respServer {
 	t.Helper()
+	return startResponsesWith(t, path, respConfig{ctx: ctx, adjust: adjust})
+}
+
+// respConfig describes a Responses test server; zero fields take respChatML, respReply and a
+// 4096-token window.
+type respConfig struct {
+	ctx             int
+	template, reply string
+	adjust          func(*enginetest.Engine)
+}
+
+func startResponsesWith(t *testing.T, path string, cfg respConfig) *respServer {
+	t.Helper()
+	if cfg.ctx == 0 {
+		cfg.ctx = 4096
+	}
+	if cfg.template == "" {
+		cfg.template = respChatML
+	}
+	if cfg.reply == "" {
+		cfg.reply = respReply
+	}
 	st, err := store.Open(path)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
-	tmpl, err := chat.Parse(respChatML)
+	tmpl, err := chat.Parse(cfg.template)
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng := enginetest.New(ctx, respReply)
-	if adjust != nil {
-		adjust(eng)
+	eng := enginetest.New(cfg.ctx, cfg.reply)
+	if cfg.adjust != nil {
+		cfg.adjust(eng)
 	}
-	svc := core.New(core.Config{}, st, &core.Model{ID: "fake", Path: "/models/fake.gguf", Engine: eng, Template: tmpl, ContextLength: ctx})
+	svc := core.New(core.Config{}, st, &core.Model{ID: "fake", Path: "/models/fake.gguf", Engine: eng, Template: tmpl, ContextLength: cfg.ctx})
 	srv := httptest.NewServer(server.New(server.Config{}, svc))
 	closed := false
 	s := &respServer{url: srv.URL, eng: eng,
@@ -111,9 +133,12 @@ func TestResponsesCreate(t *testing.T) {
 	r, err := s.client.Responses.New(t.Context(), responses.ResponseNewParams{
 		Model: "fake", Input: text("Say hello."), Instructions: openai.String("Be brief."),
 		Temperature: openai.Float(0.5), Metadata: map[string]string{"k": "v"},
-	})
+	}, option.WithJSONSet("seed", 7)) // an extension, as chat completions take it
 	if err != nil {
 		t.Fatalf("Responses.New: %v", err)
+	}
+	if seed := s.eng.Requests()[0].Sampling.Seed; seed != 7 {
+		t.Errorf("engine seed %d, want 7", seed)
 	}
 	if !strings.HasPrefix(r.ID, "resp_") || r.Object != "response" || r.Status != "completed" || r.Model != "fake" {
 		t.Errorf("response id %q object %q status %q model %q", r.ID, r.Object, r.Status, r.Model)

@@ -1,13 +1,7 @@
 package openai
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
-	"net/http"
-	"strings"
-
-	"github.com/superfluid/superfluid/runtime/chat"
 )
 
 // responseRequest is the wire form of POST /v1/responses.
@@ -25,18 +19,30 @@ type responseRequest struct {
 	Metadata           map[string]string `json:"metadata"`
 	Truncation         *string           `json:"truncation"`
 	Text               *textConfig       `json:"text"`
-	ParallelToolCalls  *bool             `json:"parallel_tool_calls"`
-	ToolChoice         json.RawMessage   `json:"tool_choice"`
+	// Tools are read one by one (toResponseTools) so a built-in tool type gets its own 400.
+	Tools             []json.RawMessage `json:"tools"`
+	ToolChoice        json.RawMessage   `json:"tool_choice"`
+	ParallelToolCalls *bool             `json:"parallel_tool_calls"`
+	Reasoning         *reasoningParam   `json:"reasoning"`
+	TopLogprobs       *int              `json:"top_logprobs"`
+	Include           []string          `json:"include"`
+	// Extensions shared with chat completions: template variables, and the shorthand for
+	// enable_thinking (chat_template_kwargs wins over both it and reasoning.effort).
+	ChatTemplateKwargs map[string]any `json:"chat_template_kwargs"`
+	EnableThinking     *bool          `json:"enable_thinking"`
+	// Seed is the sampling seed, as chat completions take it (0 is unseeded).
+	Seed *int64 `json:"seed"`
 
-	// Accepted by OpenAI but not served yet: refused with a clear 400 rather than ignored.
-	Tools        json.RawMessage `json:"tools"`
+	// Accepted by OpenAI but not served: refused with a clear 400 rather than ignored.
 	Background   *bool           `json:"background"`
 	Conversation json.RawMessage `json:"conversation"`
 	Prompt       json.RawMessage `json:"prompt"`
-	TopLogprobs  *int            `json:"top_logprobs"`
-	Reasoning    *struct {
-		Effort *string `json:"effort"`
-	} `json:"reasoning"`
+}
+
+// reasoningParam is the request's `reasoning`.
+type reasoningParam struct {
+	Effort  *string `json:"effort"`
+	Summary *string `json:"summary"`
 }
 
 // textConfig is `text`: the output format, echoed in the response as the request gave it.
@@ -54,180 +60,111 @@ type formatConfig struct {
 	Strict      *bool           `json:"strict,omitempty"`
 }
 
-// item is a message item, as input (the request's own, stored for input_items) or output.
+// Item types this server reads and writes.
+const (
+	itemMessage    = "message"
+	itemCall       = "function_call"
+	itemCallOutput = "function_call_output"
+	itemReasoning  = "reasoning"
+)
+
+// item is one conversation item: a message, a function call the model made, the output of
+// a call that the client ran, or the model's reasoning. The same type is an input item (kept
+// for input_items and previous_response_id) and an output item; stored items decode with the
+// struct tags, MarshalJSON writes each type with exactly OpenAI's fields.
 type item struct {
-	ID      string `json:"id"`
-	Type    string `json:"type"`
-	Status  string `json:"status"`
-	Role    string `json:"role"`
-	Content []part `json:"content"`
+	ID     string `json:"id"`
+	Type   string `json:"type"`
+	Status string `json:"status,omitempty"`
+	// message: the role and its text parts. reasoning: reasoning_text parts.
+	Role    string `json:"role,omitempty"`
+	Content []part `json:"content,omitempty"`
+	// function_call and function_call_output.
+	CallID    string `json:"call_id,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments,omitempty"`
+	// Output is a function_call_output's output as the client sent it: a string or parts.
+	Output json.RawMessage `json:"output,omitempty"`
+	// Summary is a reasoning item's summary_text parts (this server writes none).
+	Summary []part `json:"summary,omitempty"`
 }
 
-// part is one text part of a message: input_text, or output_text (assistant text).
+func (it item) MarshalJSON() ([]byte, error) {
+	switch it.Type {
+	case itemCall:
+		return json.Marshal(struct {
+			ID        string `json:"id"`
+			Type      string `json:"type"`
+			Status    string `json:"status"`
+			Arguments string `json:"arguments"`
+			CallID    string `json:"call_id"`
+			Name      string `json:"name"`
+		}{it.ID, it.Type, it.Status, it.Arguments, it.CallID, it.Name})
+	case itemCallOutput:
+		return json.Marshal(struct {
+			ID     string          `json:"id"`
+			Type   string          `json:"type"`
+			Status string          `json:"status"`
+			CallID string          `json:"call_id"`
+			Output json.RawMessage `json:"output"`
+		}{it.ID, it.Type, it.Status, it.CallID, it.Output})
+	case itemReasoning:
+		return json.Marshal(struct {
+			ID      string `json:"id"`
+			Type    string `json:"type"`
+			Summary []part `json:"summary"`
+			Content []part `json:"content"`
+		}{it.ID, it.Type, nonNil(it.Summary), nonNil(it.Content)})
+	default:
+		return json.Marshal(struct {
+			ID      string `json:"id"`
+			Type    string `json:"type"`
+			Status  string `json:"status"`
+			Role    string `json:"role"`
+			Content []part `json:"content"`
+		}{it.ID, it.Type, it.Status, it.Role, nonNil(it.Content)})
+	}
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// part is one text part: input_text, output_text (assistant text, with its logprobs when
+// they were asked for), reasoning_text or summary_text.
 type part struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
+	Type     string         `json:"type"`
+	Text     string         `json:"text"`
+	Logprobs []tokenLogprob `json:"logprobs,omitempty"`
 }
 
 // MarshalJSON writes output_text parts with the annotations and logprobs OpenAI always sends.
 func (p part) MarshalJSON() ([]byte, error) {
 	if p.Type == "output_text" {
 		return json.Marshal(struct {
-			Type        string     `json:"type"`
-			Text        string     `json:"text"`
-			Annotations []struct{} `json:"annotations"`
-			Logprobs    []struct{} `json:"logprobs"`
-		}{p.Type, p.Text, []struct{}{}, []struct{}{}})
+			Type        string         `json:"type"`
+			Text        string         `json:"text"`
+			Annotations []struct{}     `json:"annotations"`
+			Logprobs    []tokenLogprob `json:"logprobs"`
+		}{p.Type, p.Text, []struct{}{}, nonNil(p.Logprobs)})
 	}
-	type plain part
-	return json.Marshal(plain(p))
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}{p.Type, p.Text})
 }
 
-// text is the concatenated text of the item's parts.
-func (it *item) text() string {
-	var sb strings.Builder
-	for _, p := range it.Content {
-		sb.WriteString(p.Text)
-	}
-	return sb.String()
-}
-
-// message is the item as the chat template sees it (developer is the template's system).
-func (it *item) message() chat.Message {
-	role := it.Role
-	if role == "developer" {
-		role = "system"
-	}
-	return chat.Message{Role: role, Content: it.text()}
-}
-
-var itemRoles = map[string]bool{"user": true, "assistant": true, "system": true, "developer": true}
-
-// unsupportedInput is a 400 for input a text-only model cannot take (yet).
-func unsupportedInput(param, msg string) *Error {
-	return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "unsupported_input", Param: param, Message: msg}
-}
-
-// parseInput reads input: a string is one user message; an array holds message items
-// ({type:"message"} optional, role, content as a string or text parts). Items get ids
-// ("msg_...") when they have none.
-func parseInput(raw json.RawMessage) ([]item, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return nil, invalid("input", "you must provide input: a string or an array of input items")
-	}
-	switch raw[0] {
-	case '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, invalid("input", "input is not a valid JSON string")
-		}
-		return []item{{ID: newID("msg_"), Type: "message", Status: "completed", Role: "user",
-			Content: []part{{Type: "input_text", Text: s}}}}, nil
-	case '[':
-	default:
-		return nil, invalid("input", fmt.Sprintf("invalid type for 'input': expected a string or an array of input items, got %s", jsonKind(raw)))
-	}
-	var elems []json.RawMessage
-	if err := json.Unmarshal(raw, &elems); err != nil {
-		return nil, invalid("input", "input is not a valid JSON array")
-	}
-	if len(elems) == 0 {
-		return nil, invalid("input", "input must not be an empty array; send a string or at least one message item")
-	}
-	items := make([]item, 0, len(elems))
-	for i, e := range elems {
-		it, err := parseItem(fmt.Sprintf("input[%d]", i), e)
-		if err != nil {
-			return nil, err
-		}
-		items = append(items, it)
-	}
-	return items, nil
-}
-
-func parseItem(param string, raw json.RawMessage) (item, error) {
-	var w struct {
-		Type    *string         `json:"type"`
-		ID      *string         `json:"id"`
-		Role    *string         `json:"role"`
-		Content json.RawMessage `json:"content"`
-	}
-	if b := bytes.TrimSpace(raw); len(b) == 0 || b[0] != '{' {
-		return item{}, invalid(param, fmt.Sprintf("invalid type for '%s': expected an input item object, got %s", param, jsonKind(b)))
-	}
-	if err := json.Unmarshal(raw, &w); err != nil {
-		return item{}, invalid(param, fmt.Sprintf("invalid input item '%s': type, id and role must be strings", param))
-	}
-	typ := "message"
-	if w.Type != nil {
-		typ = *w.Type
-	}
-	if typ != "message" {
-		return item{}, unsupportedInput(param+".type", fmt.Sprintf(
-			"%s is a %q item; this server takes message items (role and text content) only", param, typ))
-	}
-	if w.Role == nil || !itemRoles[*w.Role] {
-		got := "nothing"
-		if w.Role != nil {
-			got = fmt.Sprintf("%q", *w.Role)
-		}
-		return item{}, invalid(param+".role", fmt.Sprintf("%s.role is %s; use one of user, assistant, system, developer", param, got))
-	}
-	it := item{ID: newID("msg_"), Type: "message", Status: "completed", Role: *w.Role}
-	if w.ID != nil && *w.ID != "" {
-		it.ID = *w.ID
-	}
-	var err error
-	it.Content, err = parseContent(param+".content", it.Role, w.Content)
-	return it, err
-}
-
-// parseContent reads a message's content: a string, or an array of input_text/output_text
-// parts. Image, file and audio parts are refused with unsupported_input.
-func parseContent(param, role string, raw json.RawMessage) ([]part, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return nil, invalid(param, fmt.Sprintf("%s is missing; send a string or an array of text parts", param))
-	}
-	textType := "input_text"
-	if role == "assistant" {
-		textType = "output_text"
-	}
-	switch raw[0] {
-	case '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, invalid(param, param+" is not a valid JSON string")
-		}
-		return []part{{Type: textType, Text: s}}, nil
-	case '[':
-	default:
-		return nil, invalid(param, fmt.Sprintf("invalid type for '%s': expected a string or an array of content parts, got %s", param, jsonKind(raw)))
-	}
-	var parts []struct {
-		Type string  `json:"type"`
-		Text *string `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return nil, invalid(param, fmt.Sprintf("invalid type for '%s': expected an array of {type, text} parts", param))
-	}
-	out := make([]part, 0, len(parts))
-	for j, p := range parts {
-		pp := fmt.Sprintf("%s[%d]", param, j)
-		switch p.Type {
-		case "input_text", "output_text":
-			if p.Text == nil {
-				return nil, invalid(pp+".text", fmt.Sprintf("%s is a %s part without text", pp, p.Type))
-			}
-			out = append(out, part{Type: p.Type, Text: *p.Text})
-		case "input_image", "input_file", "input_audio":
-			return nil, unsupportedInput(pp, fmt.Sprintf("%s is an %s part; this model takes text only", pp, p.Type))
-		default:
-			return nil, invalid(pp+".type", fmt.Sprintf("%s.type is %q; use input_text (or output_text in assistant messages)", pp, p.Type))
-		}
-	}
-	return out, nil
+// responseTool is a function tool as the Responses API writes it: flat, where chat
+// completions nest it under "function".
+type responseTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description *string         `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Strict      bool            `json:"strict"`
 }
 
 // responseObject is OpenAI's Response object.
@@ -251,13 +188,17 @@ type responseObject struct {
 	Store              bool               `json:"store"`
 	Temperature        float64            `json:"temperature"`
 	Text               textConfig         `json:"text"`
-	ToolChoice         string             `json:"tool_choice"`
-	Tools              []struct{}         `json:"tools"`
+	ToolChoice         json.RawMessage    `json:"tool_choice"`
+	Tools              []responseTool     `json:"tools"`
+	TopLogprobs        int                `json:"top_logprobs"`
 	TopP               float64            `json:"top_p"`
 	Truncation         string             `json:"truncation"`
 	Usage              *responseUsage     `json:"usage"`
 	User               *string            `json:"user"`
 	Metadata           map[string]string  `json:"metadata"`
+	// Superfluid carries what the server noticed (e.g. text that looked like a tool call but
+	// did not parse); absent when there is nothing to say.
+	Superfluid *replyExtra `json:"superfluid,omitempty"`
 }
 
 type responseError struct {
@@ -298,7 +239,34 @@ type responseEvent struct {
 	Part           *part           `json:"part,omitempty"`
 	Delta          *string         `json:"delta,omitempty"`
 	Text           *string         `json:"text,omitempty"`
-	Logprobs       *[]struct{}     `json:"logprobs,omitempty"`
+	Arguments      *string         `json:"arguments,omitempty"`
+	Logprobs       *[]eventLogprob `json:"logprobs,omitempty"`
+}
+
+// eventLogprob is a token's logprob in output_text.delta and .done events: OpenAI's event
+// shape has no bytes (the output_text part's has).
+type eventLogprob struct {
+	Token       string     `json:"token"`
+	Logprob     float64    `json:"logprob"`
+	TopLogprobs []eventTop `json:"top_logprobs"`
+}
+
+type eventTop struct {
+	Token   string  `json:"token"`
+	Logprob float64 `json:"logprob"`
+}
+
+// toEventLogprobs is lps in the event shape; never nil, as the events always carry the field.
+func toEventLogprobs(lps []tokenLogprob) *[]eventLogprob {
+	out := make([]eventLogprob, len(lps))
+	for i, lp := range lps {
+		top := make([]eventTop, len(lp.TopLogprobs))
+		for k, a := range lp.TopLogprobs {
+			top[k] = eventTop{Token: a.Token, Logprob: a.Logprob}
+		}
+		out[i] = eventLogprob{Token: lp.Token, Logprob: lp.Logprob, TopLogprobs: top}
+	}
+	return &out
 }
 
 // errorEvent is the `error` event: a failure before the response was created.

@@ -1,0 +1,345 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/superfluid/superfluid/runtime/chat"
+)
+
+// Input items: messages, and the items a tool loop sends back (the function calls the model
+// made, their outputs, the reasoning that led to them). parseInput validates them and gives
+// each an id; itemMessages turns a whole conversation of items into chat messages.
+
+var itemRoles = map[string]bool{"user": true, "assistant": true, "system": true, "developer": true}
+
+// unsupportedInput is a 400 for input a text-only model cannot take (yet).
+func unsupportedInput(param, msg string) *Error {
+	return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "unsupported_input", Param: param, Message: msg}
+}
+
+// parseInput reads input: a string is one user message; an array holds input items. Items
+// get ids when they have none ("msg_", "fc_", "fco_", "rs_").
+func parseInput(raw json.RawMessage) ([]item, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, invalid("input", "you must provide input: a string or an array of input items")
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, invalid("input", "input is not a valid JSON string")
+		}
+		return []item{{ID: newID("msg_"), Type: itemMessage, Status: "completed", Role: "user",
+			Content: []part{{Type: "input_text", Text: s}}}}, nil
+	case '[':
+	default:
+		return nil, invalid("input", fmt.Sprintf("invalid type for 'input': expected a string or an array of input items, got %s", jsonKind(raw)))
+	}
+	var elems []json.RawMessage
+	if err := json.Unmarshal(raw, &elems); err != nil {
+		return nil, invalid("input", "input is not a valid JSON array")
+	}
+	if len(elems) == 0 {
+		return nil, invalid("input", "input must not be an empty array; send a string or at least one message item")
+	}
+	items := make([]item, 0, len(elems))
+	for i, e := range elems {
+		it, err := parseItem(fmt.Sprintf("input[%d]", i), e)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, it)
+	}
+	return items, nil
+}
+
+// wireItem holds the fields of every input item type this server reads.
+type wireItem struct {
+	Type    *string         `json:"type"`
+	ID      *string         `json:"id"`
+	Role    *string         `json:"role"`
+	Content json.RawMessage `json:"content"`
+	Status  *string         `json:"status"`
+	// function_call and function_call_output
+	CallID    *string         `json:"call_id"`
+	Name      *string         `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Output    json.RawMessage `json:"output"`
+	// reasoning
+	Summary json.RawMessage `json:"summary"`
+}
+
+func parseItem(param string, raw json.RawMessage) (item, error) {
+	var w wireItem
+	if b := bytes.TrimSpace(raw); len(b) == 0 || b[0] != '{' {
+		return item{}, invalid(param, fmt.Sprintf("invalid type for '%s': expected an input item object, got %s", param, jsonKind(b)))
+	}
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return item{}, invalid(param, fmt.Sprintf("invalid input item '%s': type, id, role, call_id, name and status must be strings", param))
+	}
+	typ := itemMessage
+	if w.Type != nil {
+		typ = *w.Type
+	}
+	switch typ {
+	case itemMessage:
+		return parseMessageItem(param, &w)
+	case itemCall:
+		return parseCallItem(param, &w)
+	case itemCallOutput:
+		return parseCallOutputItem(param, &w)
+	case itemReasoning:
+		return parseReasoningItem(param, &w)
+	case "item_reference":
+		return item{}, unsupportedInput(param+".type", fmt.Sprintf(
+			"%s is an item_reference; this server does not look items up by id: send the item itself, or continue with previous_response_id", param))
+	default:
+		return item{}, unsupportedInput(param+".type", fmt.Sprintf(
+			"%s is a %q item; this server takes message, function_call, function_call_output and reasoning items", param, typ))
+	}
+}
+
+// idOr is the client's id for an item, or a new one.
+func idOr(id *string, prefix string) string {
+	if id != nil && *id != "" {
+		return *id
+	}
+	return newID(prefix)
+}
+
+func parseMessageItem(param string, w *wireItem) (item, error) {
+	if w.Role == nil || !itemRoles[*w.Role] {
+		got := "nothing"
+		if w.Role != nil {
+			got = fmt.Sprintf("%q", *w.Role)
+		}
+		return item{}, invalid(param+".role", fmt.Sprintf("%s.role is %s; use one of user, assistant, system, developer", param, got))
+	}
+	it := item{ID: idOr(w.ID, "msg_"), Type: itemMessage, Status: "completed", Role: *w.Role}
+	var err error
+	it.Content, err = parseContent(param+".content", it.Role, w.Content)
+	return it, err
+}
+
+// parseCallItem reads a function call the model made, sent back as history. Its arguments
+// are a JSON string holding an object, as the model's reply had them.
+func parseCallItem(param string, w *wireItem) (item, error) {
+	if w.CallID == nil || *w.CallID == "" {
+		return item{}, invalid(param+".call_id", fmt.Sprintf("%s is a function_call without a call_id; send the call_id the response gave it", param))
+	}
+	if w.Name == nil || *w.Name == "" {
+		return item{}, invalid(param+".name", fmt.Sprintf("%s is a function_call without a name; send the name of the function that was called", param))
+	}
+	var args string
+	if err := json.Unmarshal(w.Arguments, &args); len(w.Arguments) == 0 || err != nil {
+		return item{}, invalid(param+".arguments", fmt.Sprintf("%s.arguments must be a string holding a JSON object, e.g. \"{\\\"city\\\": \\\"Oslo\\\"}\"", param))
+	}
+	if a := bytes.TrimSpace([]byte(args)); len(a) > 0 && (a[0] != '{' || !json.Valid(a)) {
+		return item{}, invalid(param+".arguments", fmt.Sprintf("%s.arguments is not a JSON object: %.80q; send the arguments as the response gave them", param, args))
+	}
+	status := "completed"
+	if w.Status != nil && *w.Status != "" {
+		status = *w.Status
+	}
+	return item{ID: idOr(w.ID, "fc_"), Type: itemCall, Status: status, CallID: *w.CallID, Name: *w.Name, Arguments: args}, nil
+}
+
+// parseCallOutputItem reads what a function returned: a string, or input_text parts.
+func parseCallOutputItem(param string, w *wireItem) (item, error) {
+	if w.CallID == nil || *w.CallID == "" {
+		return item{}, invalid(param+".call_id", fmt.Sprintf("%s is a function_call_output without a call_id; send the call_id of the function_call it answers", param))
+	}
+	out := bytes.TrimSpace(w.Output)
+	if len(out) == 0 || bytes.Equal(out, []byte("null")) {
+		return item{}, invalid(param+".output", fmt.Sprintf("%s.output is missing; send the function's result as a string", param))
+	}
+	if out[0] == '[' {
+		if _, err := parseContent(param+".output", "tool", out); err != nil {
+			return item{}, err
+		}
+	} else if out[0] != '"' {
+		return item{}, invalid(param+".output", fmt.Sprintf("invalid type for '%s.output': expected a string or an array of input_text parts, got %s", param, jsonKind(out)))
+	}
+	return item{ID: idOr(w.ID, "fco_"), Type: itemCallOutput, Status: "completed", CallID: *w.CallID, Output: json.RawMessage(out)}, nil
+}
+
+// parseReasoningItem reads reasoning sent back as history: its reasoning_text content, or its
+// summary. encrypted_content is not read (this server serves reasoning as plain text).
+func parseReasoningItem(param string, w *wireItem) (item, error) {
+	it := item{ID: idOr(w.ID, "rs_"), Type: itemReasoning}
+	for _, f := range []struct {
+		name, typ string
+		raw       json.RawMessage
+		dst       *[]part
+	}{{"content", "reasoning_text", w.Content, &it.Content}, {"summary", "summary_text", w.Summary, &it.Summary}} {
+		if len(f.raw) == 0 || string(f.raw) == "null" {
+			continue
+		}
+		var parts []struct {
+			Type string  `json:"type"`
+			Text *string `json:"text"`
+		}
+		if err := json.Unmarshal(f.raw, &parts); err != nil {
+			return item{}, invalid(param+"."+f.name, fmt.Sprintf("invalid type for '%s.%s': expected an array of {type: %q, text} parts", param, f.name, f.typ))
+		}
+		for j, p := range parts {
+			if p.Type != f.typ || p.Text == nil {
+				pp := fmt.Sprintf("%s.%s[%d]", param, f.name, j)
+				return item{}, invalid(pp, fmt.Sprintf("%s must be {\"type\": %q, \"text\": ...}", pp, f.typ))
+			}
+			*f.dst = append(*f.dst, part{Type: f.typ, Text: *p.Text})
+		}
+	}
+	return it, nil
+}
+
+// parseContent reads a message's content: a string, or an array of input_text/output_text
+// parts. Image, file and audio parts are refused with unsupported_input. A function's output
+// (role "tool") reads the same way.
+func parseContent(param, role string, raw json.RawMessage) ([]part, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, invalid(param, fmt.Sprintf("%s is missing; send a string or an array of text parts", param))
+	}
+	textType := "input_text"
+	if role == "assistant" {
+		textType = "output_text"
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, invalid(param, param+" is not a valid JSON string")
+		}
+		return []part{{Type: textType, Text: s}}, nil
+	case '[':
+	default:
+		return nil, invalid(param, fmt.Sprintf("invalid type for '%s': expected a string or an array of content parts, got %s", param, jsonKind(raw)))
+	}
+	var parts []struct {
+		Type string  `json:"type"`
+		Text *string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return nil, invalid(param, fmt.Sprintf("invalid type for '%s': expected an array of {type, text} parts", param))
+	}
+	out := make([]part, 0, len(parts))
+	for j, p := range parts {
+		pp := fmt.Sprintf("%s[%d]", param, j)
+		switch p.Type {
+		case "input_text", "output_text":
+			if p.Text == nil {
+				return nil, invalid(pp+".text", fmt.Sprintf("%s is a %s part without text", pp, p.Type))
+			}
+			out = append(out, part{Type: p.Type, Text: *p.Text})
+		case "input_image", "input_file", "input_audio":
+			return nil, unsupportedInput(pp, fmt.Sprintf("%s is an %s part; this model takes text only", pp, p.Type))
+		default:
+			return nil, invalid(pp+".type", fmt.Sprintf("%s.type is %q; use input_text (or output_text in assistant messages)", pp, p.Type))
+		}
+	}
+	return out, nil
+}
+
+// text is the concatenated text of the item's parts: a message's content, a reasoning item's
+// reasoning text (or its summary when it has none), a function_call_output's output.
+func (it *item) text() string {
+	parts := it.Content
+	switch it.Type {
+	case itemReasoning:
+		if len(parts) == 0 {
+			parts = it.Summary
+		}
+	case itemCallOutput:
+		var s string
+		if json.Unmarshal(it.Output, &s) == nil {
+			return s
+		}
+		parts, _ = parseContent("output", "tool", it.Output) // validated when it came in
+	}
+	var sb strings.Builder
+	for _, p := range parts {
+		sb.WriteString(p.Text)
+	}
+	return sb.String()
+}
+
+// itemMessages is a conversation of items as chat messages. An assistant turn is built from
+// the items the model produced for it: reasoning, then text, then function calls, each
+// optional, so that a turn renders through the template as the model wrote it. Each output
+// then becomes a tool message.
+func itemMessages(items []item) []chat.Message {
+	var out []chat.Message
+	var turn *chat.Message // the assistant turn being gathered
+	flush := func() {
+		if turn != nil {
+			out = append(out, *turn)
+			turn = nil
+		}
+	}
+	// open starts a new turn unless the current one can still take the next piece.
+	open := func(fits bool) {
+		if turn != nil && !fits {
+			flush()
+		}
+		if turn == nil {
+			turn = &chat.Message{Role: "assistant"}
+		}
+	}
+	for i := range items {
+		it := &items[i]
+		switch {
+		case it.Type == itemReasoning:
+			open(turn != nil && turn.Reasoning == "" && turn.Content == "" && len(turn.ToolCalls) == 0)
+			turn.Reasoning = it.text()
+		case it.Type == itemCall:
+			open(true)
+			args := json.RawMessage(strings.TrimSpace(it.Arguments))
+			if len(args) == 0 {
+				args = json.RawMessage("{}")
+			}
+			turn.ToolCalls = append(turn.ToolCalls, chat.ToolCall{ID: it.CallID, Name: it.Name, Arguments: args})
+		case it.Type == itemCallOutput:
+			flush()
+			out = append(out, chat.Message{Role: "tool", ToolCallID: it.CallID, Content: it.text()})
+		case it.Role == "assistant":
+			open(turn != nil && turn.Content == "" && len(turn.ToolCalls) == 0)
+			turn.Content = it.text()
+		default:
+			flush()
+			role := it.Role
+			if role == "developer" {
+				role = "system" // the template's name for it
+			}
+			out = append(out, chat.Message{Role: role, Content: it.text()})
+		}
+	}
+	flush()
+	return out
+}
+
+// checkCallOutputs refuses a function_call_output in input whose call_id answers no
+// function_call of the conversation (earlier items, or the input before it), as OpenAI does.
+func checkCallOutputs(history, input []item) error {
+	calls := map[string]bool{}
+	for _, it := range history {
+		if it.Type == itemCall {
+			calls[it.CallID] = true
+		}
+	}
+	for i, it := range input {
+		switch {
+		case it.Type == itemCall:
+			calls[it.CallID] = true
+		case it.Type == itemCallOutput && !calls[it.CallID]:
+			return invalid(fmt.Sprintf("input[%d].call_id", i), fmt.Sprintf(
+				"No tool call found for function call output with call_id %s. Send the function_call item before it, or continue the response that made the call with previous_response_id.", it.CallID))
+		}
+	}
+	return nil
+}
