@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -119,5 +121,13 @@ func TestOpenAILogprobsEndToEnd(t *testing.T) {
 	}
 	if string(text) != res.Choices[0].Message.Content {
 		t.Errorf("logprob bytes %q, content %q", text, res.Choices[0].Message.Content)
+	}
+
+	// logit_bias applies by token id; an id past the vocabulary is the client's mistake.
+	params.LogitBias = map[string]int64{"99999": 5}
+	_, err = sdk(srv.URL).Chat.Completions.New(context.Background(), params)
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "outside the vocabulary") {
+		t.Errorf("logit_bias past the vocabulary: %v", err)
 	}
 }
