@@ -30,6 +30,7 @@ func TestBenchSuites(t *testing.T) {
 			[]string{"== shared:", "4 chats", "what 4 separate prompts compute", "prefill computed", "prefix copies"}},
 		{"load", nil, []string{"== load:", "model " + modelID(testModel), "cold", "warm", "cold/warm (medians)"}},
 		{"pull", nil, []string{"== pull:", "too small to measure", "Download/plain (medians)"}},
+		{"tools", func(o *bench.Options) { o.DecodeTokens = 16 }, []string{"== tools:", "tool_choice required", "top_logprobs 5", "vs plain"}},
 	}
 	if len(cases) != len(bench.Suites) {
 		t.Errorf("%d suites, %d tested", len(bench.Suites), len(cases))

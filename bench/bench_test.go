@@ -43,14 +43,20 @@ func TestKnown(t *testing.T) {
 		want bool
 	}{
 		{"all", true}, {"single", true}, {"replay", true}, {"streams", true}, {"shared", true},
-		{"pull", true}, {"load", true}, {"", false}, {"Pull", false}, {"everything", false},
+		{"pull", true}, {"load", true}, {"tools", true}, {"", false}, {"Pull", false}, {"everything", false},
 	} {
 		if got := Known(tc.name); got != tc.want {
 			t.Errorf("Known(%q) = %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	if list := SuiteList(); !strings.Contains(list, "pull, load or all") {
+	list := SuiteList()
+	if !strings.HasPrefix(list, "single, replay, ") || !strings.HasSuffix(list, " or all") {
 		t.Errorf("SuiteList() = %q", list)
+	}
+	for _, s := range Suites {
+		if !strings.Contains(list, s.Name+",") && !strings.Contains(list, s.Name+" or all") {
+			t.Errorf("SuiteList() = %q lacks %s", list, s.Name)
+		}
 	}
 }
 
