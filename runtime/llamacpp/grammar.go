@@ -61,38 +61,87 @@ func (e *Engine) newGrammar(req *llm.Request) (*llama.Grammar, error) {
 	return g, nil
 }
 
-// constrain returns token if the grammar allows it; otherwise it masks a copy of logits to
-// what the grammar allows and samples again. ok is false when the grammar allows no token at
-// all. logits itself stays as the model wrote it: logprobs are computed from it afterwards.
+// constrain returns token if the grammar allows it; otherwise it draws again from what the
+// grammar allows. ok is false when the grammar allows no token at all. logits itself stays as
+// the model wrote it: logprobs are computed from it afterwards.
+//
+// Asking the grammar about the whole vocabulary costs more than decoding a small model's
+// token, so it is asked about the sampler's best candidates first: when it allows as many of
+// them as decide the draw (one when greedy, top_k otherwise), the tokens it was not asked about
+// could not have been drawn anyway, and the draw is the same as after a full check.
 func (e *Engine) constrain(j *job, logits []float32, token int) (int, bool) {
 	one := []llama.TokenData{{ID: int32(token), Logit: 1}}
 	j.grammar.Apply(one)
 	if !math.IsInf(float64(one[0].Logit), -1) {
 		return token, true
 	}
+	adjusted := j.sampler.Adjusted(logits)
+	if cap(j.masked) < len(adjusted) {
+		j.masked = make([]float32, len(adjusted))
+	}
+	masked := j.masked[:len(adjusted)]
+	if need := j.sampler.Decisive(); probeGrammar && need > 0 && grammarProbe*need < len(adjusted) {
+		if tok, ok, decided := e.constrainBest(j, adjusted, masked, need); decided {
+			return tok, ok
+		}
+	}
 	all := j.scratch[:0]
-	for id, l := range logits {
+	for id, l := range adjusted {
 		all = append(all, llama.TokenData{ID: int32(id), Logit: l})
 	}
 	j.scratch = all
 	j.grammar.Apply(all)
-	if cap(j.masked) < len(all) {
-		j.masked = make([]float32, len(all))
-	}
-	masked := j.masked[:len(all)]
-	allowed := false
 	for i := range all {
 		masked[i] = all[i].Logit
-		allowed = allowed || !math.IsInf(float64(all[i].Logit), -1)
 	}
-	if !allowed {
-		return 0, false
+	return drawAllowed(j, masked)
+}
+
+// grammarProbe is how many candidates per deciding token the grammar is asked about before it
+// is asked about the whole vocabulary.
+const grammarProbe = 16
+
+// probeGrammar turns the probe of the best candidates on (tests compare it with the full check).
+var probeGrammar = true
+
+// constrainBest asks the grammar about the best candidates only; decided is false when it
+// allows too few of them to decide the draw.
+func (e *Engine) constrainBest(j *job, adjusted, masked []float32, need int) (token int, ok, decided bool) {
+	best := j.sampler.Best(adjusted, max(64, grammarProbe*need))
+	some := j.scratch[:0]
+	for _, id := range best {
+		some = append(some, llama.TokenData{ID: id, Logit: adjusted[id]})
 	}
-	// The sampler has bans of its own (ignore-EOS, logit_bias -100). When they leave none of
-	// the allowed tokens it returns a token the grammar refuses, and accepting that aborts
-	// llama.cpp ("Unexpected empty grammar stack"): e.g. ignore_eos once the JSON is complete
-	// and only EOS may follow. The format is then as complete as the request lets it be.
-	if token = j.sampler.Sample(masked); math.IsInf(float64(masked[token]), -1) {
+	j.scratch = some
+	j.grammar.Apply(some)
+	allowed := 0
+	for _, t := range some {
+		if !math.IsInf(float64(t.Logit), -1) {
+			allowed++
+		}
+	}
+	if allowed < need {
+		return 0, false, false
+	}
+	negInf := float32(math.Inf(-1))
+	for i := range masked {
+		masked[i] = negInf
+	}
+	for _, t := range some {
+		masked[t.ID] = t.Logit
+	}
+	token, ok = drawAllowed(j, masked)
+	return token, ok, true
+}
+
+// drawAllowed draws from adjusted values the grammar has masked. The sampler has bans of its
+// own (ignore-EOS, logit_bias -100), already in the values; when they leave none of the allowed
+// tokens the draw lands on a token the grammar refuses, and accepting that aborts llama.cpp
+// ("Unexpected empty grammar stack"): e.g. ignore_eos once the JSON is complete and only EOS
+// may follow. The format is then as complete as the request lets it be.
+func drawAllowed(j *job, masked []float32) (int, bool) {
+	token := j.sampler.SampleAdjusted(masked)
+	if math.IsInf(float64(masked[token]), -1) {
 		return 0, false
 	}
 	return token, true

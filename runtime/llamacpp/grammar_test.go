@@ -88,3 +88,38 @@ func TestJSONObjectFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestGrammarProbeSameDraws: asking the grammar about the best candidates first draws exactly
+// what the full check of the vocabulary draws, greedy and sampled with top_k.
+func TestGrammarProbeSameDraws(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"story":{"type":"string","minLength":40},"n":{"type":"integer"}},"required":["story","n"]}`)
+	topK, temp := 8, 0.9
+	for _, tc := range []struct {
+		name string
+		req  func() *llm.Request
+	}{
+		{"greedy", func() *llm.Request { return greedy("Once upon a time", 80) }},
+		{"top_k", func() *llm.Request {
+			r := greedy("Once upon a time", 80)
+			r.Sampling = llm.Sampling{Temperature: &temp, TopK: &topK, Seed: 42}
+			return r
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var texts [2]string
+			for i, probe := range []bool{true, false} {
+				probeGrammar = probe
+				req := tc.req()
+				req.Format, req.Schema = llm.FormatSchema, schema
+				texts[i] = mustGenerate(t, testEngine, req).text
+			}
+			probeGrammar = true
+			if texts[0] != texts[1] {
+				t.Errorf("with the probe %q\nwithout it   %q", texts[0], texts[1])
+			}
+			if !json.Valid([]byte(strings.TrimSpace(texts[0]))) && len(texts[0]) < 60 {
+				t.Errorf("output %q", texts[0])
+			}
+		})
+	}
+}

@@ -40,6 +40,8 @@ type Sampler struct {
 	scratchHist            [llm.RepeatLastN]int32
 	buf                    []float32 // copy of the logits, modified in place
 	cands                  []cand
+	best                   []cand        // Best's heap
+	bestIDs                []int32       // Best's answer
 	mass                   [1024]float64 // nucleus's weight per bucket
 }
 
@@ -135,6 +137,13 @@ func (s *Sampler) Accept(token int) {
 // every token is banned it returns 0. It panics on empty logits. It does not allocate once its
 // scratch buffers have grown to the vocabulary.
 func (s *Sampler) Sample(logits []float32) int {
+	return s.SampleAdjusted(s.Adjusted(logits))
+}
+
+// Adjusted returns logits with the request's logit_bias, bans and penalties applied: the values
+// Sample ranks and draws from. The slice is the sampler's scratch, valid until the next call.
+// It panics on empty logits.
+func (s *Sampler) Adjusted(logits []float32) []float32 {
 	n := len(logits)
 	if n == 0 {
 		panic("sampling: no logits")
@@ -156,6 +165,25 @@ func (s *Sampler) Sample(logits []float32) int {
 	}
 	if s.penalize {
 		s.applyPenalties(buf)
+	}
+	return buf
+}
+
+// Decisive is how many of the best adjusted values decide a draw, ranked by value and then by
+// lower id: 1 when greedy, top_k when sampling; 0 when any token can be drawn (top_k off). A
+// caller that masks tokens (a grammar) need only look at the best ones until it has found that
+// many it allows: the tokens after them cannot be drawn.
+func (s *Sampler) Decisive() int {
+	if s.temp <= 0 {
+		return 1
+	}
+	return s.topK
+}
+
+// SampleAdjusted draws from values Adjusted returned, possibly masked further (-Inf bans).
+func (s *Sampler) SampleAdjusted(buf []float32) int {
+	if len(buf) == 0 {
+		panic("sampling: no logits")
 	}
 	if s.temp <= 0 {
 		return argmax(buf)
