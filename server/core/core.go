@@ -38,7 +38,8 @@ type Model struct {
 	// Entry is the catalog entry the model comes from; nil for a fixed set of models.
 	Entry *models.Entry
 
-	inflight atomic.Int64 // generations running or queued on the engine
+	inflight   atomic.Int64 // generations running or queued on the engine
+	background atomic.Int64 // batch lines among them, outside the --queue bound
 }
 
 // Matches reports whether name refers to this model: its id.
@@ -76,6 +77,10 @@ type Config struct {
 	// Observer receives the core's metrics (tokens, latencies, batch lines); nil observes
 	// nothing.
 	Observer Observer
+	// Files is where uploads are kept, and how many bytes for how long.
+	Files FilesConfig
+	// Batches bounds the batch runner.
+	Batches BatchConfig
 }
 
 // Service is the core.
@@ -89,6 +94,8 @@ type Service struct {
 	// running counts the generation requests between their start and their record, so a
 	// shutdown can wait for their records before closing the store.
 	running sync.WaitGroup
+	// batches is the batch runner (batchrun.go).
+	batches batchRunner
 }
 
 // Wait blocks until every generation request has been recorded, or ctx ends.
@@ -237,7 +244,7 @@ func (s *Service) Slots(ctx context.Context, name string) (*Model, llm.Slots, er
 }
 
 // Inflight is how many generations are running or queued on the model right now.
-func (m *Model) Inflight() int { return int(m.inflight.Load()) }
+func (m *Model) Inflight() int { return int(m.inflight.Load() + m.background.Load()) }
 
 // admit reserves n generations on m, or refuses when the lanes and the queue are full. More
 // than the lanes and the queue together could never run, so that is invalid input, not a

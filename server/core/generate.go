@@ -182,11 +182,7 @@ func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n in
 			return nil, err
 		}
 	}
-	applySettings(gen, s.settingsOf(ctx, m))
-	if gen.MaxTokens == 0 {
-		gen.MaxTokens = s.cfg.MaxTokens
-	}
-	release, err := s.admit(m, n)
+	release, err := s.prepare(ctx, m, gen, n)
 	if err != nil {
 		return nil, err
 	}

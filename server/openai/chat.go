@@ -55,6 +55,8 @@ func Routes(r gin.IRouter, svc *core.Service, opts Options) {
 	r.DELETE("/v1/models/*model", Handle(h.deleteModel))
 	r.POST("/v1/tokenize", Handle(h.tokenize))
 	h.routesResponses(r)
+	h.routesFiles(r)
+	h.routesBatches(r)
 	h.routesLlamaCpp(r)
 }
 

@@ -110,7 +110,7 @@ func (h *handlers) completions(c *gin.Context) error {
 	if err := checkCap("max_tokens", req.MaxTokens); err != nil {
 		return err
 	}
-	gen.MaxTokens = h.svc.Config().MaxTokens
+	gen.MaxTokens = h.svc.DefaultMaxTokens(c.Request.Context()) // --max-tokens, or a batch line's cap
 	if req.MaxTokens != nil {
 		gen.MaxTokens = *req.MaxTokens
 	}

@@ -1,0 +1,616 @@
+package core
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/superfluid/superfluid/server/store"
+)
+
+// The batch runner. Up to BatchConfig.Running batches run at once, each up to LinesAtOnce
+// lines at a time; the rest wait ("validating") in the order they were created. Batches that
+// were running when the server stopped resume first.
+//
+// Every line's result is committed in the transaction that counts it (store.SaveBatchLine), so
+// a line is either done, counted and kept, or not done at all: after a crash (kill -9 included)
+// the batch resumes with the lines that have no result, and no line is run twice or lost. A
+// line interrupted by a shutdown is not recorded and runs again after the restart. When every
+// line has its result, the output and error files are written (temporary file, sync, rename)
+// and inserted with the batch's end in one transaction.
+
+// batchRunner is the Service's runner state; its zero value is ready (stopped).
+type batchRunner struct {
+	mu      sync.Mutex
+	lines   map[string]LineFunc      // how each url's lines run
+	ctx     context.Context          // nil until StartBackground; cancelled by StopBackground
+	stopAll context.CancelFunc       //
+	running map[string]*runningBatch // by batch id
+	wg      sync.WaitGroup           // the running batches and the expiry loop
+}
+
+// runningBatch is a batch a goroutine runs; stop asks it to start no more lines.
+type runningBatch struct {
+	cancel chan struct{}
+	once   sync.Once
+}
+
+func (rb *runningBatch) stop() { rb.once.Do(func() { close(rb.cancel) }) }
+
+func (rb *runningBatch) stopped() bool {
+	select {
+	case <-rb.cancel:
+		return true
+	default:
+		return false
+	}
+}
+
+// fileExpiryEvery is how often expired files are deleted (reads hide them at once).
+const fileExpiryEvery = time.Minute
+
+// StartBackground starts the service's background work: it sweeps what a crash left in the
+// files folder, deletes expired files (then every minute), and starts the batch runner, which
+// resumes the batches that were running. A service that keeps no files has none.
+func (s *Service) StartBackground() error {
+	if s.filesReady() != nil {
+		return nil
+	}
+	ctx := context.Background()
+	if err := s.sweepFiles(ctx); err != nil {
+		return err
+	}
+	r := &s.batches
+	r.mu.Lock()
+	if r.ctx != nil {
+		r.mu.Unlock()
+		return errors.New("the background work is started already")
+	}
+	r.ctx, r.stopAll = context.WithCancel(ctx)
+	r.running = map[string]*runningBatch{}
+	r.wg.Add(1)
+	go s.expiryLoop(r.ctx)
+	r.mu.Unlock()
+	s.fillBatches()
+	return nil
+}
+
+// StopBackground stops the background work and waits for it, or for ctx. Lines still running
+// are abandoned unrecorded: they run again when the service starts next.
+func (s *Service) StopBackground(ctx context.Context) error {
+	r := &s.batches
+	r.mu.Lock()
+	if r.stopAll != nil {
+		r.stopAll()
+	}
+	r.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		r.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Service) expiryLoop(ctx context.Context) {
+	defer s.batches.wg.Done()
+	t := time.NewTicker(fileExpiryEvery)
+	defer t.Stop()
+	for {
+		if err := s.expireFiles(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			slog.Error("expired files could not be deleted", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// fillBatches starts waiting batches while fewer than BatchConfig.Running run.
+func (s *Service) fillBatches() {
+	r := &s.batches
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ctx == nil || r.ctx.Err() != nil {
+		return
+	}
+	cfg := s.batchConfig()
+	if len(r.running) >= cfg.Running {
+		return
+	}
+	bs, err := s.store.UnfinishedBatches(r.ctx)
+	if err != nil {
+		slog.Error("the batches to run could not be read", "err", err)
+		return
+	}
+	// Batches that were running when the server stopped resume first; then the waiting ones,
+	// in the order they came.
+	slices.SortStableFunc(bs, func(a, b store.Batch) int {
+		return cmp.Compare(boolRank(a.Status == store.BatchValidating), boolRank(b.Status == store.BatchValidating))
+	})
+	for _, b := range bs {
+		if len(r.running) >= cfg.Running {
+			break
+		}
+		if r.running[b.ID] != nil {
+			continue
+		}
+		rb := &runningBatch{cancel: make(chan struct{})}
+		if b.Status == store.BatchCancelling {
+			rb.stop()
+		}
+		r.running[b.ID] = rb
+		r.wg.Add(1)
+		go s.runBatch(r.ctx, rb, b)
+	}
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (s *Service) lineFunc(url string) LineFunc {
+	s.batches.mu.Lock()
+	defer s.batches.mu.Unlock()
+	return s.batches.lines[url]
+}
+
+// runBatch runs one batch to its end (or to the shutdown), then lets the next one start.
+func (s *Service) runBatch(ctx context.Context, rb *runningBatch, b store.Batch) {
+	r := &s.batches
+	defer r.wg.Done()
+	defer s.fillBatches()
+	defer func() {
+		r.mu.Lock()
+		delete(r.running, b.ID)
+		r.mu.Unlock()
+	}()
+	if err := s.runBatchSteps(ctx, rb, b); err != nil && ctx.Err() == nil {
+		slog.Error("batch failed", "batch", b.ID, "err", err)
+		reason := []store.BatchError{{Code: "server_error", Message: err.Error()}}
+		if err := s.store.FailBatch(context.WithoutCancel(ctx), b.ID, reason, time.Now()); err != nil {
+			slog.Error("a failed batch could not be marked failed", "batch", b.ID, "err", err)
+		}
+	}
+}
+
+func (s *Service) runBatchSteps(ctx context.Context, rb *runningBatch, b store.Batch) error {
+	if b.Status == store.BatchValidating {
+		total, model, reasons, err := s.validateBatch(ctx, b)
+		if ctx.Err() != nil {
+			return nil // it validates again after the restart
+		}
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		if len(reasons) > 0 {
+			err = s.store.FailBatch(ctx, b.ID, reasons, now)
+		} else {
+			err = s.store.StartBatch(ctx, b.ID, total, model, now)
+		}
+		if err != nil && !errors.Is(err, store.ErrBatchNotRunning) {
+			return err
+		}
+		// Cancelled meanwhile (cancelling now), or moved on: carry on from what it is.
+		if b, err = s.store.Batch(ctx, b.ID); err != nil {
+			return err
+		}
+	}
+	switch {
+	case b.Status == store.BatchCancelling:
+		return s.finishBatch(ctx, b, store.BatchCancelled)
+	case b.Status != store.BatchInProgress:
+		return nil // failed (or ended) already
+	}
+	gone, err := s.runLines(ctx, rb, b)
+	if err != nil || ctx.Err() != nil {
+		return err
+	}
+	if gone {
+		return s.store.FailBatch(ctx, b.ID, []store.BatchError{inputGone(b.InputFileID)}, time.Now())
+	}
+	status := store.BatchCompleted
+	if rb.stopped() {
+		status = store.BatchCancelled
+	}
+	return s.finishBatch(ctx, b, status)
+}
+
+func inputGone(id string) store.BatchError {
+	return store.BatchError{Code: "file_not_found", Param: "input_file_id",
+		Message: fmt.Sprintf("the input file %s no longer exists; upload it again and create a new batch", id)}
+}
+
+// openInput opens a batch's input file (an expired one too: a batch that started finishes).
+func (s *Service) openInput(ctx context.Context, id string) (*os.File, error) {
+	if !fileID.MatchString(id) {
+		return nil, &FileNotFoundError{ID: id}
+	}
+	if _, err := s.store.File(ctx, id); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, &FileNotFoundError{ID: id}
+		}
+		return nil, err
+	}
+	f, err := os.Open(filepath.Join(s.cfg.Files.Dir, id))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, &FileNotFoundError{ID: id}
+	}
+	return f, err
+}
+
+// runLines runs the lines of b that have no result yet, LinesAtOnce at a time, until they are
+// all done, the batch is cancelled (the lines running finish; no more start) or ctx ends. It
+// reports gone when the input file no longer exists.
+func (s *Service) runLines(ctx context.Context, rb *runningBatch, b store.Batch) (gone bool, err error) {
+	done, err := s.store.BatchLinesDone(ctx, b.ID)
+	if err != nil {
+		return false, err
+	}
+	in, err := s.openInput(ctx, b.InputFileID)
+	if errors.Is(err, ErrFileNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer in.Close()
+	slots := make(chan struct{}, s.batchConfig().LinesAtOnce)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	lines := newLineReader(in)
+	for idx := 0; ; idx++ {
+		raw, _, err := lines.next()
+		if errors.Is(err, io.EOF) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if _, ok := slices.BinarySearch(done, idx); ok {
+			continue
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-rb.cancel:
+			return false, nil
+		case <-ctx.Done():
+			return false, nil
+		}
+		if rb.stopped() || ctx.Err() != nil {
+			return false, nil // between lines
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			s.runLine(ctx, b, idx, raw)
+		}()
+	}
+}
+
+// batchInput is one line of a batch's input file.
+type batchInput struct {
+	CustomID *string         `json:"custom_id"`
+	Method   string          `json:"method"`
+	URL      string          `json:"url"`
+	Body     json.RawMessage `json:"body"`
+}
+
+// batchOutput is one line of a batch's output or error file, in OpenAI's shape: a response, or
+// an error for a line that got none.
+type batchOutput struct {
+	ID       string          `json:"id"`
+	CustomID string          `json:"custom_id"`
+	Response *batchResponse  `json:"response"`
+	Error    *batchLineError `json:"error"`
+}
+
+type batchResponse struct {
+	StatusCode int             `json:"status_code"`
+	RequestID  string          `json:"request_id"`
+	Body       json.RawMessage `json:"body"`
+}
+
+type batchLineError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// runLine runs line idx of b and commits its result with its count. A line stopped by the
+// shutdown is not committed: it runs again after the restart.
+func (s *Service) runLine(ctx context.Context, b store.Batch, idx int, raw []byte) {
+	var in batchInput
+	if err := json.Unmarshal(raw, &in); err != nil || in.CustomID == nil {
+		// Validated before the batch started; the input changed under it.
+		in = batchInput{CustomID: new(string)}
+	}
+	out := batchOutput{ID: "batch_req_" + randomHex(12), CustomID: *in.CustomID}
+	var usage store.LineUsage
+	run := s.lineFunc(in.URL)
+	switch {
+	case run == nil && in.URL == "/v1/embeddings":
+		// The hook for embeddings: its dialect registers the url (ServeBatchLines) once served.
+		out.Error = &batchLineError{Code: "unsupported_endpoint", Message: "embeddings are not served yet"}
+	case run == nil:
+		out.Error = &batchLineError{Code: "unsupported_endpoint", Message: fmt.Sprintf("%s is not served", in.URL)}
+	default:
+		resp, err := run(context.WithValue(ctx, batchLineKey{}, b.ID), in.Body)
+		if ctx.Err() != nil && (err != nil || resp.Status/100 != 2) {
+			return // stopped by the shutdown (a reply that came whole is kept)
+		}
+		var le *LineError
+		switch {
+		case errors.As(err, &le):
+			out.Error = &batchLineError{Code: le.Code, Message: le.Message}
+		case err != nil:
+			out.Error = &batchLineError{Code: "server_error", Message: err.Error()}
+		default:
+			body := resp.Body
+			if !json.Valid(body) {
+				body, _ = json.Marshal(string(body))
+			}
+			out.Response = &batchResponse{StatusCode: resp.Status, RequestID: "req_" + randomHex(12), Body: body}
+			usage = store.LineUsage{InputTokens: int64(resp.Usage.PromptTokens), CachedTokens: int64(resp.Usage.CachedTokens),
+				OutputTokens: int64(resp.Usage.CompletionTokens)}
+		}
+	}
+	ok := out.Error == nil && out.Response.StatusCode/100 == 2
+	result, err := json.Marshal(out)
+	if err == nil {
+		err = s.store.SaveBatchLine(context.WithoutCancel(ctx), b.ID, idx, !ok, result, usage)
+	}
+	if err != nil {
+		slog.Error("a batch line's result could not be saved; it runs again when the batch resumes", "batch", b.ID, "line", idx+1, "err", err)
+		return
+	}
+	s.Observer().BatchLine(ok)
+}
+
+// finishBatch writes b's output and error files and ends it with status.
+func (s *Service) finishBatch(ctx context.Context, b store.Batch, status string) error {
+	began := time.Now()
+	var written []string
+	files := make([]*store.File, 2)
+	for i, failed := range []bool{false, true} {
+		f, err := s.writeResults(ctx, b, failed)
+		if err != nil {
+			removeAll(written)
+			return err
+		}
+		if f != nil {
+			written = append(written, filepath.Join(s.cfg.Files.Dir, f.ID))
+		}
+		files[i] = f
+	}
+	end := store.BatchEnd{Status: status, Output: files[0], Errors: files[1], FinalizingAt: began, At: time.Now()}
+	if err := s.store.FinishBatch(context.WithoutCancel(ctx), b.ID, end); err != nil {
+		removeAll(written)
+		return err
+	}
+	return nil
+}
+
+func removeAll(paths []string) {
+	for _, p := range paths {
+		os.Remove(p)
+	}
+}
+
+// writeResults writes b's output lines (or error lines) to a new file, synced and renamed to
+// its id; nil when there are none.
+func (s *Service) writeResults(ctx context.Context, b store.Batch, failed bool) (*store.File, error) {
+	dir := s.cfg.Files.Dir
+	tmp, err := os.CreateTemp(dir, outputPrefix+"*")
+	if err != nil {
+		return nil, fmt.Errorf("write the batch's results: %w", err)
+	}
+	defer func() {
+		tmp.Close()
+		os.Remove(tmp.Name()) // gone after the rename
+	}()
+	w := bufio.NewWriter(tmp)
+	var lines, n int64
+	err = s.store.EachBatchLine(ctx, b.ID, failed, func(result []byte) error {
+		lines++
+		k, err := w.Write(append(result, '\n'))
+		n += int64(k)
+		return err
+	})
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("write the batch's results: %w", err)
+	}
+	if lines == 0 {
+		return nil, nil
+	}
+	kind := "output"
+	if failed {
+		kind = "error"
+	}
+	now := time.Now()
+	f := &store.File{ID: newFileID(), Filename: fmt.Sprintf("%s_%s.jsonl", b.ID, kind), Purpose: "batch_output", Bytes: n,
+		CreatedAt: now, ExpiresAt: s.expiry(now, b.OutputExpires)}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, f.ID)); err != nil {
+		return nil, fmt.Errorf("write the batch's results: %w", err)
+	}
+	syncDir(dir)
+	return f, nil
+}
+
+// maxLineBytes bounds one input line (the HTTP body limit).
+const maxLineBytes = 100 << 20
+
+// maxReasons bounds the validation errors a failed batch lists.
+const maxReasons = 100
+
+var errLineTooLong = fmt.Errorf("the line is longer than %d MiB", maxLineBytes>>20)
+
+// lineReader reads a JSONL file's lines, skipping blank ones: the n-th line it returns is the
+// batch's line n (from 0), whether validating or running.
+type lineReader struct {
+	br   *bufio.Reader
+	line int // physical lines read, for error messages
+}
+
+func newLineReader(r io.Reader) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// next returns the next non-blank line and its number in the file (from 1). A line over
+// maxLineBytes is skipped and reported as errLineTooLong; io.EOF ends the file.
+func (lr *lineReader) next() ([]byte, int, error) {
+	for {
+		var line []byte
+		tooLong := false
+		for {
+			chunk, err := lr.br.ReadSlice('\n')
+			if !tooLong {
+				if len(line)+len(chunk) > maxLineBytes {
+					tooLong, line = true, nil
+				} else {
+					line = append(line, chunk...)
+				}
+			}
+			if errors.Is(err, bufio.ErrBufferFull) {
+				continue
+			}
+			if err != nil && !errors.Is(err, io.EOF) {
+				return nil, lr.line, err
+			}
+			if len(chunk) == 0 && len(line) == 0 && !tooLong && errors.Is(err, io.EOF) {
+				return nil, lr.line, io.EOF
+			}
+			break
+		}
+		lr.line++
+		if tooLong {
+			return nil, lr.line, errLineTooLong
+		}
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			return line, lr.line, nil
+		}
+	}
+}
+
+// validateBatch reads b's input file through: every line must be JSON with a unique
+// custom_id, method POST, the batch's endpoint as url, and a body naming a model that exists.
+// It returns the number of lines and the first line's model, or why the batch fails.
+func (s *Service) validateBatch(ctx context.Context, b store.Batch) (total int, model string, reasons []store.BatchError, err error) {
+	in, err := s.openInput(ctx, b.InputFileID)
+	if errors.Is(err, ErrFileNotFound) {
+		return 0, "", []store.BatchError{inputGone(b.InputFileID)}, nil
+	}
+	if err != nil {
+		return 0, "", nil, err
+	}
+	defer in.Close()
+	add := func(e store.BatchError) {
+		if len(reasons) < maxReasons {
+			reasons = append(reasons, e)
+		}
+	}
+	seen := map[string]bool{}
+	models := map[string]error{}
+	lines := newLineReader(in)
+	for {
+		if ctx.Err() != nil {
+			return 0, "", nil, ctx.Err()
+		}
+		raw, n, err := lines.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil && !errors.Is(err, errLineTooLong) {
+			return 0, "", nil, err
+		}
+		if total++; total > maxBatchLines {
+			add(store.BatchError{Code: "too_many_tasks", Line: n,
+				Message: fmt.Sprintf("a batch may have at most %d lines; split the file", maxBatchLines)})
+			break
+		}
+		if err != nil {
+			add(store.BatchError{Code: "invalid_json_line", Line: n, Message: err.Error()})
+			continue
+		}
+		var line batchInput
+		if err := json.Unmarshal(raw, &line); err != nil {
+			add(store.BatchError{Code: "invalid_json_line", Line: n,
+				Message: fmt.Sprintf("this line is not a JSON object {\"custom_id\", \"method\", \"url\", \"body\"}: %v", err)})
+			continue
+		}
+		switch {
+		case line.CustomID == nil || *line.CustomID == "":
+			add(store.BatchError{Code: "missing_required_parameter", Param: "custom_id", Line: n, Message: "the line has no custom_id"})
+		case seen[*line.CustomID]:
+			add(store.BatchError{Code: "duplicate_custom_id", Param: "custom_id", Line: n,
+				Message: fmt.Sprintf("custom_id %q is used by an earlier line; each line needs its own", *line.CustomID)})
+		default:
+			seen[*line.CustomID] = true
+		}
+		if line.Method != "POST" {
+			add(store.BatchError{Code: "invalid_method", Param: "method", Line: n,
+				Message: fmt.Sprintf("method %q: batch lines must be POST", line.Method)})
+		}
+		if line.URL != b.Endpoint {
+			add(store.BatchError{Code: "invalid_url", Param: "url", Line: n,
+				Message: fmt.Sprintf("url %q is not the batch's endpoint %s; every line must use it", line.URL, b.Endpoint)})
+		}
+		var body struct {
+			Model *string `json:"model"`
+		}
+		if len(line.Body) == 0 || line.Body[0] != '{' || json.Unmarshal(line.Body, &body) != nil {
+			add(store.BatchError{Code: "invalid_request", Param: "body", Line: n, Message: "body must be the request's JSON object"})
+			continue
+		}
+		if body.Model == nil || *body.Model == "" {
+			add(store.BatchError{Code: "missing_required_parameter", Param: "body.model", Line: n, Message: "the body names no model"})
+			continue
+		}
+		name := *body.Model
+		merr, checked := models[name]
+		if !checked {
+			_, merr = s.Model(name)
+			models[name] = merr
+		}
+		if merr != nil {
+			add(store.BatchError{Code: "model_not_found", Param: "body.model", Line: n,
+				Message: fmt.Sprintf("the model %q does not exist; GET /v1/models lists the served models", name)})
+			continue
+		}
+		if model == "" {
+			model = name
+		}
+	}
+	if total == 0 {
+		add(store.BatchError{Code: "empty_file", Message: fmt.Sprintf("the input file %s has no lines", b.InputFileID)})
+	}
+	return total, model, reasons, nil
+}
