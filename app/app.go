@@ -53,6 +53,10 @@ func New(cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := a.startBackground(); err != nil {
+		a.Close()
+		return nil, err
+	}
 	if a.preload != nil {
 		go func() {
 			// Load eagerly so the first request is fast; a failure is reported to that request.
@@ -64,10 +68,22 @@ func New(cfg Config) (*App, error) {
 	return a, nil
 }
 
+// startBackground starts what runs beside the requests (the batch runner, file expiry) for a
+// server: New and the desktop app call it; the library commands (list, pull) do not.
+func (a *App) startBackground() error {
+	if err := a.svc.StartBackground(); err != nil {
+		return fmt.Errorf("start the batch runner: %w", err)
+	}
+	return nil
+}
+
 // Open opens the store and the catalog (registering the bundled model on first start) and
 // resolves the model named in cfg (registering a .gguf path; a Hugging Face reference must be
 // pulled first, see PullReference). Nothing loads until asked.
 func Open(cfg Config) (*App, error) {
+	if cfg.FilesMaxBytes < 0 || cfg.FilesExpiry < 0 {
+		return nil, &UsageError{"--files-max-bytes and --files-expiry cannot be negative; 0 means no cap and no expiry"}
+	}
 	if cfg.RecordsDays < 0 {
 		return nil, &UsageError{fmt.Sprintf("--records-days %d: give the days to keep request records, or 0 to keep them forever", cfg.RecordsDays)}
 	}
@@ -106,7 +122,9 @@ func build(cfg Config, st *store.Store) (*App, error) {
 		}
 	}
 	a.metrics = metrics.New()
-	a.svc = core.NewCatalog(core.Config{MaxTokens: cfg.MaxTokens, Queue: cfg.Queue, CheckRuntime: a.checkRuntime, Observer: a.metrics}, st, a.mgr, a.hub)
+	a.svc = core.NewCatalog(core.Config{MaxTokens: cfg.MaxTokens, Queue: cfg.Queue, CheckRuntime: a.checkRuntime, Observer: a.metrics,
+		Files:   core.FilesConfig{Dir: filesDir(cfg.DataDir), MaxBytes: cfg.FilesMaxBytes, Expiry: cfg.FilesExpiry},
+		Batches: core.BatchConfig{LinesAtOnce: cfg.Parallel}}, st, a.mgr, a.hub)
 	a.metrics.WatchService(a.svc)
 	a.stopMetrics = a.metrics.Watch(a.mgr)
 	a.handler = server.New(server.Config{KeepAlive: cfg.KeepAlive, WriteTimeout: cfg.WriteTimeout, TrustedProxies: cfg.TrustedProxies,
@@ -252,9 +270,13 @@ func (a *App) Store() *store.Store { return a.store }
 // Close unloads every model and closes the store, which first writes every request record
 // still queued; a request that finishes after that is counted as a dropped record.
 func (a *App) Close() error {
-	a.mgr.Close() // requests still running end with an engine failure...
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	// Batch lines still running are dropped unrecorded; they run again at the next start.
+	if err := a.svc.StopBackground(ctx); err != nil {
+		slog.Warn("the batch runner did not stop in time", "err", err)
+	}
+	a.mgr.Close()       // requests still running end with an engine failure...
 	_ = a.svc.Wait(ctx) // ...and are recorded before the store drains its queue and closes
 	a.stopMetrics()
 	return a.store.Close()

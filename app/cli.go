@@ -135,6 +135,8 @@ func serverFlags(fs *pflag.FlagSet, cfg *Config) {
 	fs.IntVar(&cfg.Queue, "queue", cfg.Queue, "requests that may wait for a lane; beyond it the answer is 429 (0 = unbounded)")
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "where the server keeps its data")
 	fs.IntVar(&cfg.RecordsDays, "records-days", cfg.RecordsDays, "days the request records are kept; older ones are pruned in the background (0 = forever)")
+	fs.Var(bytesFlag{&cfg.FilesMaxBytes}, "files-max-bytes", `bytes the uploaded files and batch results may take, e.g. "10GB"; past it uploads get 413 (0 = no cap)`)
+	fs.DurationVar(&cfg.FilesExpiry, "files-expiry", cfg.FilesExpiry, `how long files are kept, e.g. "720h" (0 = until deleted)`)
 	fs.IntVar(&cfg.CompletionBurst, "completion-burst", cfg.CompletionBurst, "fill-in-the-middle requests a client may send at once (0 = no limit)")
 	fs.Var(rateFlag{&cfg.CompletionRate}, "completion-rate", "fill-in-the-middle requests per second a client's allowance refills at (above 0)")
 	fs.Var(millis{&cfg.CompletionDeadline}, "completion-deadline-ms", "cut fill-in-the-middle generations after this many milliseconds (0 = none)")

@@ -49,6 +49,9 @@ func runDesktop(cmd *cobra.Command, cfg Config, hidden bool) error {
 		return err
 	}
 	defer a.Close()
+	if err := a.startBackground(); err != nil {
+		return err
+	}
 	c := newController(a)
 	defer c.close()
 	hidden = hidden || c.StartHidden()

@@ -47,6 +47,11 @@ type Config struct {
 	// RecordsDays is how many days request records are kept (--records-days); older ones are
 	// pruned in the background. 0 keeps them forever.
 	RecordsDays int
+	// FilesMaxBytes caps the files kept (uploads and batch results, --files-max-bytes); past it
+	// uploads get 413 files_quota_exceeded. 0 is no cap.
+	FilesMaxBytes int64
+	// FilesExpiry is how long files are kept (--files-expiry); 0 keeps them until deleted.
+	FilesExpiry time.Duration
 	// KeepAlive is the SSE keep-alive interval.
 	KeepAlive time.Duration
 	// WriteTimeout bounds the write of each frame of a streamed reply; a client that stops
@@ -72,6 +77,7 @@ func DefaultConfig() Config {
 		Queue:           64,
 		CompletionBurst: 20,
 		RecordsDays:     30,
+		FilesMaxBytes:   10_000_000_000,
 		CompletionRate:  10,
 		KeepAlive:       5 * time.Second,
 		WriteTimeout:    30 * time.Second,

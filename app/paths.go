@@ -13,3 +13,6 @@ func defaultDataDir() string { return filepath.Join(xdg.DataHome, "superfluid") 
 func databasePath(dataDir string) string { return filepath.Join(dataDir, "superfluid.db") }
 
 func modelsDir(dataDir string) string { return filepath.Join(dataDir, "models") }
+
+// filesDir holds the content of uploaded files and batch results.
+func filesDir(dataDir string) string { return filepath.Join(dataDir, "files") }
