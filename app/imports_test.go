@@ -22,6 +22,7 @@ func TestImportRules(t *testing.T) {
 	const llama = llamaPackage
 	core := []string{"server/core", "server/store", "runtime/llm", "runtime/chat", "runtime/worker", "runtime/gguf", "runtime/sampling",
 		"runtime/enginetest", "runtime/models", "runtime/models/hf", "runtime/runtimes"}
+	dialects := map[string]bool{"server/openai": true, "server/anthropic": true, "server/ollama": true}
 	seen := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		parts := strings.SplitN(line, "|", 3)
@@ -40,6 +41,14 @@ func TestImportRules(t *testing.T) {
 			for _, d := range deps {
 				if strings.HasPrefix(d, "fyne.io/") || d == llama {
 					t.Errorf("%s depends on %s; server packages must not", rel, d)
+				}
+			}
+		}
+		// The dialects reach SQLite only through the core.
+		if dialects[rel] {
+			for _, imp := range imports {
+				if imp == module+"server/store" {
+					t.Errorf("%s imports server/store; dialects reach the store through server/core", rel)
 				}
 			}
 		}

@@ -33,6 +33,9 @@ type Entry struct {
 	Err error
 }
 
+// IsAlias reports whether the entry is another name for a registered model (ollama cp).
+func (e *Entry) IsAlias() bool { return e.Source == store.SourceAlias }
+
 // Missing reports whether the model's file is gone from disk.
 func (e *Entry) Missing() bool { return e.Err != nil && errors.Is(e.Err, os.ErrNotExist) }
 

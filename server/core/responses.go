@@ -9,35 +9,44 @@ import (
 // Stored Responses API state. The dialect owns the items' JSON; the core only keeps it.
 // Without a store nothing is kept: saves do nothing and every lookup is not found.
 
+// StoredResponse is a kept Responses API response (the dialects see the core's name for it).
+type StoredResponse = store.Response
+
+// MissingResponseError names the response of a chain that is gone; it matches ErrNotFound.
+type MissingResponseError = store.MissingResponseError
+
+// ErrNotFound is wrapped by every lookup of something that is not kept.
+var ErrNotFound = store.ErrNotFound
+
 // SaveResponse keeps a response for GET, input_items and previous_response_id.
-func (s *Service) SaveResponse(ctx context.Context, r store.Response) error {
+func (s *Service) SaveResponse(ctx context.Context, r StoredResponse) error {
 	if s.store == nil {
 		return nil
 	}
 	return s.store.SaveResponse(ctx, r)
 }
 
-// Response returns a kept response, or an error wrapping store.ErrNotFound.
-func (s *Service) Response(ctx context.Context, id string) (store.Response, error) {
+// Response returns a kept response, or an error wrapping ErrNotFound.
+func (s *Service) Response(ctx context.Context, id string) (StoredResponse, error) {
 	if s.store == nil {
-		return store.Response{}, &store.MissingResponseError{ID: id}
+		return StoredResponse{}, &MissingResponseError{ID: id}
 	}
 	return s.store.Response(ctx, id)
 }
 
 // ResponseChain returns the conversation ending with response id, oldest first, or an error
-// wrapping store.ErrNotFound (a *store.MissingResponseError) when any response of it is gone.
-func (s *Service) ResponseChain(ctx context.Context, id string) ([]store.Response, error) {
+// wrapping ErrNotFound (a *MissingResponseError) when any response of it is gone.
+func (s *Service) ResponseChain(ctx context.Context, id string) ([]StoredResponse, error) {
 	if s.store == nil {
-		return nil, &store.MissingResponseError{ID: id}
+		return nil, &MissingResponseError{ID: id}
 	}
 	return s.store.ResponseChain(ctx, id)
 }
 
-// DeleteResponse removes a kept response, or returns an error wrapping store.ErrNotFound.
+// DeleteResponse removes a kept response, or returns an error wrapping ErrNotFound.
 func (s *Service) DeleteResponse(ctx context.Context, id string) error {
 	if s.store == nil {
-		return &store.MissingResponseError{ID: id}
+		return &MissingResponseError{ID: id}
 	}
 	return s.store.DeleteResponse(ctx, id)
 }

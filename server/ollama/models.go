@@ -18,7 +18,6 @@ import (
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server/core"
-	"github.com/superfluid/superfluid/server/store"
 )
 
 // latest is the tag /api/tags gives every model; a name with it resolves like the bare id.
@@ -102,7 +101,7 @@ func (h *handlers) ps(c *gin.Context) error {
 
 // alias orders originals (0) before aliases (1).
 func alias(m *core.Model) int {
-	if m.Entry != nil && m.Entry.Source == store.SourceAlias {
+	if m.Entry != nil && m.Entry.IsAlias() {
 		return 1
 	}
 	return 0

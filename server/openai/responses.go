@@ -46,7 +46,6 @@ import (
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/server/core"
-	"github.com/superfluid/superfluid/server/store"
 )
 
 const responsesEndpoint = "/v1/responses"
@@ -286,7 +285,7 @@ func (h *handlers) conversation(c *gin.Context, p *responseParams, instructions 
 
 // previousNotFound is the 404 for a previous_response_id whose conversation cannot be rebuilt.
 func previousNotFound(id string, err error) error {
-	var missing *store.MissingResponseError
+	var missing *core.MissingResponseError
 	if !errors.As(err, &missing) {
 		return err
 	}
@@ -357,7 +356,7 @@ func (h *handlers) keep(c *gin.Context, p *responseParams, obj *responseObject) 
 	if err != nil {
 		return err
 	}
-	r := store.Response{
+	r := core.StoredResponse{
 		ID: obj.ID, Model: obj.Model, PreviousResponseID: p.previous, Instructions: obj.Instructions,
 		Status: obj.Status, Input: input, Output: output, Body: body, CreatedAt: time.Unix(obj.CreatedAt, 0),
 	}
@@ -377,7 +376,7 @@ func (h *handlers) getResponse(c *gin.Context) error {
 	}
 	id := c.Param("id")
 	r, err := h.svc.Response(c.Request.Context(), id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, core.ErrNotFound) {
 		return responseNotFound(id)
 	}
 	if err != nil {
@@ -390,7 +389,7 @@ func (h *handlers) getResponse(c *gin.Context) error {
 func (h *handlers) deleteResponse(c *gin.Context) error {
 	id := c.Param("id")
 	err := h.svc.DeleteResponse(c.Request.Context(), id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, core.ErrNotFound) {
 		return responseNotFound(id)
 	}
 	if err != nil {
@@ -417,7 +416,7 @@ func (h *handlers) listInputItems(c *gin.Context) error {
 	}
 	id := c.Param("id")
 	r, err := h.svc.Response(c.Request.Context(), id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, core.ErrNotFound) {
 		return responseNotFound(id)
 	}
 	if err != nil {
