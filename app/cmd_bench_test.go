@@ -31,6 +31,8 @@ func TestBenchSuites(t *testing.T) {
 		{"load", nil, []string{"== load:", "model " + modelID(testModel), "cold", "warm", "cold/warm (medians)"}},
 		{"pull", nil, []string{"== pull:", "too small to measure", "Download/plain (medians)"}},
 		{"tools", func(o *bench.Options) { o.DecodeTokens = 16 }, []string{"== tools:", "tool_choice required", "top_logprobs 5", "vs plain"}},
+		{"batch", func(o *bench.Options) { o.Repeat, o.BatchLines, o.DecodeTokens = 1, 4, 32 },
+			[]string{"== batch:", "concurrent HTTP requests", "batch/HTTP (medians)", "idle server", "while a batch runs", "busy/idle (medians)"}},
 	}
 	if len(cases) != len(bench.Suites) {
 		t.Errorf("%d suites, %d tested", len(bench.Suites), len(cases))

@@ -1,7 +1,8 @@
 // Package bench measures superfluid against one model: decode and prefill speed through the
 // HTTP API next to the engine called directly, multi-turn and concurrent serving, prefix
-// sharing, model downloads from a fake Hugging Face Hub, and the time to first token of an
-// unloaded model. It starts the app through Options.Serve, so it does not depend on package app.
+// sharing, model downloads from a fake Hugging Face Hub, the time to first token of an
+// unloaded model, tool-calling grammars, and the batch API. It starts the app through
+// Options.Serve, so it does not depend on package app.
 package bench
 
 import (
@@ -35,6 +36,7 @@ type Options struct {
 	ReplayTurns, ReplaySystemTokens int   // turns after a system prompt of that many tokens: 8 and 750
 	Streams                         []int // the counts of concurrent streams: 1, 4 and 8
 	SharedChats, SharedTokens       int   // chats sharing a system prompt of that many tokens: 32 and 1,000
+	BatchLines                      int   // requests in the batch suite's batch: 64
 	// WriteModel asks for a TinyLlama-1.1B-shaped Q8_0 model to be written at the model path
 	// first (see WriteModel).
 	WriteModel bool
@@ -78,6 +80,7 @@ var Suites = []Suite{
 	{"pull", "download throughput from a local fake Hugging Face Hub, with sha256, vs a plain HTTP GET", benchPull},
 	{"load", "time to first token of an unloaded model (worker start + load) vs a loaded one", benchLoad},
 	{"tools", "decode under the tool_choice required grammar and with top_logprobs 5, vs plain decode", benchTools},
+	{"batch", "a 64-line batch's throughput vs the same requests sent at once, and interactive TTFT while it runs vs idle", benchBatch},
 }
 
 // Known reports whether name is a suite or "all".

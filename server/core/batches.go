@@ -294,7 +294,15 @@ func (s *Service) prepare(ctx context.Context, m *Model, gen *llm.Request, n int
 		if gen.MaxTokens == 0 {
 			gen.MaxTokens = s.cfg.MaxTokens
 		}
-		return s.admit(m, n)
+		release, err := s.admit(m, n)
+		if err != nil {
+			return nil, err
+		}
+		m.lanes.interactive()
+		return func() {
+			release()
+			m.lanes.interactive()
+		}, nil
 	}
 	if gen.MaxTokens == 0 {
 		gen.MaxTokens = lineCap

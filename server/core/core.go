@@ -40,6 +40,7 @@ type Model struct {
 
 	inflight   atomic.Int64 // generations running or queued on the engine
 	background atomic.Int64 // batch lines among them, outside the --queue bound
+	lanes      laneShare    // how many of its lanes batch lines may take (batchrun.go)
 }
 
 // Matches reports whether name refers to this model: its id.
