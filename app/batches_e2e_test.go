@@ -185,8 +185,8 @@ func TestBatchSurvivesKill9(t *testing.T) {
 	client := sdk(url)
 	// One lane, one line at a time, 400 tokens each: long enough to be killed halfway.
 	b := createBatch(t, client, batchInput(model, 20, 400))
-	mid := waitBatch(t, client, b.ID, "some lines to finish", func(b *openai.Batch) bool {
-		return b.RequestCounts.Completed >= 3 || batchEnded(b)
+	mid := waitBatch(t, client, b.ID, "half the lines to finish", func(b *openai.Batch) bool {
+		return b.RequestCounts.Completed >= 10 || batchEnded(b)
 	})
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
