@@ -261,7 +261,8 @@ func (b *apiClient) cancelBatch(id string) error {
 	return b.post("/v1/batches/"+id+"/cancel", map[string]string{}, nil)
 }
 
-// waitBatch polls the batch every 2 ms until done says so.
+// waitBatch polls the batch every 10 ms until done says so (more often would take CPU from
+// the server on a small machine).
 func (b *apiClient) waitBatch(id string, done func(batchState) bool) (batchState, error) {
 	deadline := time.Now().Add(30 * time.Minute)
 	for {
@@ -272,6 +273,6 @@ func (b *apiClient) waitBatch(id string, done func(batchState) bool) (batchState
 		if time.Now().After(deadline) {
 			return s, fmt.Errorf("batch %s still %s after 30 minutes", id, s.Status)
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
 }
