@@ -1,11 +1,13 @@
 // Package enginetest is a deterministic fake llm.Engine for fast server tests: one token per
 // byte, a scripted reply, no model file. It exercises the same stop handling as the real
 // engine (llm.TextStream), the same request checks (sampling.Check) and the same logprobs
-// bookkeeping, so dialect tests see realistic event streams.
+// bookkeeping, so dialect tests see realistic event streams. NewEmbedder makes a fake
+// embedding model (or reranker) instead, which embeds and refuses generation.
 package enginetest
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sync"
 	"time"
@@ -28,6 +30,7 @@ type Engine struct {
 
 	mu       sync.Mutex
 	requests []llm.Request
+	embeds   []llm.EmbedRequest
 }
 
 // New returns a fake with a context window of ctx tokens.
@@ -75,6 +78,9 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 	e.mu.Lock()
 	e.requests = append(e.requests, *req)
 	e.mu.Unlock()
+	if e.info.Embedding != nil {
+		return fmt.Errorf("%w: %s is an embedding model; it does not generate", llm.ErrUnsupportedModel, e.info.Path)
+	}
 	if err := sampling.Check(req, e.info.VocabSize); err != nil {
 		return err
 	}

@@ -15,4 +15,9 @@
 // Logprobs (Request.Logprobs, TopLogprobs) are the model's own distribution, the log-softmax
 // of the raw logits before any sampler setting or grammar (see tokenLogprob), computed only for
 // requests that ask, in one pass over the vocabulary per token.
+//
+// A model whose GGUF says it embeds (a pooling type, or an encoder architecture such as BERT)
+// runs the embedding loop instead (embed.go): the engine is then an llm.Embedder, pools one
+// whole sequence per batch and refuses generation with llm.ErrUnsupportedModel. pooled.go
+// declares the few llama.cpp calls the ollama/llama package does not expose for it.
 package llamacpp

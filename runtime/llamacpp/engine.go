@@ -21,7 +21,8 @@ type Options struct {
 	ModelPath string
 	// ContextLength is the window of one lane; 0 picks the model's trained window capped at 4096.
 	ContextLength int
-	// Parallel is the number of lanes (sequences decoded together); 0 means 4.
+	// Parallel is the number of lanes (sequences decoded together); 0 means 4. An embedding
+	// model runs one sequence at a time, whatever it says.
 	Parallel int
 	// Threads is the CPU thread count; 0 picks one from the model size.
 	Threads int
@@ -70,7 +71,9 @@ type Engine struct {
 	stats     stats
 	// vocabulary is built on the first constrained request.
 	vocabulary vocabulary
-	clock      uint64 // advances on every lane assignment; orders lanes by recent use
+	// embeds holds the embedding loop's state; nil for a generation model (see embed.go).
+	embeds *embedState
+	clock  uint64 // advances on every lane assignment; orders lanes by recent use
 
 	closeOnce sync.Once
 	// modelMu keeps Close from freeing the model under a caller outside the loop (Tokenize,
@@ -126,6 +129,11 @@ func Load(opts Options) (*Engine, error) {
 	if opts.ContextLength <= 0 {
 		opts.ContextLength = defaultContext(meta.trainContext)
 	}
+	if meta.embeds {
+		// One sequence at a time, a whole window per batch (see embed.go).
+		opts.ContextLength, opts.BatchSize = embeddingWindow(opts.ContextLength, meta.trainContext)
+		opts.Parallel = 1
+	}
 	// Without a unified KV cache llama.cpp splits n_ctx evenly between sequences, so the
 	// context holds one full window per lane.
 	params := llama.NewContextParams(opts.ContextLength*opts.Parallel, opts.BatchSize, opts.Parallel,
@@ -168,6 +176,10 @@ func Load(opts Options) (*Engine, error) {
 	e.lanes = make([]*lane, opts.Parallel)
 	for i := range e.lanes {
 		e.lanes[i] = &lane{id: i}
+	}
+	if meta.embeds {
+		e.startEmbedding()
+		return e, nil
 	}
 	go e.loop()
 	return e, nil
@@ -253,6 +265,9 @@ func (e *Engine) Piece(token int) string {
 func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.Event) error) error {
 	if e.vocabOnly {
 		return fmt.Errorf("%w: %s is loaded for tokenizing only (vocab-only), not for generation", llm.ErrEngineFailure, e.info.Path)
+	}
+	if e.embeds != nil {
+		return errEmbeddingOnly(e.info)
 	}
 	prompt, err := e.promptTokens(ctx, req)
 	if err != nil {

@@ -142,6 +142,8 @@ func (m *mailbox) take(ctx context.Context) ([]llm.Event, bool, error) {
 type modelMeta struct {
 	architecture string
 	trainContext int
+	// embeds says the model embeds (gguf.File.Embedding): it gets the embedding loop.
+	embeds bool
 }
 
 func readMeta(path string) (modelMeta, error) {
@@ -149,7 +151,8 @@ func readMeta(path string) (modelMeta, error) {
 	if err != nil {
 		return modelMeta{}, err
 	}
-	return modelMeta{architecture: f.Architecture(), trainContext: f.ContextLength()}, nil
+	_, embeds := f.Embedding()
+	return modelMeta{architecture: f.Architecture(), trainContext: f.ContextLength(), embeds: embeds}, nil
 }
 
 func mergeText(events []llm.Event) []llm.Event {

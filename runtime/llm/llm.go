@@ -43,6 +43,10 @@ type ModelInfo struct {
 	// not known yet). No token covers more text than that, so a text longer than
 	// ContextLength × MaxTokenBytes cannot fit the window, and can be refused untokenized.
 	MaxTokenBytes int `json:"max_token_bytes,omitempty"`
+	// Embedding is set when the model embeds (a pooling head, an encoder architecture such as
+	// BERT): it serves embeddings and rerank (the engine is an Embedder) and never generates.
+	// Nil for a generation-only model.
+	Embedding *Embedding `json:"embedding,omitempty"`
 }
 
 // Request is one generation. The prompt is text; the engine tokenizes it so that the token

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/llm"
 )
 
 // Facts is what a model's GGUF header says, read by the strict reader before the model is
@@ -25,6 +26,9 @@ type Facts struct {
 	KVBytesPerToken int64
 	// Parts are the files of a split model in order (the path itself when not split).
 	Parts []string
+	// Embedding is set for a model that embeds (gguf.File.Embedding); nil for one that
+	// generates.
+	Embedding *llm.Embedding
 }
 
 // ErrNotModel means a file is not a usable GGUF model (not GGUF, truncated, or invalid).
@@ -62,6 +66,9 @@ func Describe(path string) (Facts, error) {
 			facts.ContextLength = f.ContextLength()
 			facts.KVBytesPerToken = kvBytesPerToken(f)
 			facts.Capabilities = capabilities(f)
+			if emb, ok := f.Embedding(); ok {
+				facts.Embedding = &llm.Embedding{Pooling: gguf.PoolingName(emb.Pooling), Length: emb.Length}
+			}
 			facts.Quantization = Quantization(f, nil)
 		}
 	}
@@ -119,8 +126,12 @@ func kvBytesPerToken(f *gguf.File) int64 {
 	return layers * kvHeads * (keyLen + valLen) * 2
 }
 
-// capabilities are Ollama's names for what the model can do.
+// capabilities are Ollama's names for what the model can do: an embedding model embeds and
+// does nothing else.
 func capabilities(f *gguf.File) []string {
+	if _, ok := f.Embedding(); ok {
+		return []string{"embedding"}
+	}
 	caps := []string{"completion"}
 	if _, ok := f.FIMTokens(); ok {
 		caps = append(caps, "insert")

@@ -34,7 +34,8 @@ func (h *Handle) Info() llm.ModelInfo {
 		Path: e.Path, Architecture: e.Facts.Architecture, ContextLength: h.m.contextLength(e),
 		TrainContextLength: e.Facts.ContextLength, Parallel: max(1, h.m.lanes(e)),
 		// What its next load runs on.
-		Runtime: "llamacpp-" + cmp.Or(h.m.settings(e).Runtime, "cpu"),
+		Runtime:   "llamacpp-" + cmp.Or(h.m.settings(e).Runtime, "cpu"),
+		Embedding: e.Facts.Embedding,
 	}
 }
 
@@ -106,6 +107,16 @@ func (h *Handle) Slots(ctx context.Context) (llm.Slots, error) {
 	return h.s.runner.Slots(ctx)
 }
 
+// Embed embeds, loading the model first when needed.
+func (h *Handle) Embed(ctx context.Context, req *llm.EmbedRequest) (*llm.EmbedResult, error) {
+	eng, release, err := h.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release(nil)
+	return eng.(llm.Embedder).Embed(ctx, req)
+}
+
 // Close does nothing: the manager owns the worker.
 func (h *Handle) Close() error { return nil }
 
@@ -117,6 +128,15 @@ func (l lease) Info() llm.ModelInfo { return l.h.Info() }
 func (l lease) Close() error        { return nil }
 func (l lease) Tokenize(ctx context.Context, text string, addSpecial, parseSpecial bool) ([]int, error) {
 	return l.h.s.runner.Tokenize(ctx, text, addSpecial, parseSpecial)
+}
+
+// Embed runs on the worker; a runner that cannot embed refuses with llm.ErrUnsupportedModel.
+func (l lease) Embed(ctx context.Context, req *llm.EmbedRequest) (*llm.EmbedResult, error) {
+	embedder, ok := l.h.s.runner.(llm.Embedder)
+	if !ok {
+		return nil, fmt.Errorf("%w: the model %s cannot embed", llm.ErrUnsupportedModel, l.h.entry.ID)
+	}
+	return embedder.Embed(ctx, req)
 }
 
 func (l lease) Generate(ctx context.Context, req *llm.Request, emit func(llm.Event) error) error {

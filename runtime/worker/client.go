@@ -144,6 +144,19 @@ func (c *Client) Slots(ctx context.Context) (llm.Slots, error) {
 	return slots, err
 }
 
+// Embed asks the worker for the vectors of req's inputs (see llm.Embedder).
+func (c *Client) Embed(ctx context.Context, req *llm.EmbedRequest) (*llm.EmbedResult, error) {
+	var res *llm.EmbedResult
+	err := c.do(ctx, call{Op: opEmbed, Embed: req}, func(r reply) error {
+		res = r.Embed
+		return nil
+	})
+	if err == nil && res == nil {
+		err = engineFailure("the worker answered the embed call without vectors")
+	}
+	return res, err
+}
+
 // Generate runs one generation in the worker.
 func (c *Client) Generate(ctx context.Context, req *llm.Request, emit func(llm.Event) error) error {
 	return c.do(ctx, call{Op: opGenerate, Generate: req}, func(r reply) error {

@@ -44,6 +44,7 @@ func TestMain(m *testing.M) {
 //	fatal-after-N the engine breaks for good after N text events (like a fatal llama_decode):
 //	             it reports the failure as a Failer, and Serve makes the worker exit
 //	slow-load    take childLoadDelay to load
+//	embed        an embedding model (enginetest.NewEmbedder, 8 floats per vector)
 //
 // A prompt starting with "invalid" fails with llm.ErrInvalidInput, from Generate and Tokenize.
 // With --vocab-only the worker only tokenizes. Every worker logs "loading pid=N" to stderr as
@@ -98,6 +99,9 @@ func runChild(args []string) int {
 			eng.fatalAfter, _ = strconv.Atoi(strings.TrimPrefix(word, "fatal-after-"))
 		case word == "slow-load":
 			time.Sleep(childLoadDelay)
+		case word == "embed":
+			fake = enginetest.NewEmbedder(*ctxLen, 8, llm.PoolingMean)
+			eng.Engine = fake
 		default:
 			hello(map[string]string{"error": "unknown test model " + word})
 			return 1

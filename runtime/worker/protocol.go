@@ -27,23 +27,26 @@ const (
 	opGenerate = "generate"
 	opTokenize = "tokenize"
 	opSlots    = "slots"
+	opEmbed    = "embed"
 	opPing     = "ping"
 )
 
 type call struct {
-	Op           string       `json:"op"`
-	Generate     *llm.Request `json:"generate,omitempty"`
-	Text         string       `json:"text,omitempty"`
-	AddSpecial   bool         `json:"add_special,omitempty"`
-	ParseSpecial bool         `json:"parse_special,omitempty"`
+	Op           string            `json:"op"`
+	Generate     *llm.Request      `json:"generate,omitempty"`
+	Embed        *llm.EmbedRequest `json:"embed,omitempty"`
+	Text         string            `json:"text,omitempty"`
+	AddSpecial   bool              `json:"add_special,omitempty"`
+	ParseSpecial bool              `json:"parse_special,omitempty"`
 }
 
 type reply struct {
-	Event  *llm.Event `json:"event,omitempty"`
-	Tokens []int      `json:"tokens,omitempty"`
-	Slots  *llm.Slots `json:"slots,omitempty"`
-	End    bool       `json:"end,omitempty"`
-	Error  *wireError `json:"error,omitempty"`
+	Event  *llm.Event       `json:"event,omitempty"`
+	Tokens []int            `json:"tokens,omitempty"`
+	Slots  *llm.Slots       `json:"slots,omitempty"`
+	Embed  *llm.EmbedResult `json:"embed,omitempty"`
+	End    bool             `json:"end,omitempty"`
+	Error  *wireError       `json:"error,omitempty"`
 }
 
 // hello is the worker's first stdout line.
@@ -63,6 +66,7 @@ type wireError struct {
 const (
 	kindContextLength = "context_length"
 	kindInvalidInput  = "invalid_input"
+	kindUnsupported   = "unsupported_model"
 	kindEngine        = "engine"
 	// kindFatal is an engine failure after which the engine is beyond repair: the worker exits
 	// right after answering, and the client starts a new one.
@@ -74,6 +78,8 @@ func toWire(err error) *wireError {
 	switch {
 	case errors.As(err, &cl):
 		return &wireError{Kind: kindContextLength, Message: err.Error(), PromptTokens: cl.PromptTokens, ContextLength: cl.ContextLength}
+	case errors.Is(err, llm.ErrUnsupportedModel):
+		return &wireError{Kind: kindUnsupported, Message: err.Error()}
 	case errors.Is(err, llm.ErrInvalidInput):
 		return &wireError{Kind: kindInvalidInput, Message: err.Error()}
 	default:
@@ -85,6 +91,8 @@ func (w *wireError) err() error {
 	switch w.Kind {
 	case kindContextLength:
 		return &llm.ContextLengthError{PromptTokens: w.PromptTokens, ContextLength: w.ContextLength}
+	case kindUnsupported:
+		return remoteError{sentinel: llm.ErrUnsupportedModel, msg: w.Message}
 	case kindInvalidInput:
 		return remoteError{sentinel: llm.ErrInvalidInput, msg: w.Message}
 	default:

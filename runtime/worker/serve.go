@@ -126,6 +126,18 @@ func serveConn(conn net.Conn, engine llm.Engine, failed <-chan struct{}) {
 			return
 		}
 		_ = enc.Encode(reply{End: true, Slots: &slots})
+	case opEmbed:
+		embedder, ok := engine.(llm.Embedder)
+		if !ok || c.Embed == nil {
+			_ = enc.Encode(reply{End: true, Error: &wireError{Kind: kindUnsupported, Message: "this engine does not embed"}})
+			return
+		}
+		res, err := embedder.Embed(ctx, c.Embed)
+		if err != nil {
+			fail(err)
+			return
+		}
+		_ = enc.Encode(reply{End: true, Embed: res})
 	case opGenerate:
 		if c.Generate == nil {
 			_ = enc.Encode(reply{End: true, Error: &wireError{Kind: kindInvalidInput, Message: "generate call without a request"}})

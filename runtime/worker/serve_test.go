@@ -75,7 +75,9 @@ func TestServeProtocol(t *testing.T) {
 		{"tokenize", `{"op":"tokenize","text":"hi","add_special":true}`, 1, ""},
 		{"ping", `{"op":"ping"}`, 1, ""},
 		{"generate without request", `{"op":"generate"}`, 1, kindInvalidInput},
-		{"unknown op", `{"op":"embed"}`, 1, kindInvalidInput},
+		{"unknown op", `{"op":"nonsense"}`, 1, kindInvalidInput},
+		{"embed on a generation model", `{"op":"embed","embed":{"inputs":[{"text":"hi"}]}}`, 1, kindUnsupported},
+		{"embed without request", `{"op":"embed"}`, 1, kindUnsupported},
 		{"context length", `{"op":"generate","generate":{"prompt":"` + strings.Repeat("x", 100) + `"}}`, 1, kindContextLength},
 		{"garbled call", `{"op":`, 1, kindEngine},
 	}

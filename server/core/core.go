@@ -37,6 +37,9 @@ type Model struct {
 	Created      time.Time
 	// Entry is the catalog entry the model comes from; nil for a fixed set of models.
 	Entry *models.Entry
+	// EmbeddingFacts is what the GGUF says the model embeds (nil: it generates); Embedding
+	// prefers the loaded engine's view.
+	EmbeddingFacts *llm.Embedding
 
 	inflight   atomic.Int64 // generations running or queued on the engine
 	background atomic.Int64 // batch lines among them, outside the --queue bound

@@ -173,6 +173,9 @@ type acquirer interface {
 }
 
 func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n int, keepAlive *time.Duration, emit Emit) (*Result, error) {
+	if err := checkGenerates(m); err != nil {
+		return nil, err
+	}
 	if err := checkTextLength(m, len(gen.Prompt)); err != nil {
 		return nil, err // before the worker tokenizes it (see limits.go)
 	}

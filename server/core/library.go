@@ -134,6 +134,9 @@ func DescribeModel(id, path string, ctx int) *Model {
 		if fim, ok := f.FIMTokens(); ok {
 			m.FIM = &FIMTokens{Prefix: fim.Prefix, Suffix: fim.Suffix, Middle: fim.Middle}
 		}
+		if emb, ok := f.Embedding(); ok {
+			m.EmbeddingFacts = &llm.Embedding{Pooling: gguf.PoolingName(emb.Pooling), Length: emb.Length}
+		}
 		source = f.ChatTemplate()
 	}
 	if m.Template, err = chat.Parse(source); err != nil {

@@ -170,10 +170,14 @@ func (h *handlers) show(c *gin.Context) error {
 	return nil
 }
 
-// capabilities are Ollama's capability names for m, in Ollama's order: completion; tools when
-// the template renders them (or gets them through the prompt, having no tool syntax of its own);
-// insert with FIM markers; thinking when the template knows reasoning.
+// capabilities are Ollama's capability names for m, in Ollama's order: embedding alone for an
+// embedding model; otherwise completion; tools when the template renders them (or gets them
+// through the prompt, having no tool syntax of its own); insert with FIM markers; thinking when
+// the template knows reasoning.
 func capabilities(m *core.Model) []string {
+	if m.Embedding() != nil {
+		return []string{"embedding"} // an embedding model does nothing else
+	}
 	caps := []string{"completion"}
 	c := m.Capabilities()
 	if c.Tools {

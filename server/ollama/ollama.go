@@ -96,8 +96,13 @@
 //     alone while text is held back, e.g. a possible tool call), all of them without
 //     streaming. top_logprobs applies only with logprobs true, as in Ollama. bytes are the
 //     token's own bytes, which for a token that splits a UTF-8 character differ from its text.
-//   - Not served yet, each a clean 400: images, /api/embed and /api/embeddings.
-//     /api/detokenize, /api/push, /api/create and /api/blobs answer 501.
+//   - /api/embed and /api/embeddings serve embedding models as Ollama does (embed.go): /api/embed
+//     L2-normalizes its vectors, /api/embeddings does not; on a generation model both are a 400
+//     "does not support embeddings", and an embedding model refuses /api/chat and
+//     /api/generate with a 400. /api/show lists an embedding model's one capability,
+//     "embedding".
+//   - Not served yet, a clean 400: images. /api/detokenize, /api/push, /api/create and
+//     /api/blobs answer 501.
 //   - /api/tags digests are the verified SHA-256 of a pulled file. A local file's content is
 //     not hashed (gigabytes per listing is too slow): its digest is the SHA-256 of its path,
 //     size and modification time, which changes when the file does. A model whose file is
@@ -146,8 +151,7 @@ func Routes(r gin.IRouter, svc *core.Service, opts Options) {
 	r.HEAD("/api/tags", Handle(h.tags))
 	r.POST("/api/show", Handle(h.show))
 	r.GET("/api/ps", Handle(h.ps))
-	r.POST("/api/embed", Handle(h.embed))
-	r.POST("/api/embeddings", Handle(h.embed))
+	h.routesEmbed(r)
 	r.POST("/api/tokenize", Handle(h.tokenize))
 	r.POST("/api/detokenize", Handle(notImplemented("detokenizing is not available on this server yet")))
 	r.POST("/api/pull", admin(h.pull))
@@ -162,20 +166,6 @@ func Routes(r gin.IRouter, svc *core.Service, opts Options) {
 
 func notImplemented(msg string) Handler {
 	return func(*gin.Context) error { return &Error{Status: http.StatusNotImplemented, Message: msg} }
-}
-
-// embed refuses embeddings: no served model is an embedding model.
-func (h *handlers) embed(c *gin.Context) error {
-	var req struct {
-		Model string `json:"model"`
-	}
-	if err := decode(c.Request, &req); err != nil {
-		return err
-	}
-	if _, err := h.model(req.Model); err != nil {
-		return err
-	}
-	return unsupported(req.Model, "embeddings", "serve an embedding model to use /api/embed")
 }
 
 func (h *handlers) tokenize(c *gin.Context) error {

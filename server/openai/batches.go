@@ -34,9 +34,8 @@ func (h *handlers) routesBatches(r gin.IRouter) {
 	lines := gin.New()
 	lines.POST("/v1/chat/completions", Handle(h.chatCompletions))
 	lines.POST("/v1/completions", Handle(h.completions))
-	// /v1/embeddings: once the dialect serves it, add its handler here and to this list; until
-	// then the core fails its lines with "embeddings are not served yet".
-	for _, url := range []string{"/v1/chat/completions", "/v1/completions"} {
+	lines.POST("/v1/embeddings", Handle(h.embeddings))
+	for _, url := range []string{"/v1/chat/completions", "/v1/completions", "/v1/embeddings"} {
 		h.svc.ServeBatchLines(url, runLine(lines, url))
 	}
 }

@@ -322,24 +322,6 @@ func TestBatchCancelDuringLongLine(t *testing.T) {
 	}
 }
 
-// TestBatchEmbeddingsNotServedYet: an embeddings batch is accepted; each line fails with
-// "embeddings are not served yet" until the dialect serves them.
-func TestBatchEmbeddingsNotServedYet(t *testing.T) {
-	f := setupFiles(t, filesConfig{})
-	in := f.uploadBatch(t, `{"custom_id":"e","method":"POST","url":"/v1/embeddings","body":{"model":"fake","input":"hi"}}`)
-	b, err := f.client.Batches.New(context.Background(), openai.BatchNewParams{InputFileID: in,
-		Endpoint: openai.BatchNewParamsEndpointV1Embeddings, CompletionWindow: openai.BatchNewParamsCompletionWindow24h})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = f.waitBatch(t, b.ID)
-	errs := f.readLines(t, b.ErrorFileID)
-	if b.RequestCounts.Failed != 1 || len(errs) != 1 || errs[0].Response != nil || errs[0].Error == nil ||
-		errs[0].Error.Message != "embeddings are not served yet" {
-		t.Fatalf("batch %s, errors %+v", b.RawJSON(), errs)
-	}
-}
-
 // TestBatchOutputOrder: the output holds each custom_id once, in input order, however the
 // lines interleave.
 func TestBatchOutputOrder(t *testing.T) {

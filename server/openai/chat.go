@@ -57,6 +57,7 @@ func Routes(r gin.IRouter, svc *core.Service, opts Options) {
 	h.routesResponses(r)
 	h.routesFiles(r)
 	h.routesBatches(r)
+	h.routesEmbeddings(r)
 	h.routesLlamaCpp(r)
 }
 

@@ -60,6 +60,8 @@ func toError(err error) *Error {
 		return e
 	case errors.Is(err, core.ErrUnsupportedRuntime):
 		return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "unsupported_runtime", Param: "runtime", Message: err.Error()}
+	case errors.Is(err, llm.ErrUnsupportedModel):
+		return unsupportedModel(err)
 	case errors.Is(err, core.ErrFIMUnsupported):
 		return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "fim_unsupported", Param: "suffix", Message: err.Error()}
 	case errors.As(err, &cl):

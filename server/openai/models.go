@@ -92,8 +92,9 @@ func capabilities(m *core.Model) map[string]any {
 	if caps.ReasoningEffort {
 		levels = []string{"low", "medium", "high"}
 	}
+	emb := m.Embedding() // an embedding model serves embeddings and rerank, nothing else
 	return map[string]any{
-		"completion": true, "chat": true, "embedding": false, "vision": false,
+		"completion": emb == nil, "chat": emb == nil, "embedding": emb != nil && !emb.Rank(), "rerank": emb != nil, "vision": false,
 		"tools": caps.Tools, "native_tools": caps.NativeTools, "thinking": caps.Thinking,
 		"dialect": map[string]any{
 			"enable_thinking": caps.Thinking, "reasoning_effort": caps.ReasoningEffort, "reasoning_effort_levels": levels,
