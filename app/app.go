@@ -20,6 +20,7 @@ import (
 	"github.com/superfluid/superfluid/runtime/runtimes"
 	"github.com/superfluid/superfluid/runtime/worker"
 	"github.com/superfluid/superfluid/server"
+	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/metrics"
 	"github.com/superfluid/superfluid/server/store"
@@ -37,6 +38,8 @@ type App struct {
 	metrics *metrics.Metrics
 	// stopMetrics ends the count of the manager's model events.
 	stopMetrics func()
+	keys        *auth.Keyring // API keys (access.go)
+	bind        *server.Bind  // the host the server listens on, for the Host check
 
 	mu      sync.Mutex
 	workers map[string]*worker.Client // by model path (generation workers)
@@ -51,6 +54,10 @@ func (e *UsageError) Error() string { return e.msg }
 func New(cfg Config) (*App, error) {
 	a, err := Open(cfg)
 	if err != nil {
+		return nil, err
+	}
+	if err := a.expose(cfg.Host); err != nil {
+		a.Close()
 		return nil, err
 	}
 	if err := a.startBackground(); err != nil {
@@ -121,6 +128,11 @@ func build(cfg Config, st *store.Store) (*App, error) {
 			return nil, err
 		}
 	}
+	if a.keys, err = openKeys(cfg, st); err != nil {
+		a.mgr.Close()
+		return nil, err
+	}
+	a.bind = newBind(cfg)
 	a.metrics = metrics.New()
 	a.svc = core.NewCatalog(core.Config{MaxTokens: cfg.MaxTokens, Queue: cfg.Queue, CheckRuntime: a.checkRuntime, Observer: a.metrics,
 		Files:   core.FilesConfig{Dir: filesDir(cfg.DataDir), MaxBytes: cfg.FilesMaxBytes, Expiry: cfg.FilesExpiry},
@@ -129,7 +141,7 @@ func build(cfg Config, st *store.Store) (*App, error) {
 	a.stopMetrics = a.metrics.Watch(a.mgr)
 	a.handler = server.New(server.Config{KeepAlive: cfg.KeepAlive, WriteTimeout: cfg.WriteTimeout, TrustedProxies: cfg.TrustedProxies,
 		CompletionBurst: cfg.CompletionBurst, CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline,
-		Metrics: a.metrics}, a.svc)
+		Metrics: a.metrics, Keys: a.keys, Bind: a.bind, CORSOrigins: corsOrigins(cfg)}, a.svc)
 	return a, nil
 }
 

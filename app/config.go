@@ -60,6 +60,15 @@ type Config struct {
 	// TrustedProxies are the reverse proxies (addresses or CIDR ranges) whose X-Forwarded-For
 	// names the client (--trusted-proxies); empty trusts no such header.
 	TrustedProxies []string
+	// APIKey is the admin key of --api-key ("" for none).
+	APIKey string
+	// KeyPolicy is the --key-policy file listing several keys ("" for none; see auth.ParsePolicy).
+	KeyPolicy string
+	// InsecureOpen lets the server listen on a non-loopback address without any API key
+	// (--insecure-open); otherwise it refuses to start there.
+	InsecureOpen bool
+	// CORSOrigins are browser origins answered besides the localhost ones (--cors-origins).
+	CORSOrigins []string
 	// WorkerCommand starts a worker process: the program and its leading arguments.
 	WorkerCommand []string
 	// WorkerEnv is added to the worker's environment.

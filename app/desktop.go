@@ -100,6 +100,13 @@ func (c *controller) StartServer() error {
 		return nil
 	}
 	addr := net.JoinHostPort(c.a.cfg.Host, strconv.Itoa(c.a.cfg.Port))
+	if err := c.a.expose(c.a.cfg.Host); err != nil {
+		// A non-loopback address without an API key: the window says to create one.
+		c.status = tray.ServerStatus{Address: addr, Err: err.Error() + " (the Keys tab creates keys)"}
+		c.mu.Unlock()
+		c.publish(tray.Event{Kind: tray.EventServer})
+		return errors.New(c.status.Err)
+	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		c.status = tray.ServerStatus{Address: addr, Err: listenError(addr, err)}

@@ -20,7 +20,7 @@ func TestImportRules(t *testing.T) {
 	}
 	const module = "github.com/superfluid/superfluid/"
 	const llama = llamaPackage
-	core := []string{"server/core", "server/store", "runtime/llm", "runtime/chat", "runtime/worker", "runtime/gguf", "runtime/sampling",
+	core := []string{"server/core", "server/store", "server/auth", "runtime/llm", "runtime/chat", "runtime/worker", "runtime/gguf", "runtime/sampling",
 		"runtime/enginetest", "runtime/models", "runtime/models/hf", "runtime/runtimes"}
 	dialects := map[string]bool{"server/openai": true, "server/anthropic": true, "server/ollama": true}
 	seen := 0

@@ -1,5 +1,6 @@
 // Package server is the HTTP front: one gin router carrying every dialect on one listener,
-// plus the middleware they share (panic recovery, unknown routes).
+// plus the middleware they share (panic recovery, unknown routes, and the guard: the Host check
+// against DNS rebinding, CORS and API keys) and the keys routes (/v1/keys).
 package server
 
 import (
@@ -12,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/superfluid/superfluid/server/anthropic"
+	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/metrics"
 	"github.com/superfluid/superfluid/server/ollama"
@@ -38,6 +40,18 @@ type Config struct {
 	// Metrics, when set, counts every request and is served at GET /metrics and
 	// /v1/metrics; nil serves no metrics.
 	Metrics *metrics.Metrics
+	// Keys authenticates requests and serves /v1/keys. nil, or a keyring with no key that
+	// does not require one, leaves every route open (admin routes to loopback peers only).
+	// /health never needs a key.
+	Keys *auth.Keyring
+	// Bind is the host the server listens on. When it is a loopback address, requests whose
+	// Host header names anything but localhost, 127.0.0.1, [::1] or that host get 403 (DNS
+	// rebinding). nil checks no Host.
+	Bind *Bind
+	// CORSOrigins are the browser origins (patterns, see auth.MatchOrigin) answered with CORS
+	// headers, besides each key's own; nil is auth.DefaultOrigins. A request from any other
+	// origin gets 403 and no CORS headers.
+	CORSOrigins []string
 }
 
 // DefaultWriteTimeout is how long one frame of a streamed reply may take to write when the
@@ -66,6 +80,7 @@ func New(cfg Config, svc *core.Service) http.Handler {
 		r.Use(countRequests(cfg.Metrics)) // outside recovery, so it sees a panic's 500
 	}
 	r.Use(recovery)
+	r.Use(newGuard(cfg).handle)
 	if cfg.Metrics != nil {
 		h := gin.WrapH(cfg.Metrics.Handler())
 		r.GET("/metrics", h)
@@ -75,6 +90,9 @@ func New(cfg Config, svc *core.Service) http.Handler {
 		CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline})
 	ollama.Routes(r, svc, ollama.Options{WriteTimeout: writeTimeout})
 	anthropic.Routes(r, svc, anthropic.Options{KeepAlive: cfg.KeepAlive, WriteTimeout: writeTimeout})
+	if cfg.Keys != nil {
+		keyRoutes(r, cfg.Keys)
+	}
 	r.NoRoute(func(c *gin.Context) {
 		writeError(c, http.StatusNotFound, fmt.Sprintf("unknown route %s %s", c.Request.Method, c.Request.URL.Path))
 	})

@@ -29,8 +29,10 @@ type App struct {
 	models     *modelsView
 	server     *serverView
 	playground *playgroundView
+	keys       *keysView
 	playTab    *container.TabItem
 	serverTab  *container.TabItem
+	keysTab    *container.TabItem
 
 	icon      IconState
 	hasTray   bool
@@ -50,14 +52,20 @@ func New(a fyne.App, c Controller, icons Icons, onQuit func()) *App {
 	t.models = newModelsView(t)
 	t.server = newServerView(t)
 	t.playground = newPlaygroundView(t)
+	t.keys = newKeysView(t)
 	t.playTab = container.NewTabItemWithIcon("Playground", theme.MailComposeIcon(), t.playground.content)
 	t.serverTab = container.NewTabItemWithIcon("Server", theme.ComputerIcon(), t.server.content)
+	t.keysTab = container.NewTabItemWithIcon("Keys", theme.AccountIcon(), t.keys.content)
 	t.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon("Models", theme.StorageIcon(), t.models.content),
 		t.serverTab,
 		t.playTab,
+		t.keysTab,
 	)
 	t.tabs.OnSelected = func(item *container.TabItem) {
+		if item == t.keysTab {
+			t.keys.refresh() // keys created or revoked with superfluid keys meanwhile
+		}
 		if item == t.serverTab {
 			go func() {
 				a := t.c.Activity()
@@ -116,7 +124,7 @@ func (t *App) Window() fyne.Window { return t.win }
 // Tabs is the window's tab bar (tests pick tabs with it).
 func (t *App) Tabs() *container.AppTabs { return t.tabs }
 
-// Show opens the window on a tab: "models", "server" or "playground".
+// Show opens the window on a tab: "models", "server", "playground" or "keys".
 func (t *App) Show(tab string) {
 	for _, item := range t.tabs.Items {
 		if strings.EqualFold(item.Text, tab) {

@@ -116,6 +116,27 @@ type ModelSettings struct {
 	SystemPrompt         string
 }
 
+// APIKey is one API key as the Keys tab lists it; the key itself is shown only when created.
+type APIKey struct {
+	ID, Name string
+	// Prefix is the key's first characters ("sk-sf-1a2b3c"); "" for a key from --api-key or
+	// --key-policy.
+	Prefix string
+	Admin  bool
+	// Models are the models the key may use; empty for every model.
+	Models []string
+	// Source is "store" (created here or with superfluid keys), "policy" or "flag".
+	Source  string
+	Created string
+}
+
+// NewAPIKey is what CreateKey makes.
+type NewAPIKey struct {
+	Name   string
+	Admin  bool
+	Models []string
+}
+
 // Controller is what the desktop app may do with the server it owns.
 type Controller interface {
 	Server() ServerStatus
@@ -154,6 +175,12 @@ type Controller interface {
 	// changes it for the next start.
 	StartHidden() bool
 	SetStartHidden(hidden bool) error
+	// Keys lists the active API keys. CreateKey makes one and returns the key itself, which
+	// the app shows once; RevokeKey revokes one by id, and it stops working at once. With no
+	// key at all the server answers this machine without one.
+	Keys() ([]APIKey, error)
+	CreateKey(k NewAPIKey) (key string, err error)
+	RevokeKey(id string) error
 	// Generating is how many generations are running now.
 	Generating() int
 	// Subscribe returns the event stream and a function that ends it.

@@ -27,6 +27,8 @@ type fakeController struct {
 	closed   bool
 	settings map[string]ModelSettings
 	hidden   bool
+	keys     []APIKey // fake_keys_test.go
+	keySeq   int
 }
 
 func (f *fakeController) Conversations() []Conversation {

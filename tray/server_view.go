@@ -73,7 +73,7 @@ func newServerView(a *App) *serverView {
 		widget.NewFormItem("At start", v.hidden),
 	)
 	help := widget.NewLabel("OpenAI SDKs take the base URL; Anthropic SDKs and Ollama clients take it without /v1. " +
-		"No API key is needed (SDKs that insist on one accept any text).")
+		"Without API keys (Keys tab) none is needed and SDKs that insist on one accept any text; with keys, give them one.")
 	help.Wrapping = fyne.TextWrapWord
 	top := container.NewVBox(
 		widget.NewLabelWithStyle("Server", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
@@ -147,7 +147,7 @@ func (v *serverView) showExposure() {
 		v.exposed.SetText("Only this machine can reach the server.")
 		return
 	}
-	v.exposed.SetText("Other machines on the network can use this server, and it has no API keys yet.")
+	v.exposed.SetText("Other machines on the network can reach this address: the server starts there only with an API key (Keys tab), and every request must send one.")
 }
 
 // changePort applies the address fields: the server restarts there if it was running.

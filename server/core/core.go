@@ -139,7 +139,7 @@ func (s *Service) Model(name string) (*Model, error) {
 
 // Tokenize returns the token ids of text, without chat scaffolding.
 func (s *Service) Tokenize(ctx context.Context, model, text string, addSpecial bool) ([]int, error) {
-	m, err := s.Model(model)
+	m, err := s.ModelFor(ctx, model)
 	if err != nil {
 		return nil, err
 	}

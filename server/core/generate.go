@@ -66,7 +66,7 @@ func (s *Service) Chat(ctx context.Context, req *ChatRequest, emit Emit) (*Resul
 	defer s.running.Done()
 	start := time.Now()
 	ctx = withStart(ctx, start)
-	m, err := s.Model(req.Model)
+	m, err := s.ModelFor(ctx, req.Model)
 	var res *Result
 	if err == nil {
 		res, err = s.chat(ctx, m, req, emit)
@@ -126,7 +126,7 @@ func (s *Service) Complete(ctx context.Context, req *CompletionRequest, emit Emi
 	defer s.running.Done()
 	start := time.Now()
 	ctx = withStart(ctx, start)
-	m, err := s.Model(req.Model)
+	m, err := s.ModelFor(ctx, req.Model)
 	var res *Result
 	if err == nil {
 		gen := req.Generation
@@ -148,7 +148,7 @@ func (s *Service) CountTokens(ctx context.Context, model string, msgs []chat.Mes
 // CountChatTokens is the prompt length req would have: its messages, tools and template
 // variables through the chat template (Anthropic's count_tokens).
 func (s *Service) CountChatTokens(ctx context.Context, req *ChatRequest) (int, error) {
-	m, err := s.Model(req.Model)
+	m, err := s.ModelFor(ctx, req.Model)
 	if err != nil {
 		return 0, err
 	}

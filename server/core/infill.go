@@ -55,7 +55,7 @@ func (s *Service) Infill(ctx context.Context, req *InfillRequest, emit Emit) (*R
 }
 
 func (s *Service) infill(ctx context.Context, req *InfillRequest, emit Emit) (*Result, error) {
-	m, err := s.Model(req.Model)
+	m, err := s.ModelFor(ctx, req.Model)
 	if err != nil {
 		return nil, err
 	}

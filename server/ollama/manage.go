@@ -26,15 +26,15 @@ func admin(h Handler) gin.HandlerFunc {
 	})
 }
 
-// local refuses a request that does not come from this machine. Until API keys arrive, being
-// the machine's own user is the only credential model management has, and a loopback peer is
-// the proof of it. RemoteAddr is the TCP peer itself; X-Forwarded-For and the like are ignored
-// on purpose, since any client can send them.
+// local refuses model management to a key that is not an admin key. Without keys, being the
+// machine's own user is the only credential model management has, and a loopback peer is the
+// proof of it (see peer.Admin).
 func local(c *gin.Context) error {
-	if peer.IsLoopback(c.Request) {
+	ok, refusal := peer.Admin(c.Request)
+	if ok {
 		return nil
 	}
-	return &Error{Status: http.StatusForbidden, Message: peer.AdminOnlyMessage}
+	return &Error{Status: http.StatusForbidden, Message: refusal}
 }
 
 // Ollama's pull statuses around the per-file progress lines.

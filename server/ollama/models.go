@@ -45,7 +45,7 @@ func (h *handlers) model(name string) (*core.Model, error) {
 
 func (h *handlers) tags(c *gin.Context) error {
 	list := []listModel{}
-	for _, m := range h.svc.Models() {
+	for _, m := range h.svc.VisibleModels(c.Request.Context()) { // a key limited to some models sees those
 		size := m.Size
 		if m.Entry != nil && m.Entry.Missing() {
 			size = 0 // listed, so that it can be deleted, but it takes no disk space
@@ -73,7 +73,7 @@ func listName(m *core.Model) string {
 // ps lists the loaded models. Aliases (/api/copy) share their original's worker, so a loaded
 // file is listed once, under its original's name, and the sizes add up to the memory in use.
 func (h *handlers) ps(c *gin.Context) error {
-	all := slices.Clone(h.svc.Models()) // sorted here; the core's list is not ours to reorder
+	all := slices.Clone(h.svc.VisibleModels(c.Request.Context())) // sorted here; the core's list is not ours to reorder
 	slices.SortStableFunc(all, func(a, b *core.Model) int { return cmp.Compare(alias(a), alias(b)) })
 	running := []runningModel{}
 	seen := map[string]bool{}

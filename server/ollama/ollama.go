@@ -25,7 +25,7 @@
 //     copied); a destination that exists is a 400 rather than overwritten. /api/delete waits
 //     for generations running on the model, and deletes the file only when it lies in the
 //     models folder and no other name uses it.
-//   - Pull, copy and delete answer only loopback peers (403 otherwise) until API keys exist.
+//   - Pull, copy and delete need an admin key, or without API keys a loopback peer (403 otherwise).
 //   - prompt_eval_count counts only the prompt tokens actually evaluated (prompt minus the part
 //     served from the prefix cache), as Ollama's own count does after a cache hit.
 //     prompt_eval_duration is the prefill, which also yields the first token; eval_duration is

@@ -106,7 +106,7 @@ func capabilities(m *core.Model) map[string]any {
 
 func (h *handlers) listModels(c *gin.Context) error {
 	entries := []modelEntry{}
-	for _, m := range h.svc.Models() {
+	for _, m := range h.svc.VisibleModels(c.Request.Context()) { // a key limited to some models sees those
 		entries = append(entries, h.entry(m))
 	}
 	c.JSON(http.StatusOK, gin.H{"object": "list", "data": entries})
@@ -119,7 +119,7 @@ func (h *handlers) getModel(c *gin.Context) error {
 	if name == "" {
 		return fmt.Errorf("%w: the model \"\" does not exist; GET /v1/models lists the models", llm.ErrModelNotFound)
 	}
-	m, err := h.svc.Model(name)
+	m, err := h.svc.ModelFor(c.Request.Context(), name)
 	if err != nil {
 		return err
 	}
@@ -127,12 +127,14 @@ func (h *handlers) getModel(c *gin.Context) error {
 	return nil
 }
 
-// adminOnly refuses model management from other machines (keys come later).
+// adminOnly refuses model management to a key that is not an admin key (without keys: to
+// other machines).
 func adminOnly(c *gin.Context) error {
-	if peer.IsLoopback(c.Request) {
+	ok, refusal := peer.Admin(c.Request)
+	if ok {
 		return nil
 	}
-	return &Error{Status: http.StatusForbidden, Type: "permission_error", Code: "admin_required", Message: peer.AdminOnlyMessage}
+	return &Error{Status: http.StatusForbidden, Type: "permission_error", Code: "admin_required", Message: refusal}
 }
 
 // modelRequest is the body of /v1/models/load and /v1/models/unload; runtime (load only) picks

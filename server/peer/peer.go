@@ -1,11 +1,15 @@
-// Package peer tells who sent a request: admin routes (model load, unload, delete, pull) answer
-// only this machine until keys exist.
+// Package peer tells who sent a request and whether it may use the admin routes (model load,
+// unload, delete, pull, copy and the keys routes): with API keys, an admin key decides; without
+// them, only this machine (a loopback peer) may.
 package peer
 
 import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
+
+	"github.com/superfluid/superfluid/server/auth"
 )
 
 // IsLoopback reports whether the request came from this machine (a loopback address).
@@ -18,5 +22,36 @@ func IsLoopback(r *http.Request) bool {
 	return err == nil && addr.Unmap().IsLoopback()
 }
 
-// AdminOnlyMessage is what a refused admin request is told.
-const AdminOnlyMessage = "model management (load, unload, delete, pull, copy) is allowed only from this machine until API keys are configured"
+// LoopbackHost reports whether a server bound to host answers only this machine: localhost or
+// a loopback address. "" and unspecified addresses (0.0.0.0, ::) bind every interface.
+func LoopbackHost(host string) bool {
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	addr, err := netip.ParseAddr(host)
+	return err == nil && addr.Unmap().IsLoopback()
+}
+
+// Admin reports whether r may use the admin routes and, when it may not, what to tell it. With
+// API keys configured the request's key decides (the server's middleware put its identity in
+// the context); without them a loopback peer may, and no other. RemoteAddr is the TCP peer
+// itself: X-Forwarded-For and the like are ignored on purpose, since any client can send them.
+func Admin(r *http.Request) (ok bool, refusal string) {
+	if id, keyed := auth.FromContext(r.Context()); keyed {
+		if id.Admin {
+			return true, ""
+		}
+		return false, NotAdminMessage
+	}
+	if IsLoopback(r) {
+		return true, ""
+	}
+	return false, AdminOnlyMessage
+}
+
+// AdminOnlyMessage is what a refused admin request is told when the server has no keys.
+const AdminOnlyMessage = "model management (load, unload, delete, pull, copy) is allowed only from this machine until API keys are configured (--api-key, --key-policy or superfluid keys create)"
+
+// NotAdminMessage is what a request with a key that is not an admin key is told on an admin route.
+const NotAdminMessage = "this API key is not an admin key; model management (load, unload, delete, pull, copy) and the keys routes need one (superfluid keys create NAME --admin)"

@@ -3,6 +3,8 @@ package peer
 import (
 	"net/http/httptest"
 	"testing"
+
+	"github.com/superfluid/superfluid/server/auth"
 )
 
 func TestIsLoopback(t *testing.T) {
@@ -14,6 +16,41 @@ func TestIsLoopback(t *testing.T) {
 		r.RemoteAddr = addr
 		if got := IsLoopback(r); got != want {
 			t.Errorf("IsLoopback(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+func TestAdmin(t *testing.T) {
+	cases := []struct {
+		name, addr string
+		id         *auth.Identity
+		want       bool
+		refusal    string
+	}{
+		{"no keys, this machine", "127.0.0.1:1", nil, true, ""},
+		{"no keys, another machine", "192.168.1.5:1", nil, false, AdminOnlyMessage},
+		{"admin key, another machine", "192.168.1.5:1", &auth.Identity{Admin: true}, true, ""},
+		{"plain key, this machine", "127.0.0.1:1", &auth.Identity{}, false, NotAdminMessage},
+	}
+	for _, c := range cases {
+		r := httptest.NewRequest("POST", "/v1/models/load", nil)
+		r.RemoteAddr = c.addr
+		if c.id != nil {
+			r = r.WithContext(auth.NewContext(r.Context(), c.id))
+		}
+		if ok, refusal := Admin(r); ok != c.want || refusal != c.refusal {
+			t.Errorf("%s: %v %q", c.name, ok, refusal)
+		}
+	}
+}
+
+func TestLoopbackHost(t *testing.T) {
+	for host, want := range map[string]bool{
+		"127.0.0.1": true, "localhost": true, "LocalHost": true, "::1": true, "[::1]": true, "127.0.0.2": true,
+		"": false, "0.0.0.0": false, "::": false, "192.168.1.5": false, "myhost.lan": false, "::ffff:127.0.0.1": true,
+	} {
+		if got := LoopbackHost(host); got != want {
+			t.Errorf("LoopbackHost(%q) = %v", host, got)
 		}
 	}
 }

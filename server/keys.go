@@ -1,0 +1,176 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/superfluid/superfluid/server/auth"
+	"github.com/superfluid/superfluid/server/openai"
+	"github.com/superfluid/superfluid/server/peer"
+	"github.com/superfluid/superfluid/server/reqbody"
+)
+
+// keyRoutes serves the keys in OpenAI's error shape; every route is an admin route:
+//
+//	GET    /v1/keys          {"object": "list", "data": [key...]} (?revoked=true adds revoked keys)
+//	POST   /v1/keys          {"name", "admin"?, "models"?, "qos"?, "rpm"?, "tpm"?, "concurrency"?, "origins"?}
+//	                         → 201 the key object with "key": "sk-sf-..." (the only time it is shown)
+//	DELETE /v1/keys/{name or id} → {"id", "object": "api_key.deleted", "deleted": true}
+//
+// A key object is {"object": "api_key", "id", "name", "prefix", "admin", "models", "qos",
+// "rpm", "tpm", "concurrency", "origins", "source", "created_at", "revoked_at"} with times in
+// Unix seconds (null when not set).
+func keyRoutes(r *gin.Engine, keys *auth.Keyring) {
+	h := keyHandlers{keys}
+	r.GET("/v1/keys", h.wrap(h.list))
+	r.POST("/v1/keys", h.wrap(h.create))
+	r.DELETE("/v1/keys/:id", h.wrap(h.revoke))
+}
+
+type keyHandlers struct{ keys *auth.Keyring }
+
+// wrap checks for an admin and renders the handler's error in OpenAI's shape.
+func (h keyHandlers) wrap(fn func(*gin.Context) error) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		err := func() error {
+			if ok, refusal := peer.Admin(c.Request); !ok {
+				return &openai.Error{Status: http.StatusForbidden, Type: "permission_error", Code: "admin_required", Message: refusal}
+			}
+			return fn(c)
+		}()
+		if err != nil {
+			openai.WriteError(c, keyError(err))
+		}
+	}
+}
+
+// keyError maps the keyring's errors to OpenAI errors.
+func keyError(err error) error {
+	var e *openai.Error
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.Is(err, auth.ErrInvalidKey):
+		return &openai.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: err.Error()}
+	case errors.Is(err, auth.ErrKeyExists):
+		return &openai.Error{Status: http.StatusConflict, Type: "invalid_request_error", Code: "key_exists", Param: "name", Message: err.Error()}
+	case errors.Is(err, auth.ErrKeyNotFound):
+		return &openai.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "key_not_found", Message: err.Error()}
+	case errors.Is(err, auth.ErrConfiguredKey):
+		return &openai.Error{Status: http.StatusConflict, Type: "invalid_request_error", Code: "key_configured", Message: err.Error()}
+	default:
+		return err
+	}
+}
+
+// keyObject is a key on the wire.
+type keyObject struct {
+	Object      string   `json:"object"`
+	ID          string   `json:"id"`
+	Name        string   `json:"name"`
+	Prefix      string   `json:"prefix"`
+	Admin       bool     `json:"admin"`
+	Models      []string `json:"models"`
+	QoS         *string  `json:"qos"`
+	RPM         int      `json:"rpm"`
+	TPM         int      `json:"tpm"`
+	Concurrency int      `json:"concurrency"`
+	Origins     []string `json:"origins"`
+	Source      string   `json:"source"`
+	CreatedAt   *int64   `json:"created_at"`
+	RevokedAt   *int64   `json:"revoked_at"`
+	// Key is the key itself, in the answer to its creation only.
+	Key string `json:"key,omitempty"`
+}
+
+func wireKey(k auth.Info) keyObject {
+	o := keyObject{Object: "api_key", ID: k.ID, Name: k.Name, Prefix: k.Prefix, Admin: k.Admin, Models: nonNil(k.Models),
+		RPM: k.Limits.RPM, TPM: k.Limits.TPM, Concurrency: k.Limits.Concurrency, Origins: nonNil(k.Origins), Source: k.Source}
+	if k.QoS != auth.QoSUnset {
+		q := k.QoS.String()
+		o.QoS = &q
+	}
+	if !k.CreatedAt.IsZero() {
+		t := k.CreatedAt.Unix()
+		o.CreatedAt = &t
+	}
+	if !k.RevokedAt.IsZero() {
+		t := k.RevokedAt.Unix()
+		o.RevokedAt = &t
+	}
+	return o
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func (h keyHandlers) list(c *gin.Context) error {
+	infos, err := h.keys.List(c.Request.Context(), c.Query("revoked") == "true")
+	if err != nil {
+		return err
+	}
+	data := make([]keyObject, 0, len(infos))
+	for _, k := range infos {
+		data = append(data, wireKey(k))
+	}
+	c.JSON(http.StatusOK, gin.H{"object": "list", "data": data})
+	return nil
+}
+
+// createRequest is the body of POST /v1/keys.
+type createRequest struct {
+	Name        string   `json:"name"`
+	Admin       bool     `json:"admin"`
+	Models      []string `json:"models"`
+	QoS         string   `json:"qos"`
+	RPM         int      `json:"rpm"`
+	TPM         int      `json:"tpm"`
+	Concurrency int      `json:"concurrency"`
+	Origins     []string `json:"origins"`
+}
+
+func (h keyHandlers) create(c *gin.Context) error {
+	data, err := reqbody.Read(c.Request)
+	if err != nil {
+		return &openai.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: err.Error()}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var req createRequest
+	if err := dec.Decode(&req); err != nil {
+		return &openai.Error{Status: http.StatusBadRequest, Type: "invalid_request_error",
+			Message: fmt.Sprintf("the body is not a key request (%v); send {\"name\": \"...\", \"admin\": false, \"models\": [...]}", err)}
+	}
+	q, err := auth.ParseQoS(req.QoS)
+	if err != nil {
+		return &openai.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "qos", Message: err.Error()}
+	}
+	key, info, err := h.keys.Create(c.Request.Context(), auth.NewKey{Name: req.Name, Admin: req.Admin, Models: req.Models, QoS: q,
+		Origins: req.Origins, Limits: auth.Limits{RPM: req.RPM, TPM: req.TPM, Concurrency: req.Concurrency}})
+	if err != nil {
+		return err
+	}
+	o := wireKey(info)
+	o.Key = key
+	c.JSON(http.StatusCreated, o)
+	return nil
+}
+
+func (h keyHandlers) revoke(c *gin.Context) error {
+	info, err := h.keys.Revoke(c.Request.Context(), strings.TrimSpace(c.Param("id")))
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, gin.H{"id": info.ID, "object": "api_key.deleted", "deleted": true})
+	return nil
+}
