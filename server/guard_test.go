@@ -317,6 +317,14 @@ func TestModelScopedKey(t *testing.T) {
 	if _, err := oa.Models.Get(ctx, "m2"); !errors.As(err, &denied) || denied.StatusCode != 404 {
 		t.Fatalf("GET /v1/models/m2: %v", err)
 	}
+	// Embeddings too (m1 generates, so it is a 400 there; m2 is not there at all).
+	for model, status := range map[string]int{"m2": 404, "m1": 400} {
+		_, err := oa.Embeddings.New(ctx, openai.EmbeddingNewParams{Model: model,
+			Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("hi")}})
+		if !errors.As(err, &denied) || denied.StatusCode != status {
+			t.Fatalf("embeddings on %s: %v", model, err)
+		}
+	}
 	_, err = k.anthropic(k.scoped).Messages.New(ctx, anthropic.MessageNewParams{Model: "m2", MaxTokens: 8,
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}})
 	var ae *anthropic.Error

@@ -81,7 +81,7 @@ func (s *Service) Embed(ctx context.Context, req *EmbedRequest) (*EmbedResult, e
 	defer s.running.Done()
 	start := time.Now()
 	ctx = withStart(ctx, start)
-	m, err := s.Model(req.Model)
+	m, err := s.ModelFor(ctx, req.Model)
 	var res *EmbedResult
 	if err == nil {
 		res, err = s.embed(ctx, m, req)
@@ -237,7 +237,7 @@ func (s *Service) Rerank(ctx context.Context, req *RerankRequest) (*RerankResult
 	defer s.running.Done()
 	start := time.Now()
 	ctx = withStart(ctx, start)
-	m, err := s.Model(req.Model)
+	m, err := s.ModelFor(ctx, req.Model)
 	var res *RerankResult
 	if err == nil {
 		res, err = s.rerank(ctx, m, req)
