@@ -53,7 +53,7 @@ func onlyToolUse(t *testing.T, msg *anthropic.Message) anthropic.ToolUseBlock {
 // the call); the streamed reply reassembles (Message.Accumulate) into the same call at
 // temperature 0 and a fixed seed; then the tool_result goes back and the model answers.
 func TestAnthropicToolUseEndToEnd(t *testing.T) {
-	_, srv := startServer(t, testConfig(t, testModel), true)
+	_, srv := startServer(t, toolConfig(t), true)
 	client := anthropic.NewClient(aoption.WithBaseURL(srv.URL), aoption.WithAPIKey("x"), aoption.WithMaxRetries(0))
 	ctx := context.Background()
 	// Greedy and seeded: the SDK has no temperature field any more, and seed is an extension.

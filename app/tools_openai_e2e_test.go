@@ -18,6 +18,14 @@ var cityTool = openai.ChatCompletionToolUnionParam{OfFunction: &openai.ChatCompl
 	},
 }}}
 
+// toolConfig is the test config with room for two tool turns: the test's own tiny model (when
+// ../shared is absent) spends many more tokens on the tool instructions than stories260K.
+func toolConfig(t *testing.T) Config {
+	cfg := testConfig(t, testModel)
+	cfg.ContextLength = 2048
+	return cfg
+}
+
 // cityArgs decodes a call's arguments and checks they match cityTool's schema.
 func cityArgs(t *testing.T, args string) string {
 	t.Helper()
@@ -34,7 +42,7 @@ func cityArgs(t *testing.T, args string) string {
 // (a grammar forces it); the streamed call reassembles into the same arguments; the call and
 // its result go back and the model answers in text.
 func TestOpenAIToolCallEndToEnd(t *testing.T) {
-	_, srv := startServer(t, testConfig(t, testModel), true)
+	_, srv := startServer(t, toolConfig(t), true)
 	client := sdk(srv.URL)
 	ctx := context.Background()
 	params := openai.ChatCompletionNewParams{
@@ -119,7 +127,8 @@ func TestOpenAILogprobsEndToEnd(t *testing.T) {
 			text = append(text, byte(b))
 		}
 	}
-	if string(text) != res.Choices[0].Message.Content {
+	// A character cut by the cap is U+FFFD in the content; its bytes are exact in the logprobs.
+	if strings.ToValidUTF8(string(text), "\uFFFD") != res.Choices[0].Message.Content {
 		t.Errorf("logprob bytes %q, content %q", text, res.Choices[0].Message.Content)
 	}
 

@@ -37,7 +37,7 @@ func onlyCall(t *testing.T, r *responses.Response) responses.ResponseFunctionToo
 // gets a final message; and after a restart on the same data directory the same second step,
 // its chain read back from SQLite, gets the same prompt and the same answer.
 func TestResponsesToolCallEndToEnd(t *testing.T) {
-	cfg := testConfig(t, testModel)
+	cfg := toolConfig(t)
 	a, srv := startServer(t, cfg, true)
 	client := sdk(srv.URL)
 	ctx := context.Background()

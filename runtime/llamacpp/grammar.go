@@ -1,6 +1,7 @@
 package llamacpp
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"sync"
@@ -53,12 +54,27 @@ func (e *Engine) newGrammar(req *llm.Request) (*llama.Grammar, error) {
 	if gbnf == nil {
 		return nil, fmt.Errorf("%w: constraint unsatisfiable: the JSON schema could not be compiled to a grammar", llm.ErrInvalidInput)
 	}
+	if req.CompactJSON {
+		gbnf = compactSpace(gbnf)
+	}
 	v := e.vocab()
 	g := llama.NewGrammar(string(gbnf), v.ids, v.pieces, v.eog)
 	if g == nil {
 		return nil, fmt.Errorf("%w: constraint unsatisfiable: the grammar for the JSON schema did not compile", llm.ErrInvalidInput)
 	}
 	return g, nil
+}
+
+// compactSpace rewrites the converter's whitespace rule (optional newlines and up to 20
+// indentation characters between tokens) to at most one space.
+func compactSpace(gbnf []byte) []byte {
+	lines := bytes.Split(gbnf, []byte("\n"))
+	for i, l := range lines {
+		if bytes.HasPrefix(l, []byte("space ::= ")) {
+			lines[i] = []byte(`space ::= | " "`)
+		}
+	}
+	return bytes.Join(lines, []byte("\n"))
 }
 
 // constrain returns token if the grammar allows it; otherwise it draws again from what the

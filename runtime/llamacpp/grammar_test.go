@@ -123,3 +123,19 @@ func TestGrammarProbeSameDraws(t *testing.T) {
 		})
 	}
 }
+
+// TestCompactJSON: with CompactJSON the output has no newlines or runs of spaces between
+// tokens (a forced tool call from a small model stays short), and is still valid JSON.
+func TestCompactJSON(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"array","items":{"type":"integer"},"maxItems":3}},"required":["a","b"]}`)
+	req := greedy("Once upon a time", 120)
+	req.Format, req.Schema, req.CompactJSON = llm.FormatSchema, schema, true
+	r := mustGenerate(t, testEngine, req)
+	out := strings.TrimSpace(r.text)
+	if !json.Valid([]byte(out)) || strings.Contains(out, "\n") || strings.Contains(out, "  ") {
+		t.Fatalf("output %q (finish %s)", r.text, r.done.FinishReason)
+	}
+	if g := string(compactSpace([]byte("root ::= \"{\" space\nspace ::= | \" \" | \"\\n\"{1,2} [ \\t]{0,20}\n"))); !strings.Contains(g, "space ::= | \" \"\n") || strings.Contains(g, "[ \\t]") {
+		t.Errorf("compactSpace: %q", g)
+	}
+}

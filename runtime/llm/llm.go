@@ -75,6 +75,10 @@ type Request struct {
 	// (JSON matching Schema).
 	Format string          `json:"format,omitempty"`
 	Schema json.RawMessage `json:"schema,omitempty"`
+	// CompactJSON allows at most one space between the Format's JSON tokens, where llama.cpp
+	// allows newlines and indentation: a forced tool call cannot wander off in whitespace (a
+	// small model otherwise spends its whole cap on it).
+	CompactJSON bool `json:"compact_json,omitempty"`
 	// Logprobs asks for the log probability of every completion token, and TopLogprobs
 	// (0-20) for that many of the most likely alternatives at each position.
 	Logprobs    bool `json:"logprobs,omitempty"`

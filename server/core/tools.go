@@ -95,7 +95,7 @@ func forceCall(gen *llm.Request, req *ChatRequest) error {
 	if err != nil {
 		return invalidInput(err)
 	}
-	gen.Format, gen.Schema = llm.FormatSchema, s
+	gen.Format, gen.Schema, gen.CompactJSON = llm.FormatSchema, s, true
 	return nil
 }
 
