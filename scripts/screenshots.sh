@@ -62,6 +62,13 @@ click 818 597 3                  # Send
 shot playground
 click 140 50 1.5                 # Server
 shot server
+click 345 50 1.5                 # Keys
+click 400 229 0.3                # the name box
+xdotool type --delay 10 "laptop"
+click 89 268 0.3                 # Admin
+click 60 347 1.5                 # Create key: the key is shown once, with Copy
+shot keys
+click 430 381                    # Done
 
 kill -TERM "$app_pid"
 code=0
