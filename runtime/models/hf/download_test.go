@@ -371,8 +371,10 @@ func TestDownloadCancelKeepsPartial(t *testing.T) {
 	if r := f.ranges(); r[len(r)-1] != fmt.Sprintf("bytes=%d-", have) {
 		t.Errorf("resume asked for %q, want bytes=%d-", r[len(r)-1], have)
 	}
-	if prog[0].Completed != have {
-		t.Errorf("first progress on resume = %+v, want Completed %d", prog[0], have)
+	// Progress is coalesced: on a busy machine the first report may come later than the start,
+	// but never below what the partial held.
+	if prog[0].Completed < have {
+		t.Errorf("first progress on resume = %+v, want Completed at least %d", prog[0], have)
 	}
 }
 
@@ -390,8 +392,8 @@ func TestDownloadResumesKilledRun(t *testing.T) {
 	if got, want := f.sent(), int64(len(f.data)-have); got != want {
 		t.Errorf("sent %d bytes, want %d", got, want)
 	}
-	if prog[0].Completed != have {
-		t.Errorf("first progress = %+v, want Completed %d", prog[0], have)
+	if prog[0].Completed < have { // coalesced progress: see above
+		t.Errorf("first progress = %+v, want Completed at least %d", prog[0], have)
 	}
 }
 
