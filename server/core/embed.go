@@ -77,24 +77,34 @@ func checkGenerates(m *Model) error {
 
 // Embed embeds req's inputs on its model. Every request is recorded.
 func (s *Service) Embed(ctx context.Context, req *EmbedRequest) (*EmbedResult, error) {
-	s.running.Add(1)
-	defer s.running.Done()
-	start := time.Now()
-	ctx = withStart(ctx, start)
-	m, err := s.ModelFor(ctx, req.Model)
 	var res *EmbedResult
-	if err == nil {
-		res, err = s.embed(ctx, m, req)
-	}
-	tokens := 0
-	if res != nil {
-		tokens = res.PromptTokens
-	}
-	s.record(ctx, recordKey{req.ID, req.Endpoint, req.Model, false}, embedRecord(m, tokens), err, start)
+	err := s.embeddingCall(ctx, recordKey{req.ID, req.Endpoint, req.Model, false}, func(ctx context.Context, m *Model) (int, error) {
+		var err error
+		if res, err = s.embed(ctx, m, req); res != nil {
+			return res.PromptTokens, err
+		}
+		return 0, err
+	})
 	if err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// embeddingCall resolves the model, runs one embedding-model call and records it with the
+// prompt tokens run reports.
+func (s *Service) embeddingCall(ctx context.Context, key recordKey, run func(context.Context, *Model) (int, error)) error {
+	s.running.Add(1)
+	defer s.running.Done()
+	start := time.Now()
+	ctx = withStart(ctx, start)
+	m, err := s.ModelFor(ctx, key.model)
+	tokens := 0
+	if err == nil {
+		tokens, err = run(ctx, m)
+	}
+	s.record(ctx, key, embedRecord(m, tokens), err, start)
+	return err
 }
 
 func (s *Service) embed(ctx context.Context, m *Model, req *EmbedRequest) (*EmbedResult, error) {
@@ -233,20 +243,14 @@ type Ranked struct {
 // Rerank scores req's documents against its query and sorts them, most relevant first.
 // Every request is recorded.
 func (s *Service) Rerank(ctx context.Context, req *RerankRequest) (*RerankResult, error) {
-	s.running.Add(1)
-	defer s.running.Done()
-	start := time.Now()
-	ctx = withStart(ctx, start)
-	m, err := s.ModelFor(ctx, req.Model)
 	var res *RerankResult
-	if err == nil {
-		res, err = s.rerank(ctx, m, req)
-	}
-	tokens := 0
-	if res != nil {
-		tokens = res.PromptTokens
-	}
-	s.record(ctx, recordKey{req.ID, req.Endpoint, req.Model, false}, embedRecord(m, tokens), err, start)
+	err := s.embeddingCall(ctx, recordKey{req.ID, req.Endpoint, req.Model, false}, func(ctx context.Context, m *Model) (int, error) {
+		var err error
+		if res, err = s.rerank(ctx, m, req); res != nil {
+			return res.PromptTokens, err
+		}
+		return 0, err
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -54,9 +54,9 @@ func (r *replyShaper) shape(ev *llm.Event) {
 		}
 		ev.Text, ev.Reasoning = content, reasoning
 		if r.dropped > 0 {
-			warning = joinWarnings(warning, fmt.Sprintf("parallel_tool_calls is false: the reply made %d more tool calls after the first; they were not served", r.dropped))
+			warning = JoinWarnings(warning, fmt.Sprintf("parallel_tool_calls is false: the reply made %d more tool calls after the first; they were not served", r.dropped))
 		}
-		ev.Done.Warning = joinWarnings(ev.Done.Warning, warning)
+		ev.Done.Warning = JoinWarnings(ev.Done.Warning, warning)
 		if r.calls > 0 && ev.Done.FinishReason == llm.FinishStop {
 			ev.Done.FinishReason = llm.FinishToolCalls
 		}
@@ -95,7 +95,8 @@ func (r *replyShaper) keep(deltas []llm.ToolCallDelta) []llm.ToolCallDelta {
 	return out
 }
 
-func joinWarnings(a, b string) string {
+// JoinWarnings joins two warnings about one reply; either may be empty.
+func JoinWarnings(a, b string) string {
 	switch {
 	case a == "":
 		return b

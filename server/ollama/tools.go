@@ -169,7 +169,7 @@ func fromCalls(calls []llm.ToolCall) ([]toolCall, string) {
 	for i, c := range calls {
 		w, err := wireCall(i, c)
 		if err != nil {
-			warning = joinWarnings(warning, err.Error())
+			warning = core.JoinWarnings(warning, err.Error())
 			continue
 		}
 		out = append(out, w)
@@ -240,23 +240,12 @@ func (s *callStream) rest() ([]toolCall, string) {
 		s.sent[i] = true
 		w, err := wireCall(i, c)
 		if err != nil {
-			warning = joinWarnings(warning, err.Error())
+			warning = core.JoinWarnings(warning, err.Error())
 			continue
 		}
 		out = append(out, w)
 	}
 	return out, warning
-}
-
-func joinWarnings(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	default:
-		return a + "; " + b
-	}
 }
 
 // logprob is one completion token's log probability (Ollama's api.Logprob).
