@@ -8,6 +8,8 @@ import (
 
 	"github.com/ollama/ollama/api"
 	"github.com/ollama/ollama/types/model"
+
+	"github.com/superfluid/superfluid/server/servertest"
 )
 
 // thinkingTemplate is ChatML that knows enable_thinking and prints reasoning_effort, as
@@ -98,7 +100,7 @@ func TestShowCapabilities(t *testing.T) {
 		fim            bool
 		want           []model.Capability
 	}{
-		{"native tools", hermesTemplate, false, []model.Capability{"completion", "tools"}},
+		{"native tools", servertest.ToolTemplate, false, []model.Capability{"completion", "tools"}},
 		{"polyfilled tools", chatML, false, []model.Capability{"completion", "tools"}},
 		{"thinking, insert", thinkingTemplate, true, []model.Capability{"completion", "tools", "insert", "thinking"}},
 		{"refusing tools", refusing, false, []model.Capability{"completion"}},

@@ -13,37 +13,9 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/enginetest"
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/servertest"
 	"github.com/superfluid/superfluid/server/store"
 )
-
-// hermesTemplate is a ChatML template with Qwen 2.5's tool section, trimmed: tools in the
-// system turn, calls as <tool_call> blocks, results as <tool_response> in a user turn.
-const hermesTemplate = `{%- if tools %}<|im_start|>system
-# Tools
-<tools>
-{%- for tool in tools %}
-{{ tool | tojson }}
-{%- endfor %}
-</tools>
-Return each call as <tool_call>{"name": ..., "arguments": ...}</tool_call><|im_end|>
-{% endif %}
-{%- for message in messages %}
-{%- if message.role == 'tool' %}<|im_start|>user
-<tool_response>
-{{ message.content }}
-</tool_response><|im_end|>
-{% elif message.tool_calls %}<|im_start|>assistant
-{%- for call in message.tool_calls %}
-<tool_call>
-{"name": "{{ call.function.name }}", "arguments": {{ call.function.arguments | tojson }}}
-</tool_call>
-{%- endfor %}<|im_end|>
-{% else %}<|im_start|>{{ message.role }}
-{{ message.content }}<|im_end|>
-{% endif %}
-{%- endfor %}
-{%- if add_generation_prompt %}<|im_start|>assistant
-{% endif %}`
 
 // idTemplate prints every call's id and every tool result's tool_call_id and name. It reads
 // tools, so it gets the history as HF passes it rather than the polyfill.
@@ -107,7 +79,7 @@ func gather(lines []api.ChatResponse) gathered {
 func TestChatToolCall(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(map[bool]string{false: "not streamed", true: "streamed"}[stream], func(t *testing.T) {
-			f := setup(t, config{template: hermesTemplate, reply: "Let me check.\n" + weatherCall})
+			f := setup(t, config{template: servertest.ToolTemplate, reply: "Let me check.\n" + weatherCall})
 			lines := chatAll(t, f, &api.ChatRequest{Stream: &stream, Tools: api.Tools{weatherTool()},
 				Messages: []api.Message{{Role: "user", Content: "Weather in Oslo?"}}})
 			g := gather(lines)
@@ -146,7 +118,7 @@ func TestChatToolCall(t *testing.T) {
 // index; raw lines have Ollama's shape.
 func TestChatToolCallsStreamed(t *testing.T) {
 	two := weatherCall + "\n" + strings.Replace(weatherCall, "Oslo", "Bergen", 1)
-	f := setup(t, config{template: hermesTemplate, reply: two})
+	f := setup(t, config{template: servertest.ToolTemplate, reply: two})
 	resp, b := f.do(t, http.MethodPost, "/api/chat", `{"model":"fake","messages":[{"role":"user","content":"Weather?"}],`+
 		`"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]}`)
 	if resp.StatusCode != http.StatusOK {
@@ -190,7 +162,7 @@ func TestChatToolLoop(t *testing.T) {
 		{Role: "tool", Content: "noon", ToolName: "get_time"},
 		{Role: "tool", Content: "sunny, 21 C", ToolName: "get_weather"},
 	}
-	f := setup(t, config{template: hermesTemplate, reply: "It is sunny in Oslo."})
+	f := setup(t, config{template: servertest.ToolTemplate, reply: "It is sunny in Oslo."})
 	g := gather(chatAll(t, f, &api.ChatRequest{Stream: ptr(false), Tools: api.Tools{weatherTool()}, Messages: history}))
 	if g.content != "It is sunny in Oslo." || len(g.calls) != 0 || g.last.DoneReason != "stop" {
 		t.Errorf("reply %+v", g)
@@ -268,7 +240,7 @@ func TestChatToolChoice(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := setup(t, config{template: hermesTemplate, reply: tc.reply})
+			f := setup(t, config{template: servertest.ToolTemplate, reply: tc.reply})
 			g := gather(chatAll(t, f, &api.ChatRequest{Stream: ptr(false), Tools: api.Tools{weatherTool()}, Options: tc.options,
 				Messages: []api.Message{{Role: "user", Content: "Weather?"}}}))
 			if len(g.calls) != tc.calls || g.last.DoneReason != "stop" {
@@ -298,7 +270,7 @@ func TestChatToolCallWarning(t *testing.T) {
 			`,"messages":[{"role":"user","content":"Weather?"}],"tools":[{"type":"function","function":{"name":"get_weather"}}]}`
 	}
 	for _, stream := range []bool{false, true} {
-		f := setup(t, config{template: hermesTemplate, reply: bad})
+		f := setup(t, config{template: servertest.ToolTemplate, reply: bad})
 		resp, b := f.do(t, http.MethodPost, "/api/chat", body(stream))
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("%d %s", resp.StatusCode, b)
@@ -372,7 +344,7 @@ func TestToolsBadInput(t *testing.T) {
 		{"top_logprobs -1", "/api/generate", `{"model":"fake","prompt":"hi","logprobs":true,"top_logprobs":-1}`, "top_logprobs must be between 0 and 20"},
 		{"top_logprobs 21 without logprobs", "/api/generate", `{"model":"fake","prompt":"hi","top_logprobs":21}`, "top_logprobs must be between 0 and 20"},
 	}
-	f := setup(t, config{template: hermesTemplate})
+	f := setup(t, config{template: servertest.ToolTemplate})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, b := f.do(t, http.MethodPost, tc.path, tc.body)
@@ -390,7 +362,7 @@ func TestToolsBadInput(t *testing.T) {
 // TestToolWithoutProperties: the official client writes "properties": null for a tool without
 // any; Ollama takes it, and so does this server.
 func TestToolWithoutProperties(t *testing.T) {
-	f := setup(t, config{template: hermesTemplate, reply: `[{"name": "now", "arguments": {}}]`})
+	f := setup(t, config{template: servertest.ToolTemplate, reply: `[{"name": "now", "arguments": {}}]`})
 	tool := api.Tool{Type: "function", Function: api.ToolFunction{Name: "now", Parameters: api.ToolFunctionParameters{Type: "object"}}}
 	if b, _ := json.Marshal(tool); !strings.Contains(string(b), `"properties":null`) {
 		t.Fatalf("the client no longer writes properties null: %s", b)
@@ -406,7 +378,7 @@ func TestToolWithoutProperties(t *testing.T) {
 // stops the generation; the server records the disconnect and keeps serving.
 func TestChatToolCallClientGone(t *testing.T) {
 	reply := "Checking the weather now. " + weatherCall
-	f := setup(t, config{template: hermesTemplate, reply: reply, fake: func(e *enginetest.Engine) { e.TokenDelay = 5 * time.Millisecond }})
+	f := setup(t, config{template: servertest.ToolTemplate, reply: reply, fake: func(e *enginetest.Engine) { e.TokenDelay = 5 * time.Millisecond }})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	body := `{"model":"fake","messages":[{"role":"user","content":"Weather?"}],` +

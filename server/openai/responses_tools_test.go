@@ -19,6 +19,7 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/enginetest"
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/servertest"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -31,31 +32,6 @@ var weatherFunction = responses.ToolUnionParam{OfFunction: &responses.FunctionTo
 func toolRequest(input string) responses.ResponseNewParams {
 	return responses.ResponseNewParams{Model: "fake", Input: text(input), Tools: []responses.ToolUnionParam{weatherFunction}}
 }
-
-// qwenTemplate is ChatML with Qwen 2.5's tool syntax, trimmed: an assistant turn renders its
-// text and then its calls, so a turn renders as the model wrote it and the next prompt
-// continues the last.
-const qwenTemplate = `{%- if tools %}<|im_start|>system
-# Tools
-<tools>
-{%- for tool in tools %}
-{{ tool | tojson }}
-{%- endfor %}
-</tools><|im_end|>
-{% endif %}
-{%- for message in messages %}
-{%- if message.role == 'tool' %}<|im_start|>user
-<tool_response>
-{{ message.content }}
-</tool_response><|im_end|>
-{% else %}<|im_start|>{{ message.role }}
-{% if message.content %}{{ message.content }}{% endif %}{% if message.tool_calls %}{% for call in message.tool_calls %}
-{{- '\n<tool_call>\n{"name": "' + call.function.name + '", "arguments": ' + (call.function.arguments | tojson) + '}\n</tool_call>' }}
-{%- endfor %}{% endif %}<|im_end|>
-{% endif %}
-{%- endfor %}
-{%- if add_generation_prompt %}<|im_start|>assistant
-{% endif %}`
 
 // genericCall is a call in the generic JSON shape a forced tool_choice's grammar produces.
 const genericCall = `{"name": "get_weather", "arguments": {"city": "Oslo"}}`
@@ -232,7 +208,7 @@ func TestResponsesFunctionCall(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := startResponsesWith(t, filepath.Join(t.TempDir(), "db.sqlite"), respConfig{template: hermesTemplate, reply: tc.reply})
+			s := startResponsesWith(t, filepath.Join(t.TempDir(), "db.sqlite"), respConfig{template: servertest.ToolTemplate, reply: tc.reply})
 			params := toolRequest("Weather in Oslo?")
 			if tc.edit != nil {
 				tc.edit(&params)
@@ -278,7 +254,7 @@ func TestResponsesFunctionCall(t *testing.T) {
 // TestResponsesFunctionCallWire: a function_call item and the tools and tool_choice echo have
 // exactly OpenAI's fields; the tools reach the template, and tool_choice the engine.
 func TestResponsesFunctionCallWire(t *testing.T) {
-	s := startResponsesWith(t, filepath.Join(t.TempDir(), "db.sqlite"), respConfig{template: hermesTemplate, reply: genericCall})
+	s := startResponsesWith(t, filepath.Join(t.TempDir(), "db.sqlite"), respConfig{template: servertest.ToolTemplate, reply: genericCall})
 	tool := `{"type":"function","name":"get_weather","description":"The weather in a city","parameters":{"type":"object","properties":{"city":{"type":"string"}}},"strict":true}`
 	cases := []struct {
 		choice, echo string
@@ -346,7 +322,7 @@ func TestResponsesToolLoop(t *testing.T) {
 	for _, streamed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("streamed=%v", streamed), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "db.sqlite")
-			a := startResponsesWith(t, path, respConfig{template: qwenTemplate, reply: "Let me check.\n" + weatherCall})
+			a := startResponsesWith(t, path, respConfig{template: servertest.ToolTemplate, reply: "Let me check.\n" + weatherCall})
 			params := toolRequest("Weather in Oslo?")
 			params.Instructions = openai.String("Be brief.")
 			var r1 *responses.Response
@@ -370,7 +346,7 @@ func TestResponsesToolLoop(t *testing.T) {
 			firstPrompt := a.eng.Requests()[0].Prompt
 			a.close()
 
-			b := startResponsesWith(t, path, respConfig{template: qwenTemplate, reply: "It is sunny in Oslo."})
+			b := startResponsesWith(t, path, respConfig{template: servertest.ToolTemplate, reply: "It is sunny in Oslo."})
 			result := responses.ResponseInputItemParamOfFunctionCallOutput("sunny, 21 C")
 			result.OfFunctionCallOutput.CallID = openai.String(call.CallID)
 			next := responses.ResponseNewParams{Model: "fake", Instructions: openai.String("Be brief."), PreviousResponseID: openai.String(r1.ID),
@@ -430,7 +406,7 @@ func TestResponsesToolLoop(t *testing.T) {
 // server keeps serving.
 func TestResponsesFunctionCallClientGone(t *testing.T) {
 	reply := "Checking the weather now. " + weatherCall
-	f := setup(t, config{template: hermesTemplate, reply: reply, engine: func(e *enginetest.Engine) {
+	f := setup(t, config{template: servertest.ToolTemplate, reply: reply, engine: func(e *enginetest.Engine) {
 		e.TokenDelay = 5 * time.Millisecond
 	}})
 	ctx, cancel := context.WithCancel(t.Context())

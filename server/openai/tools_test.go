@@ -13,37 +13,9 @@ import (
 	openai "github.com/openai/openai-go/v3"
 
 	"github.com/superfluid/superfluid/runtime/enginetest"
+	"github.com/superfluid/superfluid/server/servertest"
 	"github.com/superfluid/superfluid/server/store"
 )
-
-// hermesTemplate is a ChatML template with Qwen 2.5's tool section, trimmed: tools in the
-// system turn, calls as <tool_call> blocks, results as <tool_response> in a user turn.
-const hermesTemplate = `{%- if tools %}<|im_start|>system
-# Tools
-<tools>
-{%- for tool in tools %}
-{{ tool | tojson }}
-{%- endfor %}
-</tools>
-Return each call as <tool_call>{"name": ..., "arguments": ...}</tool_call><|im_end|>
-{% endif %}
-{%- for message in messages %}
-{%- if message.role == 'tool' %}<|im_start|>user
-<tool_response>
-{{ message.content }}
-</tool_response><|im_end|>
-{% elif message.tool_calls %}<|im_start|>assistant
-{%- for call in message.tool_calls %}
-<tool_call>
-{"name": "{{ call.function.name }}", "arguments": {{ call.function.arguments | tojson }}}
-</tool_call>
-{%- endfor %}<|im_end|>
-{% else %}<|im_start|>{{ message.role }}
-{{ message.content }}<|im_end|>
-{% endif %}
-{%- endfor %}
-{%- if add_generation_prompt %}<|im_start|>assistant
-{% endif %}`
 
 var weatherTool = openai.ChatCompletionToolUnionParam{
 	OfFunction: &openai.ChatCompletionFunctionToolParam{Function: openai.FunctionDefinitionParam{
@@ -80,7 +52,7 @@ func sameJSON(t *testing.T, got, want string) {
 }
 
 func TestChatToolCall(t *testing.T) {
-	f := setup(t, config{template: hermesTemplate, reply: weatherCall})
+	f := setup(t, config{template: servertest.ToolTemplate, reply: weatherCall})
 	res, err := f.client.Chat.Completions.New(t.Context(), toolParams("Weather in Oslo?"))
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +78,7 @@ func TestChatToolCall(t *testing.T) {
 // TestChatToolCallStreamed: the streamed call opens with id and name, then arguments on the same
 // index, and reassembles (openai-go's accumulator) into the non-streamed call.
 func TestChatToolCallStreamed(t *testing.T) {
-	f := setup(t, config{template: hermesTemplate, reply: "Let me check.\n" + weatherCall})
+	f := setup(t, config{template: servertest.ToolTemplate, reply: "Let me check.\n" + weatherCall})
 	stream := f.client.Chat.Completions.NewStreaming(t.Context(), toolParams("Weather in Oslo?"))
 	var acc openai.ChatCompletionAccumulator
 	var opened bool
@@ -136,7 +108,7 @@ func TestChatToolCallStreamed(t *testing.T) {
 
 // TestChatToolLoop: the call goes back as history with its result, and the next reply is text.
 func TestChatToolLoop(t *testing.T) {
-	f := setup(t, config{template: hermesTemplate, reply: "It is sunny in Oslo."})
+	f := setup(t, config{template: servertest.ToolTemplate, reply: "It is sunny in Oslo."})
 	params := toolParams("Weather in Oslo?")
 	params.Messages = append(params.Messages,
 		openai.ChatCompletionMessageParamUnion{OfAssistant: &openai.ChatCompletionAssistantMessageParam{
@@ -177,7 +149,7 @@ func TestChatToolCallEdgeCases(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := setup(t, config{template: hermesTemplate, reply: tc.reply})
+			f := setup(t, config{template: servertest.ToolTemplate, reply: tc.reply})
 			body := `{"model":"fake","messages":[{"role":"user","content":"Weather?"}],` +
 				`"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]`
 			if tc.extra != "" {
@@ -371,7 +343,7 @@ func TestChatToolsBadInput(t *testing.T) {
 		{"huge logit_bias", `"logit_bias":{` + strings.Join(bigBias, ",") + `}`, "logit_bias", "at most"},
 		{"NaN logit_bias", `"logit_bias":{"1":NaN}`, "", ""},
 	}
-	f := setup(t, config{template: hermesTemplate})
+	f := setup(t, config{template: servertest.ToolTemplate})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, b := f.do(t, http.MethodPost, "/v1/chat/completions", chatBody(tc.extra))
@@ -397,7 +369,7 @@ func TestChatToolsBadInput(t *testing.T) {
 // TestChatToolCallClientGone: a client that hangs up halfway through a streamed tool call
 // stops the generation; the server records it and keeps serving.
 func TestChatToolCallClientGone(t *testing.T) {
-	f := setup(t, config{template: hermesTemplate, reply: "Checking the weather now. " + weatherCall, engine: func(e *enginetest.Engine) {
+	f := setup(t, config{template: servertest.ToolTemplate, reply: "Checking the weather now. " + weatherCall, engine: func(e *enginetest.Engine) {
 		e.TokenDelay = 5 * time.Millisecond
 	}})
 	ctx, cancel := context.WithCancel(t.Context())
@@ -446,7 +418,7 @@ func TestChatToolsCapabilities(t *testing.T) {
 		tools, native, thinks bool
 		status                int
 	}{
-		{"hermes", hermesTemplate, true, true, false, 200},
+		{"hermes", servertest.ToolTemplate, true, true, false, 200},
 		{"polyfilled", chatML, true, false, false, 200},
 		{"fallback", "", true, false, false, 200},
 		{"thinking", thinking, true, false, true, 200},

@@ -62,3 +62,29 @@ func Send(t *testing.T, req *http.Request) (*http.Response, []byte) {
 	}
 	return resp, b
 }
+
+// ToolTemplate is ChatML with Qwen 2.5's tool syntax, trimmed: tools in the system turn, an
+// assistant turn as its text and then its calls as <tool_call> blocks (so a turn renders as the
+// model wrote it and the next prompt continues the last), results as <tool_response> in a user
+// turn.
+const ToolTemplate = `{%- if tools %}<|im_start|>system
+# Tools
+<tools>
+{%- for tool in tools %}
+{{ tool | tojson }}
+{%- endfor %}
+</tools><|im_end|>
+{% endif %}
+{%- for message in messages %}
+{%- if message.role == 'tool' %}<|im_start|>user
+<tool_response>
+{{ message.content }}
+</tool_response><|im_end|>
+{% else %}<|im_start|>{{ message.role }}
+{% if message.content %}{{ message.content }}{% endif %}{% if message.tool_calls %}{% for call in message.tool_calls %}
+{{- '\n<tool_call>\n{"name": "' + call.function.name + '", "arguments": ' + (call.function.arguments | tojson) + '}\n</tool_call>' }}
+{%- endfor %}{% endif %}<|im_end|>
+{% endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}<|im_start|>assistant
+{% endif %}`
