@@ -25,11 +25,17 @@ type Engine struct {
 	// Fail, when set, is returned by Generate after FailAfter tokens.
 	Fail      error
 	FailAfter int
+	// Lanes, when set, runs at most that many generations at once (Info().Parallel reports
+	// it); the others wait, interactive before background (llm.Request.Priority), in arrival
+	// order within each, as the real engine's queue does. 0 runs every generation at once.
+	Lanes int
 
 	info llm.ModelInfo
 
 	mu       sync.Mutex
 	requests []llm.Request
+	busy     int       // generations holding a lane (Lanes > 0)
+	waiting  []*waiter // generations waiting for one, in arrival order
 	embeds   []llm.EmbedRequest
 }
 
@@ -48,7 +54,13 @@ func New(ctx int, reply string) *Engine {
 const BOS = 1
 
 // Info describes the fake model.
-func (e *Engine) Info() llm.ModelInfo { return e.info }
+func (e *Engine) Info() llm.ModelInfo {
+	info := e.info
+	if e.Lanes > 0 {
+		info.Parallel = e.Lanes
+	}
+	return info
+}
 
 // Tokenize maps each byte b to token b+2, with BOS first when addSpecial.
 func (e *Engine) Tokenize(_ context.Context, text string, addSpecial, _ bool) ([]int, error) {
@@ -62,7 +74,7 @@ func (e *Engine) Tokenize(_ context.Context, text string, addSpecial, _ bool) ([
 	return tokens, nil
 }
 
-// Requests returns the requests Generate has seen.
+// Requests returns the requests Generate has seen, in the order they got a lane.
 func (e *Engine) Requests() []llm.Request {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -75,8 +87,13 @@ func (e *Engine) Requests() []llm.Request {
 // counts as seen (Requests). With logprobs asked for (sampling.WantsLogprobs), every event
 // carries the logprobs of the tokens it counts, as Logprob describes them.
 func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.Event) error) error {
+	release, err := e.lane(ctx, req.Priority)
+	if err != nil {
+		return err
+	}
+	defer release()
 	e.mu.Lock()
-	e.requests = append(e.requests, *req)
+	e.requests = append(e.requests, *req) // in the order they got a lane
 	e.mu.Unlock()
 	if e.info.Embedding != nil {
 		return fmt.Errorf("%w: %s is an embedding model; it does not generate", llm.ErrUnsupportedModel, e.info.Path)

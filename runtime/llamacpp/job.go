@@ -41,6 +41,8 @@ type job struct {
 	cached    int
 	lane      int
 	expired   bool
+	// placed reports whether assign has put the job on a lane (it leaves the queue).
+	placed bool
 
 	submitted, started, firstToken time.Time
 }

@@ -14,14 +14,32 @@ const minShare = 32
 // longest token prefix with its prompt; when a busy lane holds a longer prefix, that prefix is
 // copied into a free lane instead of recomputed; when a busy lane is still prefilling a prefix
 // the job shares, the job waits for it, so N requests with one long system prompt compute it
-// once. Jobs that wait do not hold up the jobs behind them.
+// once. Jobs that wait do not hold up the jobs behind them, with one exception: interactive
+// jobs go first (llm.Request.Priority), and a background job takes a lane only when no
+// interactive job is left waiting, so an interactive job waits for at most the background job
+// running on a lane.
 func (e *Engine) assign() {
+	interactiveWaits := false
+	for _, j := range e.queue {
+		if j.req.Priority == llm.PriorityInteractive {
+			j.placed = e.place(j)
+			interactiveWaits = interactiveWaits || !j.placed
+		}
+	}
+	if !interactiveWaits {
+		for _, j := range e.queue {
+			if j.req.Priority != llm.PriorityInteractive {
+				j.placed = e.place(j)
+			}
+		}
+	}
 	kept := e.queue[:0]
 	for _, j := range e.queue {
-		if !e.place(j) {
+		if !j.placed {
 			kept = append(kept, j)
 		}
 	}
+	clear(e.queue[len(kept):]) // no stale pointers past the end
 	e.queue = kept
 }
 

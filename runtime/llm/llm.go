@@ -71,6 +71,11 @@ type Request struct {
 	// Deadline, when set, cuts the generation: past it the engine finishes with "length" and
 	// Done.Expired (the completion scheduling class, --completion-deadline-ms).
 	Deadline time.Time `json:"deadline,omitzero"`
+	// Priority orders the engine's queue: queued interactive generations take a free lane
+	// before background ones (batch lines), so an interactive request waits for at most the
+	// background generation running on a lane, never for those queued. The zero value is
+	// interactive.
+	Priority Priority `json:"priority,omitempty"`
 	// Format constrains the output: "" (free text), "json" (any JSON value) or "schema"
 	// (JSON matching Schema).
 	Format string          `json:"format,omitempty"`
@@ -84,6 +89,15 @@ type Request struct {
 	Logprobs    bool `json:"logprobs,omitempty"`
 	TopLogprobs int  `json:"top_logprobs,omitempty"`
 }
+
+// Priority is a generation's place in an engine's queue.
+type Priority int
+
+// Priorities, first served first.
+const (
+	PriorityInteractive Priority = iota
+	PriorityBackground
+)
 
 // MaxTopLogprobs is the most alternatives a request may ask for per token (OpenAI's bound).
 const MaxTopLogprobs = 20

@@ -286,8 +286,8 @@ func (s *Service) DefaultMaxTokens(ctx context.Context) int {
 // prepare fills in what a generation left unset and reserves its place on m. An interactive
 // request takes the model's settings and the operator's --max-tokens, and counts against
 // --queue. A batch line takes the model's own defaults (none of the operator's settings), at
-// most 2048 tokens when it names no cap, and never takes a place in the queue from an
-// interactive request.
+// most 2048 tokens when it names no cap, background priority in the engine's queue, and never
+// takes a place in the queue from an interactive request.
 func (s *Service) prepare(ctx context.Context, m *Model, gen *llm.Request, n int) (release func(), err error) {
 	if !isBatchLine(ctx) {
 		applySettings(gen, s.settingsOf(ctx, m))
@@ -307,6 +307,7 @@ func (s *Service) prepare(ctx context.Context, m *Model, gen *llm.Request, n int
 	if gen.MaxTokens == 0 {
 		gen.MaxTokens = lineCap
 	}
+	gen.Priority = llm.PriorityBackground // queued interactive generations go first
 	m.background.Add(int64(n))
 	return func() { m.background.Add(-int64(n)) }, nil
 }

@@ -226,6 +226,9 @@ func TestBatchRunsToCompletion(t *testing.T) {
 		if r.Sampling.Temperature != nil {
 			t.Errorf("a batch line ran with a temperature set: %v", *r.Sampling.Temperature)
 		}
+		if r.Priority != llm.PriorityBackground {
+			t.Errorf("a batch line ran at priority %d, want background", r.Priority)
+		}
 	}
 	slices.Sort(caps)
 	if !slices.Equal(caps, []int{5, 2048, 2048}) {
