@@ -44,6 +44,7 @@ type Model struct {
 	inflight   atomic.Int64 // generations running or queued on the engine
 	background atomic.Int64 // batch lines among them, outside the --queue bound
 	lanes      laneShare    // how many of its lanes batch lines may take (batchrun.go)
+	gate       qosGate      // hands its lanes to generations by scheduling class (qos.go)
 }
 
 // Matches reports whether name refers to this model: its id.
@@ -85,6 +86,8 @@ type Config struct {
 	Files FilesConfig
 	// Batches bounds the batch runner.
 	Batches BatchConfig
+	// QoS tunes the scheduling classes.
+	QoS QoSConfig
 }
 
 // Service is the core.

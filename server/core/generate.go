@@ -9,6 +9,7 @@ import (
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/schema"
+	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -34,6 +35,10 @@ type ChatRequest struct {
 	ToolChoice ToolChoice
 	// ParallelToolCalls false allows at most one call per reply; nil allows several.
 	ParallelToolCalls *bool
+	// QoS is the scheduling class (qos.go); unset takes the context's (WithScheduling), else
+	// interactive. BatchInvariant asks for a lane that ticks alone.
+	QoS            QoS
+	BatchInvariant bool
 }
 
 // Result is the outcome of each choice, in choice order.
@@ -66,6 +71,7 @@ func (s *Service) Chat(ctx context.Context, req *ChatRequest, emit Emit) (*Resul
 	defer s.running.Done()
 	start := time.Now()
 	ctx = withStart(ctx, start)
+	ctx = begin(ctx, Scheduling{req.QoS, req.BatchInvariant}, auth.QoSInteractive, req.Stream)
 	m, err := s.ModelFor(ctx, req.Model)
 	var res *Result
 	if err == nil {
@@ -118,6 +124,9 @@ type CompletionRequest struct {
 	N          int
 	// KeepAlive: see ChatRequest.
 	KeepAlive *time.Duration
+	// QoS and BatchInvariant: see ChatRequest (the default class is interactive).
+	QoS            QoS
+	BatchInvariant bool
 }
 
 // Complete continues raw text (or token ids). Every request is recorded.
@@ -126,6 +135,7 @@ func (s *Service) Complete(ctx context.Context, req *CompletionRequest, emit Emi
 	defer s.running.Done()
 	start := time.Now()
 	ctx = withStart(ctx, start)
+	ctx = begin(ctx, Scheduling{req.QoS, req.BatchInvariant}, auth.QoSInteractive, req.Stream)
 	m, err := s.ModelFor(ctx, req.Model)
 	var res *Result
 	if err == nil {
@@ -190,6 +200,7 @@ func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n in
 		return nil, err
 	}
 	defer release()
+	admitted(ctx) // --nonstream-keepalive commits the reply's status here
 	engine := m.Engine
 	if a, ok := engine.(acquirer); ok {
 		acquired, done, err := a.Acquire(ctx)
@@ -199,6 +210,11 @@ func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n in
 		defer done(keepAlive)
 		engine = acquired
 	}
+	grant, waited, err := s.grant(ctx, m, engine, gen, n)
+	if err != nil {
+		return &Result{Model: m}, err
+	}
+	defer grant()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	res := &Result{Model: m, Choices: make([]llm.Done, n)}
@@ -239,6 +255,9 @@ func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n in
 		}()
 	}
 	wg.Wait()
+	for i := range res.Choices {
+		res.Choices[i].Timings.Queue += waited // the wait at the gate is queueing too
+	}
 	if err := firstRealError(errs); err != nil {
 		return res, err // partial: for the record only
 	}
@@ -270,6 +289,7 @@ type recordKey struct {
 
 func (s *Service) record(ctx context.Context, key recordKey, res *Result, err error, start time.Time) {
 	s.observeTokens(res)
+	meterTokens(ctx, res)
 	if s.store == nil {
 		return
 	}
@@ -278,6 +298,7 @@ func (s *Service) record(ctx context.Context, key recordKey, res *Result, err er
 		Status: statusOf(err), Total: time.Since(start), CreatedAt: start,
 		ClientDisconnected: errors.Is(err, context.Canceled) || ctx.Err() != nil,
 	}
+	rec.KeyID, rec.KeyName = keyOf(ctx)
 	if err != nil {
 		rec.Error = err.Error()
 	}

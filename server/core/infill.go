@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/auth"
 )
 
 // FIMTokens are a model's fill-in-the-middle markers.
@@ -36,6 +37,9 @@ type InfillRequest struct {
 	Generation llm.Request
 	// KeepAlive: see ChatRequest.
 	KeepAlive *time.Duration
+	// QoS and BatchInvariant: see ChatRequest (the default class is completion).
+	QoS            QoS
+	BatchInvariant bool
 }
 
 // Infill generates the middle: the prompt is the model's FIM markers around the separately
@@ -45,6 +49,7 @@ func (s *Service) Infill(ctx context.Context, req *InfillRequest, emit Emit) (*R
 	defer s.running.Done()
 	start := time.Now()
 	ctx = withStart(ctx, start)
+	ctx = begin(ctx, Scheduling{req.QoS, req.BatchInvariant}, auth.QoSCompletion, req.Stream)
 	key := recordKey{req.ID, req.Endpoint, req.Model, req.Stream}
 	res, err := s.infill(ctx, req, emit)
 	s.record(ctx, key, res, err, start)

@@ -1,5 +1,7 @@
 // Package ratelimit holds per-client token buckets (the fill-in-the-middle limit: a burst,
-// refilled at a steady rate).
+// refilled at a steady rate) and per-client request limiters (golang.org/x/time/rate: the
+// per-address limit of every request), both in maps that stay bounded however many clients
+// come.
 package ratelimit
 
 import (

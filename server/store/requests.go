@@ -29,15 +29,18 @@ type RequestRecord struct {
 	ClientDisconnected bool          // reports whether the client went away before the end
 	// Warning is what the server noticed about a reply it still served (e.g. a tool call
 	// that did not parse); "" when nothing.
-	Warning   string
-	CreatedAt time.Time // stored in UTC, nanosecond precision; zero means now
+	Warning string
+	// KeyID and KeyName are the API key that made the request (its stable id and its name);
+	// "" for a request made without keys.
+	KeyID, KeyName string
+	CreatedAt      time.Time // stored in UTC, nanosecond precision; zero means now
 }
 
 // requestColumns is the column list every request query selects, in
 // scanRequest's order.
 const requestColumns = `id, model, endpoint, stream, status, error, finish_reason,
 	prompt_tokens, completion_tokens, cached_tokens, lane,
-	queue_us, prefill_us, decode_us, total_us, client_disconnected, warning, created_at`
+	queue_us, prefill_us, decode_us, total_us, client_disconnected, warning, key_id, key_name, created_at`
 
 // RecordRequest stores r now, through the records writer, and returns when
 // it is committed (Record queues it instead). Durations are truncated to
@@ -65,7 +68,7 @@ func (s *Store) RecordRequests(ctx context.Context, rs []RequestRecord) (err err
 		}
 	}()
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO requests (`+requestColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return fmt.Errorf("record requests: %w", err)
 	}
@@ -94,7 +97,7 @@ func insertRequest(ctx context.Context, stmt *sql.Stmt, r RequestRecord) error {
 	_, err := stmt.ExecContext(ctx, r.ID, r.Model, r.Endpoint, boolInt(r.Stream), r.Status, r.Error, r.FinishReason,
 		r.PromptTokens, r.CompletionTokens, r.CachedTokens, r.Lane,
 		r.Queue.Microseconds(), r.Prefill.Microseconds(), r.Decode.Microseconds(), r.Total.Microseconds(),
-		boolInt(r.ClientDisconnected), r.Warning, formatTime(created))
+		boolInt(r.ClientDisconnected), r.Warning, r.KeyID, r.KeyName, formatTime(created))
 	if err != nil {
 		return fmt.Errorf("record request %s: %w", r.ID, err)
 	}
@@ -207,7 +210,7 @@ func scanRequest(row interface{ Scan(...any) error }) (RequestRecord, error) {
 	)
 	err := row.Scan(&r.ID, &r.Model, &r.Endpoint, &stream, &r.Status, &r.Error, &r.FinishReason,
 		&r.PromptTokens, &r.CompletionTokens, &r.CachedTokens, &r.Lane,
-		&queue, &prefill, &decode, &total, &disconnected, &r.Warning, &created)
+		&queue, &prefill, &decode, &total, &disconnected, &r.Warning, &r.KeyID, &r.KeyName, &created)
 	if err != nil {
 		return RequestRecord{}, err
 	}

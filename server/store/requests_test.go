@@ -29,8 +29,8 @@ func TestRequestRoundTrip(t *testing.T) {
 				PromptTokens: 123, CompletionTokens: 45, CachedTokens: 67, Lane: 3,
 				Queue: 1500 * time.Microsecond, Prefill: 250 * time.Millisecond,
 				Decode: 3*time.Second + 7*time.Microsecond, Total: 3*time.Second + 251*time.Millisecond + 507*time.Microsecond,
-				ClientDisconnected: true,
-				CreatedAt:          time.Date(2025, 3, 4, 5, 6, 7, 123456789, time.UTC),
+				ClientDisconnected: true, KeyID: "policy:alice", KeyName: "alice",
+				CreatedAt: time.Date(2025, 3, 4, 5, 6, 7, 123456789, time.UTC),
 			},
 		},
 		{

@@ -1,0 +1,249 @@
+package core
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/auth"
+)
+
+// Scheduling classes (the x-superfluid-qos header). Every generation takes a grant of its
+// model's lanes from the model's gate before it reaches the engine; while the lanes are busy,
+// the gate grants them in class order, so the engine never queues and the order is the
+// gate's:
+//
+//   - interactive (the default of chat, messages and Ollama requests) goes first, then
+//     completion (the default of fill-in-the-middle), then agent, then background (the class of
+//     batch lines);
+//   - background gets a fair share: after FairShare-1 grants to higher classes while a
+//     background generation waited, the next grant is background's, so it never starves;
+//   - background never takes the last Reserve lanes of a model (one by default), so an
+//     interactive request that arrives while background work runs finds a lane free and is
+//     delayed by at most the engine's tick in progress, never by a whole background
+//     generation. A model with a single lane cannot keep one free;
+//   - a batch-invariant request (x-superfluid-batch-invariant) takes every lane of its model,
+//     so its sequence ticks alone and its output does not depend on other traffic. It waits
+//     for the lanes to empty and, meanwhile, later requests of its class or below wait behind it.
+//
+// Within a class, grants go in arrival order.
+
+// QoS is a scheduling class (auth.QoS: the key's ceiling uses the same scale).
+type QoS = auth.QoS
+
+// FairShare is how often background work gets a lane while higher classes wait: at least one
+// grant in FairShare.
+const FairShare = 4
+
+// QoSConfig tunes the scheduling classes.
+type QoSConfig struct {
+	// Gate reports whether generations wait for their model's lanes at the core's gate, granted
+	// by class (the app sets it). Off, every generation goes straight to the engine, whose own
+	// queue serves them first come, first served: the classes then change nothing (test
+	// engines that run any number of generations at once rely on it).
+	Gate bool
+	// Reserve is how many lanes of a model background work never takes, so that interactive
+	// requests find one free (default 1; negative for none). A model keeps at least one lane
+	// for background work.
+	Reserve int
+}
+
+func (c QoSConfig) reserve() int {
+	switch {
+	case c.Reserve < 0:
+		return 0
+	case c.Reserve == 0:
+		return 1
+	}
+	return c.Reserve
+}
+
+// Scheduling is how a request asks to be scheduled.
+type Scheduling struct {
+	// QoS is the class; auth.QoSUnset for the endpoint's default.
+	QoS QoS
+	// BatchInvariant asks for a lane that ticks alone (the request takes the whole model).
+	BatchInvariant bool
+}
+
+type schedulingKey struct{}
+
+// WithScheduling returns ctx carrying how its requests ask to be scheduled (the HTTP layer
+// reads it from the x-superfluid-qos and x-superfluid-batch-invariant headers). A request's own
+// QoS field, when set, wins over it.
+func WithScheduling(ctx context.Context, s Scheduling) context.Context {
+	return context.WithValue(ctx, schedulingKey{}, s)
+}
+
+// schedulingOf is the scheduling a generation runs with: req's own class, else the context's,
+// else the endpoint's default; a batch line is always background. The class is lowered to the
+// key's ceiling (the HTTP layer refuses a header above it with 403; a default above it is
+// lowered, not refused).
+func schedulingOf(ctx context.Context, req Scheduling, def QoS) Scheduling {
+	s, _ := ctx.Value(schedulingKey{}).(Scheduling)
+	if req.QoS != auth.QoSUnset {
+		s.QoS = req.QoS
+	}
+	s.BatchInvariant = s.BatchInvariant || req.BatchInvariant
+	if s.QoS == auth.QoSUnset {
+		s.QoS = def
+	}
+	if id, ok := auth.FromContext(ctx); ok && id.QoS != auth.QoSUnset && s.QoS > id.QoS {
+		s.QoS = id.QoS
+	}
+	if isBatchLine(ctx) {
+		s.QoS = auth.QoSBackground
+	}
+	return s
+}
+
+// withScheduling fixes the scheduling of the generation ctx runs.
+func withScheduling(ctx context.Context, req Scheduling, def QoS) context.Context {
+	return context.WithValue(ctx, schedulingKey{}, schedulingOf(ctx, req, def))
+}
+
+// qosGate hands out a model's lanes to generations in class order (see above). Its zero value
+// is ready.
+type qosGate struct {
+	mu      sync.Mutex
+	lanes   int // the model's lanes, as the last generation saw them
+	used    int // lanes granted
+	waiting [auth.QoSInteractive + 1][]*qosWaiter
+	// skipped counts grants to higher classes while background work waited.
+	skipped int
+}
+
+type qosWaiter struct {
+	units   int
+	class   QoS
+	ready   chan struct{} // closed when granted
+	granted bool
+}
+
+// acquire waits for units of the model's lanes (lanes in all; reserve of them kept from
+// background work) for a generation of class, or for ctx to end. It returns the function
+// that gives them back and how long it waited. With lanes unknown (0) it grants at once.
+func (g *qosGate) acquire(ctx context.Context, class QoS, units, lanes, reserve int) (release func(), waited time.Duration, err error) {
+	if lanes <= 0 {
+		return func() {}, 0, nil
+	}
+	units = min(max(units, 1), lanes)
+	class = min(max(class, auth.QoSBackground), auth.QoSInteractive)
+	w := &qosWaiter{units: units, class: class, ready: make(chan struct{})}
+	start := time.Now()
+	g.mu.Lock()
+	g.lanes = lanes
+	g.waiting[class] = append(g.waiting[class], w)
+	g.dispatch(reserve)
+	g.mu.Unlock()
+	release = func() {
+		g.mu.Lock()
+		g.used -= w.units
+		g.dispatch(reserve)
+		g.mu.Unlock()
+	}
+	select {
+	case <-w.ready:
+		return release, time.Since(start), nil
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	if w.granted { // granted while ctx ended: give the lanes back
+		g.used -= w.units
+	} else {
+		q := g.waiting[class]
+		for i, o := range q {
+			if o == w {
+				g.waiting[class] = append(q[:i:i], q[i+1:]...)
+				break
+			}
+		}
+	}
+	g.dispatch(reserve) // the head of a queue may have changed
+	g.mu.Unlock()
+	return nil, time.Since(start), ctx.Err()
+}
+
+// dispatch grants lanes to waiting generations while the next in order fits. g.mu is held.
+func (g *qosGate) dispatch(reserve int) {
+	for {
+		w := g.next(reserve)
+		if w == nil {
+			return
+		}
+		g.waiting[w.class] = g.waiting[w.class][1:]
+		if w.class == auth.QoSBackground {
+			g.skipped = 0
+		} else if len(g.waiting[auth.QoSBackground]) > 0 {
+			g.skipped++
+		}
+		g.used += w.units
+		w.granted = true
+		close(w.ready)
+	}
+}
+
+// next is the waiter to grant now, or nil. The head of the highest class waiting goes first
+// when it fits; nothing jumps a head that does not fit yet (so a request for several lanes
+// is not starved by single ones). Background goes when no one else waits and it leaves the
+// reserve free, or when its fair share is due.
+func (g *qosGate) next(reserve int) *qosWaiter {
+	free := g.lanes - g.used
+	var bg *qosWaiter
+	if q := g.waiting[auth.QoSBackground]; len(q) > 0 {
+		bg = q[0]
+	}
+	for c := auth.QoSInteractive; c > auth.QoSBackground; c-- {
+		if q := g.waiting[c]; len(q) > 0 {
+			if bg != nil && g.skipped >= FairShare-1 {
+				return fits(bg, free) // background's turn: hold the lanes for it
+			}
+			return fits(q[0], free)
+		}
+	}
+	if bg == nil {
+		return nil
+	}
+	if bg.units < g.lanes { // a request for the whole model (batch-invariant) waives the reserve
+		free -= min(reserve, g.lanes-1)
+	}
+	return fits(bg, free)
+}
+
+func fits(w *qosWaiter, free int) *qosWaiter {
+	if w.units <= free {
+		return w
+	}
+	return nil
+}
+
+// waiting is how many generations wait at the gate, by class (tests and /slots).
+func (g *qosGate) queued() (n [auth.QoSInteractive + 1]int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for c, q := range g.waiting {
+		n[c] = len(q)
+	}
+	return n
+}
+
+// grant waits at m's gate for the lanes a generation of n choices needs on engine (all of them
+// for a batch-invariant request), by the class of the request ctx belongs to. Background work
+// also asks the engine for background priority, which orders the engine's own queue when the
+// gate is off.
+func (s *Service) grant(ctx context.Context, m *Model, engine interface{ Info() llm.ModelInfo }, gen *llm.Request, n int) (release func(), waited time.Duration, err error) {
+	sched := schedulingOf(ctx, Scheduling{}, auth.QoSInteractive)
+	if sched.QoS == auth.QoSBackground {
+		gen.Priority = llm.PriorityBackground
+	}
+	if !s.cfg.QoS.Gate {
+		return func() {}, 0, nil
+	}
+	lanes := engine.Info().Parallel
+	units := n
+	if sched.BatchInvariant {
+		units = lanes
+	}
+	return m.gate.acquire(ctx, sched.QoS, units, lanes, s.cfg.QoS.reserve())
+}

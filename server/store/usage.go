@@ -1,0 +1,111 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// UsageQuery selects request records and says how to sum them.
+type UsageQuery struct {
+	// From and To bound the records' CreatedAt: From <= t < To; a zero bound is open.
+	From, To time.Time
+	// Key keeps only one key's records: its id or its name. nil keeps every record; a pointer
+	// to "" keeps those made without a key.
+	Key *string
+	// KeyID, when set, keeps only the records of the key with this id.
+	KeyID string
+	// Model keeps only one model's records ("" keeps all).
+	Model string
+	// ByKey, ByModel and ByDay say what the sums are grouped by; none gives one total.
+	ByKey, ByModel, ByDay bool
+}
+
+// UsageRow is one group's sums. The fields a query does not group by are "".
+type UsageRow struct {
+	// KeyID and KeyName are the key ("" for requests made without one).
+	KeyID, KeyName string
+	Model          string
+	// Day is the UTC date, YYYY-MM-DD.
+	Day string
+	// Requests counts the records; Errors those with a status of 400 or more (client hang-ups,
+	// recorded as 499, included).
+	Requests, Errors                             int64
+	PromptTokens, CachedTokens, CompletionTokens int64
+	// Duration sums the requests' total times.
+	Duration time.Duration
+}
+
+// Usage sums the request records q selects, grouped as it says, ordered by day, key name,
+// key id and model.
+func (s *Store) Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
+	keyID, keyName, model, day := "''", "''", "''", "''"
+	var group []string
+	if q.ByKey {
+		keyID, keyName = "key_id", "max(key_name)"
+		group = append(group, "key_id")
+	}
+	if q.ByModel {
+		model = "model"
+		group = append(group, "model")
+	}
+	if q.ByDay {
+		day = "substr(created_at, 1, 10)" // created_at is RFC 3339 UTC text
+		group = append(group, day)
+	}
+	var where []string
+	var args []any
+	if !q.From.IsZero() {
+		where, args = append(where, "created_at >= ?"), append(args, formatTime(q.From))
+	}
+	if !q.To.IsZero() {
+		where, args = append(where, "created_at < ?"), append(args, formatTime(q.To))
+	}
+	if q.Key != nil {
+		if *q.Key == "" {
+			where = append(where, "key_id = ''")
+		} else {
+			where, args = append(where, "(key_id = ? OR key_name = ?)"), append(args, *q.Key, *q.Key)
+		}
+	}
+	if q.KeyID != "" {
+		where, args = append(where, "key_id = ?"), append(args, q.KeyID)
+	}
+	if q.Model != "" {
+		where, args = append(where, "model = ?"), append(args, q.Model)
+	}
+	query := `SELECT ` + strings.Join([]string{keyID, keyName, model, day}, ", ") + `,
+		count(*), coalesce(sum(status >= 400), 0), coalesce(sum(prompt_tokens), 0), coalesce(sum(cached_tokens), 0),
+		coalesce(sum(completion_tokens), 0), coalesce(sum(total_us), 0)
+		FROM requests`
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	if len(group) > 0 {
+		query += " GROUP BY " + strings.Join(group, ", ")
+	} else {
+		query += " HAVING count(*) > 0" // no records: no total row
+	}
+	query += " ORDER BY 4, 2, 1, 3"
+	rows, err := s.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("usage: %w", err)
+	}
+	defer rows.Close()
+	out := []UsageRow{}
+	for rows.Next() {
+		var r UsageRow
+		var us int64
+		if err := rows.Scan(&r.KeyID, &r.KeyName, &r.Model, &r.Day, &r.Requests, &r.Errors,
+			&r.PromptTokens, &r.CachedTokens, &r.CompletionTokens, &us); err != nil {
+			return nil, fmt.Errorf("usage: %w", err)
+		}
+		r.Duration = time.Duration(us) * time.Microsecond
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("usage: %w", err)
+	}
+	return out, nil
+}
