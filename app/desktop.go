@@ -296,7 +296,7 @@ func (c *controller) SaveConversation(conv tray.Conversation) error {
 
 // Chat runs a playground reply through the same core as the three APIs (the prefix cache and
 // the request records included).
-func (c *controller) Chat(ctx context.Context, s tray.ChatSettings, msgs []tray.Message, onText func(string)) (tray.ChatStats, error) {
+func (c *controller) Chat(ctx context.Context, s tray.ChatSettings, msgs []tray.Message, onPiece func(tray.Piece)) (tray.ChatStats, error) {
 	c.generating.Add(1)
 	c.publish(tray.Event{Kind: tray.EventActivity})
 	defer func() {
@@ -305,13 +305,13 @@ func (c *controller) Chat(ctx context.Context, s tray.ChatSettings, msgs []tray.
 	}()
 	req := &core.ChatRequest{ID: fmt.Sprintf("playground-%d", time.Now().UnixNano()), Endpoint: "playground", Stream: true, Model: s.Model}
 	for _, m := range msgs {
-		req.Messages = append(req.Messages, chat.Message{Role: m.Role, Content: m.Content})
+		req.Messages = append(req.Messages, chat.Message{Role: m.Role, Content: m.Content, Reasoning: m.Reasoning})
 	}
 	temp := s.Temperature
 	req.Generation = llm.Request{MaxTokens: s.MaxTokens, Sampling: llm.Sampling{Temperature: &temp}}
 	res, err := c.a.svc.Chat(ctx, req, func(_ int, ev llm.Event) error {
-		if ev.Text != "" {
-			onText(ev.Text)
+		if ev.Text != "" || ev.Reasoning != "" {
+			onPiece(tray.Piece{Text: ev.Text, Reasoning: ev.Reasoning})
 		}
 		return nil
 	})

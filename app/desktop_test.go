@@ -62,7 +62,7 @@ func TestDesktopController(t *testing.T) {
 	model := e.ID
 	var pieces []string
 	stats, err := c.Chat(context.Background(), tray.ChatSettings{Model: model, Temperature: 0, MaxTokens: 12},
-		[]tray.Message{{Role: "user", Content: "Once upon a time"}}, func(s string) { pieces = append(pieces, s) })
+		[]tray.Message{{Role: "user", Content: "Once upon a time"}}, func(p tray.Piece) { pieces = append(pieces, p.Text) })
 	if err != nil || len(pieces) == 0 || stats.CompletionTokens == 0 || stats.PromptTokens == 0 || stats.FinishReason == "" {
 		t.Fatalf("chat: %v, %d pieces, %+v", err, len(pieces), stats)
 	}
@@ -118,7 +118,7 @@ func TestDesktopController(t *testing.T) {
 		t.Fatalf("memory %d < %d, free %d", small, big, room)
 	}
 	if _, err := c.Chat(context.Background(), tray.ChatSettings{Model: model, Temperature: 0, MaxTokens: 2},
-		[]tray.Message{{Role: "user", Content: "Once"}}, func(string) {}); err != nil {
+		[]tray.Message{{Role: "user", Content: "Once"}}, func(tray.Piece) {}); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range c.Models() {
@@ -167,12 +167,12 @@ func TestDesktopControllerFaults(t *testing.T) {
 	}
 	long := tray.ChatSettings{Model: e.ID, Temperature: 0, MaxTokens: 4000}
 	msgs := []tray.Message{{Role: "user", Content: "Once upon a time"}}
-	if _, err := c.Chat(context.Background(), tray.ChatSettings{Model: e.ID, MaxTokens: 2}, msgs, func(string) {}); err != nil {
+	if _, err := c.Chat(context.Background(), tray.ChatSettings{Model: e.ID, MaxTokens: 2}, msgs, func(tray.Piece) {}); err != nil {
 		t.Fatal(err)
 	}
 	pid := a.workerPID(t, e.ID)
 	killed := false
-	_, err = c.Chat(context.Background(), long, msgs, func(string) {
+	_, err = c.Chat(context.Background(), long, msgs, func(tray.Piece) {
 		if !killed {
 			killed = true
 			syscall.Kill(pid, syscall.SIGKILL)
@@ -181,7 +181,7 @@ func TestDesktopControllerFaults(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "worker") {
 		t.Fatalf("a reply whose worker was killed: %v", err)
 	}
-	if _, err := c.Chat(context.Background(), tray.ChatSettings{Model: e.ID, MaxTokens: 2}, msgs, func(string) {}); err != nil {
+	if _, err := c.Chat(context.Background(), tray.ChatSettings{Model: e.ID, MaxTokens: 2}, msgs, func(tray.Piece) {}); err != nil {
 		t.Fatalf("the next reply: %v", err)
 	}
 
@@ -190,7 +190,7 @@ func TestDesktopControllerFaults(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		var once sync.Once
-		_, err := c.Chat(context.Background(), long, msgs, func(string) { once.Do(func() { close(started) }) })
+		_, err := c.Chat(context.Background(), long, msgs, func(tray.Piece) { once.Do(func() { close(started) }) })
 		done <- err
 	}()
 	<-started

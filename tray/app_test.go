@@ -328,3 +328,32 @@ func TestQuitWhileStreaming(t *testing.T) {
 		t.Fatalf("server stopped %d times", f.stopped)
 	}
 }
+
+// TestPlaygroundShowsThinking: a thinking model's reasoning streams in its own muted line
+// above the answer, and stays with the turn.
+func TestPlaygroundShowsThinking(t *testing.T) {
+	app, f := newTestApp(t)
+	f.thinking = "The user wants a story about a fox."
+	ui(app, func() { app.Show("playground") })
+	ui(app, func() { test.Type(app.playground.input, "Tell me a story") })
+	ui(app, func() { test.Tap(app.playground.send) })
+	eventually(t, app, "the reply completes", func() bool { return strings.Contains(app.playground.stats.Text, "tokens/s") })
+	text := app.playground.transcriptText()
+	thought := strings.Index(text, "Thinking: The user wants a story about a fox.")
+	answer := strings.Index(text, "Once upon a time there was a fox.")
+	if thought < 0 || answer < thought {
+		t.Fatalf("transcript %q", text)
+	}
+	if h := app.playground.history; len(h) != 2 || h[1].Reasoning != f.thinking || h[1].Content != "Once upon a time there was a fox." {
+		t.Fatalf("history %+v", h)
+	}
+	var italic bool
+	for _, s := range app.playground.transcript.Segments {
+		if ts, ok := s.(*widget.TextSegment); ok && strings.HasPrefix(ts.Text, "Thinking:") {
+			italic = ts.Style.TextStyle.Italic
+		}
+	}
+	if !italic {
+		t.Error("the reasoning should be set apart (italic)")
+	}
+}

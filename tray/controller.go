@@ -55,6 +55,13 @@ type Event struct {
 type Message struct {
 	Role    string // system, user or assistant
 	Content string
+	// Reasoning is what a thinking model thought before an assistant turn; shown, not saved.
+	Reasoning string
+}
+
+// Piece is the next bit of a streamed reply: its text, or the model's reasoning before it.
+type Piece struct {
+	Text, Reasoning string
 }
 
 // ChatSettings are the playground's choices for one reply.
@@ -156,7 +163,7 @@ type Controller interface {
 	// Pull downloads a Hugging Face reference; progress arrives as EventPull events.
 	Pull(ctx context.Context, reference string) error
 	// Chat streams a reply to msgs, calling onText for each piece as it arrives.
-	Chat(ctx context.Context, s ChatSettings, msgs []Message, onText func(string)) (ChatStats, error)
+	Chat(ctx context.Context, s ChatSettings, msgs []Message, onPiece func(Piece)) (ChatStats, error)
 	// Conversations lists the saved playground chats, most recent first, without messages.
 	Conversations() []Conversation
 	// OpenConversation returns a saved chat with its messages.

@@ -17,6 +17,7 @@ type fakeController struct {
 	models   []Model
 	events   chan Event
 	reply    string
+	thinking string        // reasoning streamed before the reply
 	gate     chan struct{} // when set, Chat waits for it after the first piece
 	pullErr  error
 	chatErr  error
@@ -166,10 +167,16 @@ func (f *fakeController) Pull(ctx context.Context, ref string) error {
 }
 
 // Chat streams the reply word by word.
-func (f *fakeController) Chat(ctx context.Context, s ChatSettings, msgs []Message, onText func(string)) (ChatStats, error) {
+func (f *fakeController) Chat(ctx context.Context, s ChatSettings, msgs []Message, onPiece func(Piece)) (ChatStats, error) {
+	onText := func(text string) { onPiece(Piece{Text: text}) }
 	if f.chatErr != nil {
 		onText("Once ")
 		return ChatStats{}, f.chatErr
+	}
+	for _, w := range strings.SplitAfter(f.thinking, " ") {
+		if w != "" {
+			onPiece(Piece{Reasoning: w})
+		}
 	}
 	words := strings.SplitAfter(f.reply, " ")
 	for i, w := range words {

@@ -33,6 +33,7 @@ type playgroundView struct {
 	convID  string // the conversation being shown ("" until its first reply)
 	history []Message
 	reply   *strings.Builder
+	thought strings.Builder // the reasoning of the reply being streamed
 	cancel  context.CancelFunc
 	content fyne.CanvasObject
 }
@@ -191,6 +192,7 @@ func (v *playgroundView) ask() {
 	}
 	v.input.SetText("")
 	v.reply = &strings.Builder{}
+	v.thought.Reset()
 	ctx, cancel := context.WithCancel(context.Background())
 	v.cancel = cancel
 	v.send.Disable()
@@ -198,9 +200,10 @@ func (v *playgroundView) ask() {
 	v.stats.SetText("Generating…")
 	v.render()
 	go func() {
-		stats, err := v.app.c.Chat(ctx, settings, msgs, func(piece string) {
+		stats, err := v.app.c.Chat(ctx, settings, msgs, func(piece Piece) {
 			v.app.do(func() {
-				v.reply.WriteString(piece)
+				v.thought.WriteString(piece.Reasoning)
+				v.reply.WriteString(piece.Text)
 				v.render()
 			})
 		})
@@ -238,7 +241,7 @@ func (v *playgroundView) finish(stats ChatStats, err error, stopped bool) {
 			stats.CompletionTokens, stats.TokensPerSecond, stats.CachedTokens, stats.PromptTokens, stats.FinishReason))
 	}
 	if text != "" {
-		v.history = append(v.history, Message{Role: "assistant", Content: text})
+		v.history = append(v.history, Message{Role: "assistant", Content: text, Reasoning: v.thought.String()})
 	} else if err != nil || stopped {
 		v.history = v.history[:len(v.history)-1] // the question got no answer: let it be asked again
 	}
@@ -263,20 +266,25 @@ func (v *playgroundView) reset() {
 // streamed last.
 func (v *playgroundView) render() {
 	var segs []widget.RichTextSegment
-	turn := func(who, text string, color fyne.ThemeColorName) {
+	turn := func(who, thought, text string, color fyne.ThemeColorName) {
 		segs = append(segs,
-			&widget.TextSegment{Text: who, Style: widget.RichTextStyle{ColorName: color, TextStyle: fyne.TextStyle{Bold: true}}},
-			&widget.TextSegment{Text: text, Style: widget.RichTextStyleParagraph})
+			&widget.TextSegment{Text: who, Style: widget.RichTextStyle{ColorName: color, TextStyle: fyne.TextStyle{Bold: true}}})
+		if thought != "" {
+			// A thinking model's reasoning, set apart from its answer as the APIs set it apart.
+			segs = append(segs, &widget.TextSegment{Text: "Thinking: " + strings.TrimSpace(thought),
+				Style: widget.RichTextStyle{ColorName: theme.ColorNamePlaceHolder, TextStyle: fyne.TextStyle{Italic: true}}})
+		}
+		segs = append(segs, &widget.TextSegment{Text: text, Style: widget.RichTextStyleParagraph})
 	}
 	for _, m := range v.history {
 		if m.Role == "assistant" {
-			turn(v.model.Selected, m.Content, theme.ColorNamePrimary)
+			turn(v.model.Selected, m.Reasoning, m.Content, theme.ColorNamePrimary)
 		} else {
-			turn("You", m.Content, theme.ColorNameForeground)
+			turn("You", "", m.Content, theme.ColorNameForeground)
 		}
 	}
 	if v.reply != nil {
-		turn(v.model.Selected, v.reply.String()+"▌", theme.ColorNamePrimary)
+		turn(v.model.Selected, v.thought.String(), v.reply.String()+"▌", theme.ColorNamePrimary)
 	}
 	v.transcript.Segments = segs
 	v.transcript.Refresh()
