@@ -24,8 +24,8 @@ type BatchConfig struct {
 	// Waiting is how many batches may wait (default 256); past it CreateBatch refuses with
 	// ErrBatchQueueFull.
 	Waiting int
-	// LinesAtOnce is how many lines of one batch run at once (default 4): enough to keep a
-	// model's lanes busy, which background priority lets interactive requests jump.
+	// LinesAtOnce is how many lines of one batch run at once; 0 for as many as its model's
+	// lanes share allows (one more than the lanes, see laneShare), which keeps them busy.
 	LinesAtOnce int
 	// Window is how long a batch has to complete (default 24h, the one window OpenAI offers).
 	Window time.Duration
@@ -33,10 +33,9 @@ type BatchConfig struct {
 
 // Defaults of BatchConfig.
 const (
-	defaultRunning     = 4
-	defaultWaiting     = 256
-	defaultLinesAtOnce = 4
-	defaultWindow      = 24 * time.Hour
+	defaultRunning = 4
+	defaultWaiting = 256
+	defaultWindow  = 24 * time.Hour
 	// maxBatchLines is the most lines one batch may have (OpenAI's limit).
 	maxBatchLines = 50_000
 	// lineCap caps a batch line that names no max_tokens.
@@ -147,9 +146,6 @@ func (s *Service) batchConfig() BatchConfig {
 	}
 	if c.Waiting <= 0 {
 		c.Waiting = defaultWaiting
-	}
-	if c.LinesAtOnce <= 0 {
-		c.LinesAtOnce = defaultLinesAtOnce
 	}
 	if c.Window <= 0 {
 		c.Window = defaultWindow

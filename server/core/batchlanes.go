@@ -11,11 +11,13 @@ import (
 // the batch lines' reach, so that the next interactive request finds it free.
 const InteractiveHold = 2 * time.Second
 
-// laneShare bounds the batch lines running on one model: at most one per lane, so an
-// interactive request is never queued behind more than one batch line per lane; and, while
-// interactive requests come (one ran within InteractiveHold), one lane fewer, so they find a
-// lane free instead of waiting for a line to end. With no interactive traffic the batch lines
-// take every lane.
+// laneShare bounds the batch lines running on one model. With no interactive traffic they
+// take every lane and one more line waits in the engine's queue, at background priority, to
+// take the next lane that frees without a gap; an interactive request jumps it, so it is never
+// queued behind more than one batch line per lane. While interactive requests come (one ran
+// within InteractiveHold) the batch lines keep to one lane fewer than the model has, so the
+// next interactive request finds a lane free instead of waiting for a line to end. A model with
+// one lane cannot keep it free.
 type laneShare struct {
 	lines   atomic.Int64 // batch lines holding a lane share
 	touched atomic.Int64 // when an interactive request last started or ended (Unix ns)
@@ -30,14 +32,12 @@ func (l *laneShare) interactive() { l.touched.Store(time.Now().UnixNano()) }
 // limit is how many batch lines may run on a model of lanes lanes now, and until when that
 // holds (zero: until something changes).
 func (l *laneShare) limit(lanes int) (int64, time.Time) {
-	if lanes <= 1 {
-		return 1, time.Time{}
-	}
+	lanes = max(lanes, 1)
 	until := time.Unix(0, l.touched.Load()).Add(InteractiveHold)
 	if time.Now().Before(until) {
-		return int64(lanes - 1), until
+		return int64(max(lanes-1, 1)), until
 	}
-	return int64(lanes), time.Time{}
+	return int64(lanes + 1), time.Time{}
 }
 
 // take waits for a share of m's lanes for one batch line, or for stop or ctx to end (false).

@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// TestLaneShare: batch lines take at most one share per lane, one lane fewer while interactive
-// requests come, and always at least one.
+// TestLaneShare: batch lines take a share per lane and one more, one lane fewer while
+// interactive requests come, and always at least one.
 func TestLaneShare(t *testing.T) {
 	ctx := context.Background()
 	now := make(chan struct{}) // a closed stop: take answers at once whether there is room
@@ -17,9 +17,10 @@ func TestLaneShare(t *testing.T) {
 		interactive bool
 		want        int
 	}{
-		{"every lane when no one else asks", 4, false, 4},
+		{"every lane and one queued when no one else asks", 4, false, 5},
 		{"one lane kept for interactive requests", 4, true, 3},
 		{"a single lane is shared", 1, true, 1},
+		{"a single lane and one queued", 1, false, 2},
 		{"two lanes", 2, true, 1},
 	}
 	for _, tt := range tests {

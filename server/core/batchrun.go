@@ -276,17 +276,20 @@ func (s *Service) runLines(ctx context.Context, rb *runningBatch, b store.Batch)
 		return false, err
 	}
 	defer in.Close()
-	cfg := s.batchConfig()
-	slots := make(chan struct{}, cfg.LinesAtOnce)
 	// The lanes of the batch's model are shared with its other batches and with interactive
 	// requests (see laneShare); a model that is gone has its lines fail one by one.
 	m, _ := s.Model(b.Model)
 	lanes := func() int {
-		if p := m.Info().Parallel; p > 0 {
-			return p
+		if m == nil {
+			return 1
 		}
-		return cfg.LinesAtOnce
+		return max(m.Info().Parallel, 1)
 	}
+	most := s.batchConfig().LinesAtOnce
+	if most <= 0 {
+		most = lanes() + 1
+	}
+	slots := make(chan struct{}, most)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	lines := newLineReader(in)
