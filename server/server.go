@@ -1,6 +1,7 @@
 // Package server is the HTTP front: one gin router carrying every dialect on one listener,
-// plus the middleware they share (panic recovery, unknown routes, and the guard: the Host check
-// against DNS rebinding, CORS and API keys) and the keys routes (/v1/keys).
+// plus the middleware they share (panic recovery, unknown routes, the guard: the Host check
+// against DNS rebinding, CORS and API keys; then the policies: scheduling headers, rate limits
+// and the non-streaming keep-alive), the keys routes (/v1/keys) and usage (/v1/usage).
 package server
 
 import (
@@ -52,6 +53,14 @@ type Config struct {
 	// headers, besides each key's own; nil is auth.DefaultOrigins. A request from any other
 	// origin gets 403 and no CORS headers.
 	CORSOrigins []string
+	// Limits are the rate limits (limits.go); nil limits only what the keys' own limits say.
+	Limits *Limits
+	// AllowBatchInvariant lets requests ask for a lane that ticks alone with
+	// x-superfluid-batch-invariant (--http-allow-batch-invariant); otherwise they get 400.
+	AllowBatchInvariant bool
+	// NonstreamKeepalive pads non-streaming generations with a space at this interval once
+	// they are admitted (--nonstream-keepalive, keepalive.go); 0 pads nothing.
+	NonstreamKeepalive time.Duration
 }
 
 // DefaultWriteTimeout is how long one frame of a streamed reply may take to write when the
@@ -81,6 +90,7 @@ func New(cfg Config, svc *core.Service) http.Handler {
 	}
 	r.Use(recovery)
 	r.Use(newGuard(cfg).handle)
+	r.Use(policies(cfg)...) // scheduling headers, rate limits, keep-alive (qos.go)
 	if cfg.Metrics != nil {
 		h := gin.WrapH(cfg.Metrics.Handler())
 		r.GET("/metrics", h)
@@ -89,6 +99,7 @@ func New(cfg Config, svc *core.Service) http.Handler {
 	openai.Routes(r, svc, openai.Options{KeepAlive: cfg.KeepAlive, WriteTimeout: writeTimeout, CompletionBurst: cfg.CompletionBurst,
 		CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline})
 	ollama.Routes(r, svc, ollama.Options{WriteTimeout: writeTimeout})
+	usageRoutes(r, svc)
 	anthropic.Routes(r, svc, anthropic.Options{KeepAlive: cfg.KeepAlive, WriteTimeout: writeTimeout})
 	if cfg.Keys != nil {
 		keyRoutes(r, cfg.Keys)

@@ -218,7 +218,7 @@ func fits(w *qosWaiter, free int) *qosWaiter {
 	return nil
 }
 
-// waiting is how many generations wait at the gate, by class (tests and /slots).
+// queued is how many generations wait at the gate, by class.
 func (g *qosGate) queued() (n [auth.QoSInteractive + 1]int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -246,4 +246,13 @@ func (s *Service) grant(ctx context.Context, m *Model, engine interface{ Info() 
 		units = lanes
 	}
 	return m.gate.acquire(ctx, sched.QoS, units, lanes, s.cfg.QoS.reserve())
+}
+
+// Waiting is how many generations wait at the model's gate for a lane.
+func (m *Model) Waiting() int {
+	n := 0
+	for _, c := range m.gate.queued() {
+		n += c
+	}
+	return n
 }

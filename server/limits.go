@@ -1,0 +1,156 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"golang.org/x/time/rate"
+
+	"github.com/superfluid/superfluid/server/auth"
+	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/ratelimit"
+)
+
+// LimitsConfig configures Limits.
+type LimitsConfig struct {
+	// PerIP is how many requests a minute one client address may send, a minute's worth at
+	// once (--rate-limit-ip); 0 is no limit. The address is the connection's peer, or what a
+	// trusted proxy says it is (--trusted-proxies).
+	PerIP int
+	// Now is the clock; nil is time.Now (tests move it).
+	Now func() time.Time
+}
+
+// Limits enforces the rate limits: per client address (429 rate_limit_exceeded) and, for a
+// request whose API key has limits, the key's requests a minute (rpm) and tokens a minute (tpm,
+// 429 rate_limit_exceeded) and requests at once (concurrency, 429 concurrency_limit_exceeded).
+// Every refusal carries Retry-After and spends nothing: a request refused by one limit gives
+// back what the others took.
+//
+// Tokens are counted when a request ends (prompt and completion, as the request record has
+// them) and taken from the key's tpm allowance then; a request is refused while the allowance
+// is spent, until it refills. So the request that crosses the limit completes, and the next
+// ones wait for its tokens to be paid back.
+//
+// Only keys that authenticated get limiters (the guard runs first), so requests with unknown
+// keys add nothing here; per-address limiters are bounded (ratelimit.Limiters).
+type Limits struct {
+	ip  *ratelimit.Limiters
+	now func() time.Time
+
+	mu   sync.Mutex
+	keys map[string]*keyLimits // by auth.Identity.ID
+}
+
+type keyLimits struct {
+	limits   auth.Limits
+	rpm, tpm *rate.Limiter // nil: no such limit
+	running  atomic.Int64
+}
+
+// NewLimits returns the limits cfg describes.
+func NewLimits(cfg LimitsConfig) *Limits {
+	l := &Limits{ip: ratelimit.NewLimiters(cfg.PerIP), now: cfg.Now, keys: map[string]*keyLimits{}}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	return l
+}
+
+// Keys is how many keys have limiters: at most the keys with limits that made requests.
+func (l *Limits) Keys() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.keys)
+}
+
+// Clients is how many client addresses have limiters (bounded by ratelimit.MaxBuckets).
+func (l *Limits) Clients() int { return l.ip.Len() }
+
+// key returns the limiters of id, made (again) when its limits are new or changed.
+func (l *Limits) key(id *auth.Identity) *keyLimits {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := l.keys[id.ID]
+	if k == nil || k.limits != id.Limits {
+		k = &keyLimits{limits: id.Limits}
+		if n := id.Limits.RPM; n > 0 {
+			k.rpm = rate.NewLimiter(rate.Limit(float64(n)/60), n)
+		}
+		if n := id.Limits.TPM; n > 0 {
+			k.tpm = rate.NewLimiter(rate.Limit(float64(n)/60), n)
+		}
+		l.keys[id.ID] = k
+	}
+	return k
+}
+
+func (l *Limits) handle(c *gin.Context) {
+	r := c.Request
+	if r.URL.Path == "/health" || isPreflight(r) {
+		c.Next()
+		return
+	}
+	now := l.now()
+	var undo []func()
+	refuse := func(code, msg string, retry time.Duration) {
+		for _, u := range undo {
+			u()
+		}
+		reject(c, http.StatusTooManyRequests, code, msg, retry)
+	}
+	ok, retry, back := l.ip.Take(c.ClientIP(), now)
+	if !ok {
+		refuse("rate_limit_exceeded", fmt.Sprintf("too many requests from this address (at most %d a minute); retry in %s", l.ip.PerMinute(), seconds(retry)), retry)
+		return
+	}
+	undo = append(undo, back)
+	id, ok := auth.FromContext(r.Context())
+	if !ok || id.Limits == (auth.Limits{}) {
+		c.Next()
+		return
+	}
+	k := l.key(id)
+	if k.rpm != nil {
+		ok, retry, back := ratelimit.Reserve(k.rpm, now)
+		if !ok {
+			refuse("rate_limit_exceeded", fmt.Sprintf("the API key %s may send %d requests a minute; retry in %s", quote(id.Name), id.Limits.RPM, seconds(retry)), retry)
+			return
+		}
+		undo = append(undo, back)
+	}
+	if k.tpm != nil {
+		if t := k.tpm.TokensAt(now); t < 1 {
+			retry := time.Duration((1 - t) / float64(k.tpm.Limit()) * float64(time.Second))
+			refuse("rate_limit_exceeded", fmt.Sprintf("the API key %s may use %d tokens a minute and has used them; retry in %s", quote(id.Name), id.Limits.TPM, seconds(retry)), retry)
+			return
+		}
+	}
+	if most := int64(id.Limits.Concurrency); most > 0 {
+		if k.running.Add(1) > most {
+			k.running.Add(-1)
+			refuse("concurrency_limit_exceeded", fmt.Sprintf("the API key %s may run %d requests at once; wait for one to finish", quote(id.Name), most), time.Second)
+			return
+		}
+		defer k.running.Add(-1)
+	}
+	if k.tpm != nil {
+		meter := &core.TokenMeter{}
+		c.Request = r.WithContext(core.WithTokenMeter(r.Context(), meter))
+		defer func() {
+			if n := meter.Tokens(); n > 0 {
+				k.tpm.ReserveN(l.now(), int(min(n, int64(k.tpm.Burst())))) // into debt: later requests wait
+			}
+		}()
+	}
+	c.Next()
+}
+
+// seconds shows a wait in whole seconds, as Retry-After has it.
+func seconds(d time.Duration) string {
+	return fmt.Sprintf("%ds", int64((d+time.Second-1)/time.Second))
+}

@@ -1,0 +1,124 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/openai"
+)
+
+// usageRoutes serves GET /v1/usage: the request records summed by key, model and day, in
+// OpenAI's error shape. An admin key (or anyone, without keys) sees every key; another key
+// sees its own only (403 admin_required when it names another).
+//
+// Query parameters, all optional:
+//
+//	start_date, end_date  first and last day included, YYYY-MM-DD in UTC (open when absent)
+//	group_by              key, model and day, comma-separated (default "key,model,day";
+//	                      "none" sums everything in one row)
+//	key                   one key, by name or id (an admin's filter)
+//	model                 one model
+//
+// The answer:
+//
+//	{"object": "list", "start_date": "2026-05-01" | null, "end_date": ... | null,
+//	 "group_by": ["key", "model", "day"],
+//	 "data": [{"object": "usage", "key_id": "policy:alice", "key_name": "alice",
+//	           "model": "qwen3-4b", "date": "2026-05-01",
+//	           "requests": 12, "errors": 1, "prompt_tokens": 3400, "cached_tokens": 1200,
+//	           "completion_tokens": 800, "total_tokens": 4200, "duration_ms": 5400}]}
+//
+// key_id, key_name, model and date are null when not grouped by; key_id and key_name are ""
+// for requests made while no key was configured. Rows come by date, key name and model.
+// errors counts requests answered with a status of 400 or more (499: the client hung up).
+func usageRoutes(r gin.IRouter, svc *core.Service) {
+	r.GET("/v1/usage", func(c *gin.Context) {
+		if err := usage(c, svc); err != nil {
+			openai.WriteError(c, usageError(err))
+		}
+	})
+}
+
+type usageList struct {
+	Object    string     `json:"object"`
+	StartDate *string    `json:"start_date"`
+	EndDate   *string    `json:"end_date"`
+	GroupBy   []string   `json:"group_by"`
+	Data      []usageRow `json:"data"`
+}
+
+type usageRow struct {
+	Object           string  `json:"object"`
+	KeyID            *string `json:"key_id"`
+	KeyName          *string `json:"key_name"`
+	Model            *string `json:"model"`
+	Date             *string `json:"date"`
+	Requests         int64   `json:"requests"`
+	Errors           int64   `json:"errors"`
+	PromptTokens     int64   `json:"prompt_tokens"`
+	CachedTokens     int64   `json:"cached_tokens"`
+	CompletionTokens int64   `json:"completion_tokens"`
+	TotalTokens      int64   `json:"total_tokens"`
+	DurationMS       int64   `json:"duration_ms"`
+}
+
+func usage(c *gin.Context, svc *core.Service) error {
+	var q core.UsageQuery
+	var err error
+	start, end := c.Query("start_date"), c.Query("end_date")
+	if q.From, err = core.ParseUsageDate(start); err != nil {
+		return err
+	}
+	if q.To, err = core.ParseUsageDate(end); err != nil {
+		return err
+	}
+	group := c.DefaultQuery("group_by", "key,model,day")
+	if group != "none" {
+		if q.GroupBy, err = core.ParseGroupBy(group); err != nil {
+			return err
+		}
+	}
+	q.Key, q.Model = c.Query("key"), c.Query("model")
+	rows, err := svc.Usage(c.Request.Context(), q)
+	if err != nil {
+		return err
+	}
+	out := usageList{Object: "list", GroupBy: q.GroupBy, Data: make([]usageRow, len(rows))}
+	if out.GroupBy == nil {
+		out.GroupBy = []string{}
+	}
+	if start != "" {
+		out.StartDate = &start
+	}
+	if end != "" {
+		out.EndDate = &end
+	}
+	grouped := func(g string) bool { return slices.Contains(q.GroupBy, g) }
+	for i, r := range rows {
+		w := usageRow{Object: "usage", Requests: r.Requests, Errors: r.Errors, PromptTokens: r.PromptTokens,
+			CachedTokens: r.CachedTokens, CompletionTokens: r.CompletionTokens, TotalTokens: r.Total, DurationMS: r.Duration.Milliseconds()}
+		if grouped(core.GroupKey) {
+			w.KeyID, w.KeyName = &r.KeyID, &r.KeyName
+		}
+		if grouped(core.GroupModel) {
+			w.Model = &r.Model
+		}
+		if grouped(core.GroupDay) {
+			w.Date = &r.Day
+		}
+		out.Data[i] = w
+	}
+	c.JSON(http.StatusOK, out)
+	return nil
+}
+
+func usageError(err error) error {
+	if errors.Is(err, core.ErrOtherKeysUsage) {
+		return &openai.Error{Status: http.StatusForbidden, Type: "permission_error", Code: "admin_required", Param: "key", Message: err.Error()}
+	}
+	return err
+}
