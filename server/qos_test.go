@@ -280,5 +280,3 @@ func TestQoSOrder(t *testing.T) {
 		}
 	}
 }
-
-
