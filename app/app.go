@@ -135,12 +135,14 @@ func build(cfg Config, st *store.Store) (*App, error) {
 	a.bind = newBind(cfg)
 	a.metrics = metrics.New()
 	a.svc = core.NewCatalog(core.Config{MaxTokens: cfg.MaxTokens, Queue: cfg.Queue, CheckRuntime: a.checkRuntime, Observer: a.metrics,
-		Files: core.FilesConfig{Dir: filesDir(cfg.DataDir), MaxBytes: cfg.FilesMaxBytes, Expiry: cfg.FilesExpiry}}, st, a.mgr, a.hub)
+		Files: core.FilesConfig{Dir: filesDir(cfg.DataDir), MaxBytes: cfg.FilesMaxBytes, Expiry: cfg.FilesExpiry},
+		QoS:   qosConfig(cfg), Owner: ownerLookup(a.keys)}, st, a.mgr, a.hub)
 	a.metrics.WatchService(a.svc)
 	a.stopMetrics = a.metrics.Watch(a.mgr)
 	a.handler = server.New(server.Config{KeepAlive: cfg.KeepAlive, WriteTimeout: cfg.WriteTimeout, TrustedProxies: cfg.TrustedProxies,
 		CompletionBurst: cfg.CompletionBurst, CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline,
-		Metrics: a.metrics, Keys: a.keys, Bind: a.bind, CORSOrigins: corsOrigins(cfg)}, a.svc)
+		Metrics: a.metrics, Keys: a.keys, Bind: a.bind, CORSOrigins: corsOrigins(cfg),
+		Limits: serverLimits(cfg), AllowBatchInvariant: cfg.AllowBatchInvariant, NonstreamKeepalive: cfg.NonstreamKeepalive}, a.svc)
 	return a, nil
 }
 

@@ -69,6 +69,17 @@ type Config struct {
 	InsecureOpen bool
 	// CORSOrigins are browser origins answered besides the localhost ones (--cors-origins).
 	CORSOrigins []string
+	// RateLimitIP is the requests a minute one client address may send (--rate-limit-ip);
+	// 0 is off, -1 (the default) is off on a loopback Host and DefaultRateLimitIP elsewhere.
+	RateLimitIP int
+	// AllowBatchInvariant lets requests ask for a lane that ticks alone
+	// (--http-allow-batch-invariant).
+	AllowBatchInvariant bool
+	// NonstreamKeepalive pads admitted non-streaming generations with a space at this interval
+	// (--nonstream-keepalive); 0 is off.
+	NonstreamKeepalive time.Duration
+	// QoSReserve is the lanes of each model background work leaves free (--qos-reserve).
+	QoSReserve int
 	// WorkerCommand starts a worker process: the program and its leading arguments.
 	WorkerCommand []string
 	// WorkerEnv is added to the worker's environment.
@@ -85,6 +96,8 @@ func DefaultConfig() Config {
 		Parallel:        4,
 		Queue:           64,
 		CompletionBurst: 20,
+		RateLimitIP:     -1,
+		QoSReserve:      1,
 		RecordsDays:     30,
 		FilesMaxBytes:   10_000_000_000,
 		CompletionRate:  10,

@@ -87,6 +87,13 @@ func usage(c *gin.Context, svc *core.Service) error {
 	if err != nil {
 		return err
 	}
+	c.JSON(http.StatusOK, UsageList(q, start, end, rows))
+	return nil
+}
+
+// UsageList is the JSON of GET /v1/usage (see usageRoutes) for the query q, whose dates were
+// given as start and end ("" for none), and its rows; superfluid usage --json prints it too.
+func UsageList(q core.UsageQuery, start, end string, rows []core.UsageRow) any {
 	out := usageList{Object: "list", GroupBy: q.GroupBy, Data: make([]usageRow, len(rows))}
 	if out.GroupBy == nil {
 		out.GroupBy = []string{}
@@ -112,8 +119,7 @@ func usage(c *gin.Context, svc *core.Service) error {
 		}
 		out.Data[i] = w
 	}
-	c.JSON(http.StatusOK, out)
-	return nil
+	return out
 }
 
 func usageError(err error) error {

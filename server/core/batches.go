@@ -192,6 +192,7 @@ func (s *Service) CreateBatch(ctx context.Context, nb NewBatch) (Batch, error) {
 		Status: store.BatchValidating, Metadata: nb.Metadata, OutputExpires: nb.OutputExpiresAfter,
 		CreatedAt: now, ExpiresAt: now.Add(cfg.Window),
 	}
+	b.Owner, b.OwnerName = keyOf(ctx)
 	if err := s.store.CreateBatch(ctx, b, cfg.Waiting); err != nil {
 		if errors.Is(err, store.ErrQueueFull) {
 			return Batch{}, fmt.Errorf("%w: %d batches are waiting already; retry once some have run", ErrBatchQueueFull, cfg.Waiting)
@@ -208,7 +209,7 @@ func (s *Service) Batch(ctx context.Context, id string) (Batch, error) {
 		return Batch{}, &BatchNotFoundError{ID: id}
 	}
 	b, err := s.store.Batch(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !visible(ctx, b.Owner)) {
 		return Batch{}, &BatchNotFoundError{ID: id}
 	}
 	if err != nil {
@@ -224,7 +225,7 @@ func (s *Service) Batches(ctx context.Context, after string, limit int) ([]Batch
 		return []Batch{}, false, nil
 	}
 	limit = max(1, limit)
-	bs, err := s.store.Batches(ctx, after, limit+1)
+	bs, err := s.store.BatchesOf(ctx, visibleOwners(ctx), after, limit+1)
 	if err != nil {
 		return nil, false, err
 	}

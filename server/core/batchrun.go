@@ -195,6 +195,7 @@ func (s *Service) runBatch(ctx context.Context, rb *runningBatch, b store.Batch)
 }
 
 func (s *Service) runBatchSteps(ctx context.Context, rb *runningBatch, b store.Batch) error {
+	ctx = s.asOwner(ctx, b) // its lines run as the key that made it (owners.go)
 	if b.Status == store.BatchValidating {
 		total, model, reasons, err := s.validateBatch(ctx, b)
 		if ctx.Err() != nil {
@@ -490,7 +491,7 @@ func (s *Service) writeResults(ctx context.Context, b store.Batch, failed bool) 
 	}
 	now := time.Now()
 	f := &store.File{ID: newFileID(), Filename: fmt.Sprintf("%s_%s.jsonl", b.ID, kind), Purpose: "batch_output", Bytes: n,
-		CreatedAt: now, ExpiresAt: s.expiry(now, b.OutputExpires)}
+		CreatedAt: now, Owner: b.Owner, ExpiresAt: s.expiry(now, b.OutputExpires)}
 	if err := os.Rename(tmp.Name(), filepath.Join(dir, f.ID)); err != nil {
 		return nil, fmt.Errorf("write the batch's results: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/runtime/models/hf"
+	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -88,6 +89,9 @@ type Config struct {
 	Batches BatchConfig
 	// QoS tunes the scheduling classes.
 	QoS QoSConfig
+	// Owner looks up the API key a batch was made with (by its id), for its lines to run as
+	// that key; nil, or a key not found, runs them in the key's name only (owners.go).
+	Owner func(ctx context.Context, id string) (*auth.Identity, bool)
 }
 
 // Service is the core.

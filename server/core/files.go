@@ -179,7 +179,7 @@ func (u *Upload) Commit(ctx context.Context, nf NewFile) (File, error) {
 		return File{}, errors.New("the upload was committed or discarded already")
 	}
 	s := u.s
-	f := store.File{ID: newFileID(), Filename: nf.Filename, Purpose: nf.Purpose, Bytes: u.n, CreatedAt: time.Now()}
+	f := store.File{ID: newFileID(), Filename: nf.Filename, Purpose: nf.Purpose, Bytes: u.n, CreatedAt: time.Now(), Owner: ownerOf(ctx)}
 	f.ExpiresAt = s.expiry(f.CreatedAt, nf.ExpiresAfter)
 	dir := s.cfg.Files.Dir
 	path := filepath.Join(dir, f.ID)
@@ -288,7 +288,7 @@ func (s *Service) file(ctx context.Context, id string) (store.File, error) {
 		return store.File{}, &FileNotFoundError{ID: id}
 	}
 	f, err := s.store.File(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && f.Expired(time.Now())) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (f.Expired(time.Now()) || !visible(ctx, f.Owner))) {
 		return store.File{}, &FileNotFoundError{ID: id}
 	}
 	return f, err
@@ -301,7 +301,8 @@ func (s *Service) Files(ctx context.Context, q FileQuery) ([]File, bool, error) 
 		return []File{}, false, nil
 	}
 	limit := max(1, q.Limit)
-	fs, err := s.store.Files(ctx, store.FileQuery{Purpose: q.Purpose, After: q.After, Limit: limit + 1, Ascending: q.Ascending, Now: time.Now()})
+	fs, err := s.store.Files(ctx, store.FileQuery{Purpose: q.Purpose, After: q.After, Limit: limit + 1, Ascending: q.Ascending, Now: time.Now(),
+		Owners: visibleOwners(ctx)})
 	if err != nil {
 		return nil, false, err
 	}

@@ -23,6 +23,7 @@ func (s *Service) SaveResponse(ctx context.Context, r StoredResponse) error {
 	if s.store == nil {
 		return nil
 	}
+	r.Owner = ownerOf(ctx)
 	return s.store.SaveResponse(ctx, r)
 }
 
@@ -31,7 +32,11 @@ func (s *Service) Response(ctx context.Context, id string) (StoredResponse, erro
 	if s.store == nil {
 		return StoredResponse{}, &MissingResponseError{ID: id}
 	}
-	return s.store.Response(ctx, id)
+	r, err := s.store.Response(ctx, id)
+	if err == nil && !visible(ctx, r.Owner) {
+		return StoredResponse{}, &MissingResponseError{ID: id} // another key's: as if missing
+	}
+	return r, err
 }
 
 // ResponseChain returns the conversation ending with response id, oldest first, or an error
@@ -40,13 +45,22 @@ func (s *Service) ResponseChain(ctx context.Context, id string) ([]StoredRespons
 	if s.store == nil {
 		return nil, &MissingResponseError{ID: id}
 	}
-	return s.store.ResponseChain(ctx, id)
+	chain, err := s.store.ResponseChain(ctx, id)
+	for i := len(chain) - 1; err == nil && i >= 0; i-- {
+		if !visible(ctx, chain[i].Owner) {
+			return nil, &MissingResponseError{ID: chain[i].ID} // another key's: as if missing
+		}
+	}
+	return chain, err
 }
 
 // DeleteResponse removes a kept response, or returns an error wrapping ErrNotFound.
 func (s *Service) DeleteResponse(ctx context.Context, id string) error {
 	if s.store == nil {
 		return &MissingResponseError{ID: id}
+	}
+	if _, err := s.Response(ctx, id); err != nil {
+		return err
 	}
 	return s.store.DeleteResponse(ctx, id)
 }

@@ -50,6 +50,9 @@ type Batch struct {
 	// CreatedAt is stored in UTC with nanosecond precision; zero means now. The other times are
 	// zero until the batch reaches them.
 	CreatedAt, ExpiresAt, InProgressAt, FinalizingAt, CompletedAt, FailedAt, CancellingAt, CancelledAt time.Time
+	// Owner and OwnerName are the id and name of the API key that made the batch; "" when made
+	// without keys. Its lines' request records are made in that key's name.
+	Owner, OwnerName string
 }
 
 // BatchError is one reason a batch failed, in the OpenAI API's shape.
@@ -69,7 +72,7 @@ type LineUsage struct {
 var batchFields = []string{"id", "endpoint", "input_file_id", "completion_window", "status", "model", "metadata", "errors",
 	"output_file_id", "error_file_id", "output_expires", "total", "completed", "failed", "input_tokens", "cached_tokens",
 	"output_tokens", "created_at", "expires_at", "in_progress_at", "finalizing_at", "completed_at", "failed_at",
-	"cancelling_at", "cancelled_at"}
+	"cancelling_at", "cancelled_at", "owner", "owner_name"}
 
 var batchColumns = strings.Join(batchFields, ", ")
 
@@ -106,12 +109,12 @@ func (s *Store) CreateBatch(ctx context.Context, b Batch, maxWaiting int) error 
 		}
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO batches (`+batchColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		b.ID, b.Endpoint, b.InputFileID, b.CompletionWindow, b.Status, b.Model, metadata, string(errs),
 		b.OutputFileID, b.ErrorFileID, int64(b.OutputExpires/time.Second), b.Total, b.Completed, b.Failed,
 		b.InputTokens, b.CachedTokens, b.OutputTokens, formatTime(b.CreatedAt), optionalTime(b.ExpiresAt),
 		optionalTime(b.InProgressAt), optionalTime(b.FinalizingAt), optionalTime(b.CompletedAt), optionalTime(b.FailedAt),
-		optionalTime(b.CancellingAt), optionalTime(b.CancelledAt))
+		optionalTime(b.CancellingAt), optionalTime(b.CancelledAt), b.Owner, b.OwnerName)
 	if err != nil {
 		return fmt.Errorf("save batch %s: %w", b.ID, err)
 	}
@@ -151,18 +154,32 @@ func batchFrom(ctx context.Context, q queryRower, id string) (Batch, error) {
 // Batches lists up to limit batches, newest first, starting after the batch with id after
 // ("" or an unknown id: from the newest).
 func (s *Store) Batches(ctx context.Context, after string, limit int) ([]Batch, error) {
+	return s.BatchesOf(ctx, nil, after, limit)
+}
+
+// BatchesOf is Batches keeping only the batches of owners (API key ids; "" for batches made
+// without keys); nil keeps every batch.
+func (s *Store) BatchesOf(ctx context.Context, owners []string, after string, limit int) ([]Batch, error) {
 	query := `SELECT ` + batchColumns + ` FROM batches`
+	var where []string
 	var args []any
 	if after != "" {
 		var created string
 		err := s.r.QueryRowContext(ctx, `SELECT created_at FROM batches WHERE id = ?`, after).Scan(&created)
 		switch {
 		case err == nil:
-			query += ` WHERE (created_at, id) < (?, ?)`
+			where = append(where, `(created_at, id) < (?, ?)`)
 			args = append(args, created, after)
 		case !errors.Is(err, sql.ErrNoRows):
 			return nil, fmt.Errorf("list batches: %w", err)
 		}
+	}
+	if owners != nil {
+		clause, more := ownedBy(owners)
+		where, args = append(where, clause), append(args, more...)
+	}
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
 	}
 	query += ` ORDER BY created_at DESC, id DESC LIMIT ?`
 	args = append(args, max(1, limit))
@@ -235,6 +252,14 @@ func (s *Store) updateBatch(ctx context.Context, id, set string, args []any, fro
 		return fmt.Errorf("batch %s is %s: %w", id, b.Status, ErrBatchNotRunning)
 	}
 	return nil
+}
+
+// ownedBy is the condition that keeps the rows of owners, and its arguments.
+func ownedBy(owners []string) (string, []any) {
+	if len(owners) == 0 {
+		return "0", nil // "IN ()" is an error
+	}
+	return "owner IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(owners)), ", ") + ")", anySlice(owners)
 }
 
 func anySlice(ss []string) []any {
@@ -430,6 +455,7 @@ func scanBatch(row interface{ Scan(...any) error }) (Batch, error) {
 	for i := range times {
 		dest = append(dest, &times[i])
 	}
+	dest = append(dest, &b.Owner, &b.OwnerName)
 	if err := row.Scan(dest...); err != nil {
 		return Batch{}, err
 	}

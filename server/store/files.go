@@ -23,6 +23,8 @@ type File struct {
 	CreatedAt time.Time
 	// ExpiresAt is when the file ages out; zero for never.
 	ExpiresAt time.Time
+	// Owner is the id of the API key that made the file; "" when made without keys.
+	Owner string
 }
 
 // Expired reports whether the file has aged out at now.
@@ -30,7 +32,7 @@ func (f File) Expired(now time.Time) bool {
 	return !f.ExpiresAt.IsZero() && !now.Before(f.ExpiresAt)
 }
 
-const fileColumns = `id, filename, purpose, bytes, created_at, expires_at`
+const fileColumns = `id, filename, purpose, bytes, created_at, expires_at, owner`
 
 // InsertFile stores f's row. With quota > 0 it fails with an error wrapping ErrQuota when the
 // files' bytes would then sum to more than quota; the check and the insert are one
@@ -66,8 +68,8 @@ func (s *Store) InsertFile(ctx context.Context, f File, quota int64) error {
 }
 
 func insertFile(ctx context.Context, tx *sql.Tx, f File) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO files (`+fileColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
-		f.ID, f.Filename, f.Purpose, f.Bytes, formatTime(f.CreatedAt), optionalTime(f.ExpiresAt))
+	_, err := tx.ExecContext(ctx, `INSERT INTO files (`+fileColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		f.ID, f.Filename, f.Purpose, f.Bytes, formatTime(f.CreatedAt), optionalTime(f.ExpiresAt), f.Owner)
 	if err != nil {
 		return fmt.Errorf("save file %s: %w", f.ID, err)
 	}
@@ -109,6 +111,9 @@ type FileQuery struct {
 	Ascending bool
 	// Now hides the files expired at that time; zero hides none.
 	Now time.Time
+	// Owners, when not nil, keeps only the files of these owners (API key ids; "" for files
+	// made without keys).
+	Owners []string
 }
 
 // Files lists a page of files ordered by creation time (then id), newest first unless
@@ -123,6 +128,10 @@ func (s *Store) Files(ctx context.Context, q FileQuery) ([]File, error) {
 	if !q.Now.IsZero() {
 		where = append(where, "(expires_at = '' OR expires_at > ?)")
 		args = append(args, formatTime(q.Now))
+	}
+	if q.Owners != nil {
+		clause, more := ownedBy(q.Owners)
+		where, args = append(where, clause), append(args, more...)
 	}
 	cmp, order := "<", "DESC"
 	if q.Ascending {
@@ -215,7 +224,7 @@ func (s *Store) DeleteFile(ctx context.Context, id string) error {
 func scanFile(row interface{ Scan(...any) error }) (File, error) {
 	var f File
 	var created, expires string
-	if err := row.Scan(&f.ID, &f.Filename, &f.Purpose, &f.Bytes, &created, &expires); err != nil {
+	if err := row.Scan(&f.ID, &f.Filename, &f.Purpose, &f.Bytes, &created, &expires, &f.Owner); err != nil {
 		return File{}, err
 	}
 	var err error

@@ -27,6 +27,8 @@ type Response struct {
 	OutputTokens int
 	CachedTokens int
 	CreatedAt    time.Time // stored in UTC, nanosecond precision; zero means now
+	// Owner is the id of the API key that made the response; "" when made without keys.
+	Owner string
 }
 
 // MissingResponseError says which response of a conversation is gone: never stored, or
@@ -46,7 +48,7 @@ const maxChain = 100_000
 
 // responseFields are the columns every response query selects, in nullableResponse.dest order.
 var responseFields = []string{"id", "model", "created_at", "previous_response_id", "instructions", "status",
-	"input", "output", "body", "input_tokens", "output_tokens", "cached_tokens"}
+	"input", "output", "body", "input_tokens", "output_tokens", "cached_tokens", "owner"}
 
 var responseColumns = strings.Join(responseFields, ", ")
 
@@ -60,10 +62,10 @@ func (s *Store) SaveResponse(ctx context.Context, r Response) error {
 		r.CreatedAt = time.Now()
 	}
 	_, err := s.w.ExecContext(ctx, `INSERT INTO responses (`+responseColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Model, formatTime(r.CreatedAt), r.PreviousResponseID, r.Instructions, r.Status,
 		jsonOr(r.Input, "[]"), jsonOr(r.Output, "[]"), jsonOr(r.Body, "{}"),
-		r.InputTokens, r.OutputTokens, r.CachedTokens)
+		r.InputTokens, r.OutputTokens, r.CachedTokens, r.Owner)
 	if err != nil {
 		return fmt.Errorf("save response %s: %w", r.ID, err)
 	}
@@ -163,21 +165,21 @@ func (s *Store) DeleteResponse(ctx context.Context, id string) error {
 // nullableResponse scans responseColumns from a row that may be all NULL (a LEFT JOIN miss).
 type nullableResponse struct {
 	id, model, created, prev, status sql.NullString
-	instructions                     sql.NullString
+	instructions, owner              sql.NullString
 	input, output, body              sql.NullString
 	in, out, cached                  sql.NullInt64
 }
 
 func (n *nullableResponse) dest() []any {
 	return []any{&n.id, &n.model, &n.created, &n.prev, &n.instructions, &n.status,
-		&n.input, &n.output, &n.body, &n.in, &n.out, &n.cached}
+		&n.input, &n.output, &n.body, &n.in, &n.out, &n.cached, &n.owner}
 }
 
 func (n *nullableResponse) response() (Response, error) {
 	r := Response{
 		ID: n.id.String, Model: n.model.String, PreviousResponseID: n.prev.String, Status: n.status.String,
 		Input: json.RawMessage(n.input.String), Output: json.RawMessage(n.output.String), Body: json.RawMessage(n.body.String),
-		InputTokens: int(n.in.Int64), OutputTokens: int(n.out.Int64), CachedTokens: int(n.cached.Int64),
+		InputTokens: int(n.in.Int64), OutputTokens: int(n.out.Int64), CachedTokens: int(n.cached.Int64), Owner: n.owner.String,
 	}
 	if n.instructions.Valid {
 		v := n.instructions.String
