@@ -33,6 +33,8 @@ func TestBenchSuites(t *testing.T) {
 		{"tools", func(o *bench.Options) { o.DecodeTokens = 16 }, []string{"== tools:", "tool_choice required", "top_logprobs 5", "vs plain"}},
 		{"batch", func(o *bench.Options) { o.Repeat, o.BatchLines, o.DecodeTokens = 1, 4, 32 },
 			[]string{"== batch:", "concurrent HTTP requests", "batch/HTTP (medians)", "idle server", "while a batch runs", "busy/idle (medians)"}},
+		{"qos", func(o *bench.Options) { o.Repeat, o.DecodeTokens = 1, 16 },
+			[]string{"== qos:", "idle server", "while 8 background streams run", "busy/idle (medians)", "no keys, no limits", "key checks and rate limits", "with/without (medians)"}},
 	}
 	if len(cases) != len(bench.Suites) {
 		t.Errorf("%d suites, %d tested", len(bench.Suites), len(cases))

@@ -89,11 +89,24 @@ func (b *apiClient) unload() error {
 // Every chunk carries the completion tokens so far (continuous_usage_stats), so the tokens of
 // the first text chunk are known.
 func (b *apiClient) stream(body map[string]any) (sample, error) {
+	return b.streamWith(body, nil)
+}
+
+// streamWith is stream with extra request headers (x-superfluid-qos).
+func (b *apiClient) streamWith(body map[string]any, headers map[string]string) (sample, error) {
 	body["model"], body["stream"] = b.model, true
 	body["stream_options"] = map[string]any{"include_usage": true, "continuous_usage_stats": true}
 	data, _ := json.Marshal(body)
 	s := sample{start: time.Now()}
-	res, err := http.Post(b.url+"/v1/chat/completions", "application/json", bytes.NewReader(data))
+	req, err := http.NewRequest(http.MethodPost, b.url+"/v1/chat/completions", bytes.NewReader(data))
+	if err != nil {
+		return s, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return s, err
 	}

@@ -1,8 +1,8 @@
 // Package bench measures superfluid against one model: decode and prefill speed through the
 // HTTP API next to the engine called directly, multi-turn and concurrent serving, prefix
 // sharing, model downloads from a fake Hugging Face Hub, the time to first token of an
-// unloaded model, tool-calling grammars, and the batch API. It starts the app through
-// Options.Serve, so it does not depend on package app.
+// unloaded model, tool-calling grammars, the batch API, and the scheduling classes and rate
+// limits. It starts the app through Options.Serve, so it does not depend on package app.
 package bench
 
 import (
@@ -81,6 +81,7 @@ var Suites = []Suite{
 	{"load", "time to first token of an unloaded model (worker start + load) vs a loaded one", benchLoad},
 	{"tools", "decode under the tool_choice required grammar and with top_logprobs 5, vs plain decode", benchTools},
 	{"batch", "a 64-line batch's throughput vs the same requests sent at once, and interactive TTFT while it runs vs idle", benchBatch},
+	{"qos", "interactive TTFT while 8 background streams run vs idle, and requests/s with key checks and rate limits vs without", benchQoS},
 }
 
 // Known reports whether name is a suite or "all".

@@ -43,7 +43,7 @@ func TestKnown(t *testing.T) {
 		want bool
 	}{
 		{"all", true}, {"single", true}, {"replay", true}, {"streams", true}, {"shared", true},
-		{"pull", true}, {"load", true}, {"tools", true}, {"batch", true}, {"", false}, {"Pull", false}, {"everything", false},
+		{"pull", true}, {"load", true}, {"tools", true}, {"batch", true}, {"qos", true}, {"", false}, {"Pull", false}, {"everything", false},
 	} {
 		if got := Known(tc.name); got != tc.want {
 			t.Errorf("Known(%q) = %v, want %v", tc.name, got, tc.want)

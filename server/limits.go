@@ -96,19 +96,23 @@ func (l *Limits) handle(c *gin.Context) {
 		return
 	}
 	now := l.now()
-	var undo []func()
+	var taken [2]*rate.Reservation // given back when a later limit refuses
 	refuse := func(code, msg string, retry time.Duration) {
-		for _, u := range undo {
-			u()
+		for _, t := range taken {
+			if t != nil {
+				t.CancelAt(now)
+			}
 		}
 		reject(c, http.StatusTooManyRequests, code, msg, retry)
 	}
-	ok, retry, back := l.ip.Take(c.ClientIP(), now)
-	if !ok {
-		refuse("rate_limit_exceeded", fmt.Sprintf("too many requests from this address (at most %d a minute); retry in %s", l.ip.PerMinute(), seconds(retry)), retry)
-		return
+	var ok bool
+	var retry time.Duration
+	if l.ip != nil {
+		if taken[0], ok, retry = l.ip.Reserve(c.ClientIP(), now); !ok {
+			refuse("rate_limit_exceeded", fmt.Sprintf("too many requests from this address (at most %d a minute); retry in %s", l.ip.PerMinute(), seconds(retry)), retry)
+			return
+		}
 	}
-	undo = append(undo, back)
 	id, ok := auth.FromContext(r.Context())
 	if !ok || id.Limits == (auth.Limits{}) {
 		c.Next()
@@ -116,12 +120,10 @@ func (l *Limits) handle(c *gin.Context) {
 	}
 	k := l.key(id)
 	if k.rpm != nil {
-		ok, retry, back := ratelimit.Reserve(k.rpm, now)
-		if !ok {
+		if taken[1], ok, retry = ratelimit.Reserve(k.rpm, now); !ok {
 			refuse("rate_limit_exceeded", fmt.Sprintf("the API key %s may send %d requests a minute; retry in %s", quote(id.Name), id.Limits.RPM, seconds(retry)), retry)
 			return
 		}
-		undo = append(undo, back)
 	}
 	if k.tpm != nil {
 		if t := k.tpm.TokensAt(now); t < 1 {

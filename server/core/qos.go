@@ -17,8 +17,10 @@ import (
 //   - interactive (the default of chat, messages and Ollama requests) goes first, then
 //     completion (the default of fill-in-the-middle), then agent, then background (the class of
 //     batch lines);
-//   - background gets a fair share: after FairShare-1 grants to higher classes while a
-//     background generation waited, the next grant is background's, so it never starves;
+//   - background gets a fair share: after FairShare-1 grants to higher classes that waited
+//     for a lane while a background generation waited too, the next grant is background's
+//     (the reserve below waived), so it never starves even when interactive requests keep
+//     every lane busy;
 //   - background never takes the last Reserve lanes of a model (one by default), so an
 //     interactive request that arrives while background work runs finds a lane free and is
 //     delayed by at most the engine's tick in progress, never by a whole background
@@ -110,7 +112,9 @@ type qosGate struct {
 	lanes   int // the model's lanes, as the last generation saw them
 	used    int // lanes granted
 	waiting [auth.QoSInteractive + 1][]*qosWaiter
-	// skipped counts grants to higher classes while background work waited.
+	// skipped counts grants to higher classes that had to wait while background work waited
+	// too: background's fair share is counted in contended grants only, so requests that find
+	// a lane free never hand background the lane kept for them.
 	skipped int
 }
 
@@ -119,6 +123,7 @@ type qosWaiter struct {
 	class   QoS
 	ready   chan struct{} // closed when granted
 	granted bool
+	queued  bool // not granted on arrival: it waits for a lane
 }
 
 // acquire waits for units of the model's lanes (lanes in all; reserve of them kept from
@@ -136,6 +141,7 @@ func (g *qosGate) acquire(ctx context.Context, class QoS, units, lanes, reserve 
 	g.lanes = lanes
 	g.waiting[class] = append(g.waiting[class], w)
 	g.dispatch(reserve)
+	w.queued = !w.granted
 	g.mu.Unlock()
 	release = func() {
 		g.mu.Lock()
@@ -175,7 +181,7 @@ func (g *qosGate) dispatch(reserve int) {
 		g.waiting[w.class] = g.waiting[w.class][1:]
 		if w.class == auth.QoSBackground {
 			g.skipped = 0
-		} else if len(g.waiting[auth.QoSBackground]) > 0 {
+		} else if w.queued && len(g.waiting[auth.QoSBackground]) > 0 {
 			g.skipped++
 		}
 		g.used += w.units

@@ -143,6 +143,26 @@ func TestQoSGateReserve(t *testing.T) {
 	}
 }
 
+// TestQoSGateUncontended: interactive requests that find the reserved lane free do not count
+// toward background's fair share: however many come, the next one finds the lane free too.
+func TestQoSGateUncontended(t *testing.T) {
+	r := newGateRun(t, 2, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r.join(ctx, "b1", auth.QoSBackground, 1) // on a lane
+	r.join(ctx, "b2", auth.QoSBackground, 1) // waits: the other lane is reserved
+	for i := range 3 * FairShare {
+		rel := r.take(auth.QoSInteractive, 1) // granted at once, or take would block
+		if q := r.g.queued(); q[auth.QoSInteractive] != 0 || q[auth.QoSBackground] != 1 {
+			t.Fatalf("interactive request %d: queued %v", i, q)
+		}
+		rel()
+	}
+	if len(r.granted) != 1 {
+		t.Fatalf("%d background generations granted, want 1", len(r.granted))
+	}
+}
+
 // TestQoSGateExclusive: a batch-invariant request (every lane) waits for the model to empty,
 // runs alone, and keeps later requests of its class behind it; it waives the reserve.
 func TestQoSGateExclusive(t *testing.T) {

@@ -39,8 +39,18 @@ func NewLimiters(perMinute int) *Limiters {
 // how long until one is back, and spends nothing. undo gives the request back (a request
 // refused by a later check consumes no budget).
 func (l *Limiters) Take(key string, now time.Time) (ok bool, retryAfter time.Duration, undo func()) {
+	r, ok, retryAfter := l.Reserve(key, now)
+	if !ok {
+		return false, retryAfter, nil
+	}
+	return true, 0, func() { r.CancelAt(now) }
+}
+
+// Reserve is Take without the closure: the reservation (nil without a limit) gives the request
+// back with CancelAt(now).
+func (l *Limiters) Reserve(key string, now time.Time) (r *rate.Reservation, ok bool, retryAfter time.Duration) {
 	if l == nil {
-		return true, 0, func() {}
+		return nil, true, 0
 	}
 	l.mu.Lock()
 	e, found := l.m[key]
@@ -54,18 +64,19 @@ func (l *Limiters) Take(key string, now time.Time) (ok bool, retryAfter time.Dur
 	return Reserve(e.lim, now)
 }
 
-// Reserve takes one event from lim at now, without waiting: ok with undo (which gives it back),
-// or false with how long until one is available, taking nothing.
-func Reserve(lim *rate.Limiter, now time.Time) (ok bool, retryAfter time.Duration, undo func()) {
-	r := lim.ReserveN(now, 1)
+// Reserve takes one event from lim at now, without waiting: ok with the reservation (whose
+// CancelAt(now) gives it back), or false with how long until one is available, taking
+// nothing.
+func Reserve(lim *rate.Limiter, now time.Time) (r *rate.Reservation, ok bool, retryAfter time.Duration) {
+	r = lim.ReserveN(now, 1)
 	if !r.OK() {
-		return false, time.Hour, nil
+		return nil, false, time.Hour
 	}
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
-		return false, d, nil
+		return nil, false, d
 	}
-	return true, 0, func() { r.CancelAt(now) }
+	return r, true, 0
 }
 
 // Len is how many keys have a limiter.
