@@ -15,8 +15,11 @@ import (
 
 // benchBatch measures the batch API: a batch's decode throughput (completion tokens per second
 // from POST /v1/batches to "completed") as a ratio of the same requests sent at once over HTTP,
-// and the time to first token of an interactive request while a batch keeps every lane busy,
-// as a ratio of that on an idle server. The two throughputs are interleaved run by run, so
+// and the time to first token of an interactive request while a batch keeps its lanes busy,
+// as a ratio of that on an idle server. Batch lines run at background priority, which never
+// takes the lane the QoS gate keeps for interactive requests (--qos-reserve, default 1): with
+// 4 lanes the batch decodes on 3 while the concurrent requests use 4, the price of an
+// interactive request never waiting behind a batch line. The two throughputs are interleaved run by run, so
 // drift hits both alike.
 func benchBatch(model string, o Options, w io.Writer) error {
 	api, stop, err := serve(o, ServeOptions{Model: model, Parallel: o.Parallel, Threads: o.Threads})
@@ -37,9 +40,7 @@ func benchBatch(model string, o Options, w io.Writer) error {
 			return fmt.Errorf("concurrent HTTP: %w", err)
 		}
 		httpRates = append(httpRates, rate)
-		// The server keeps a lane for interactive requests for a while after the last one
-		// (core.InteractiveHold); the batch runs after that, as on a server with no other
-		// traffic, its lines on every lane.
+		// The batch runs after core.InteractiveHold, as on a server with no other traffic.
 		time.Sleep(core.InteractiveHold + 100*time.Millisecond)
 		bodies = batchBodies(api.model, fmt.Sprintf("b%d", run), lines, o.DecodeTokens)
 		if rate, err = api.batchRate(bodies); err != nil {
@@ -59,7 +60,7 @@ func benchBatch(model string, o Options, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("idle TTFT: %w", err)
 	}
-	// A batch long enough to outlast the probes: every lane busy with its lines throughout.
+	// A batch long enough to outlast the probes: its lanes busy with its lines throughout.
 	bodies := batchBodies(api.model, "busy", max(lines, 4*o.Parallel), 4*o.DecodeTokens)
 	id, err := api.startBatch(bodies)
 	if err != nil {
