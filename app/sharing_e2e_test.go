@@ -28,11 +28,11 @@ import (
 // The admin key sees both keys' usage.
 func TestTwoKeysShareOneServer(t *testing.T) {
 	cfg := testConfig(t, testModel)
-	tiny := filepath.Join(t.TempDir(), "tiny.gguf")
-	if err := gguf.WriteTinyLlama(tiny, gguf.TinyLlamaOptions{}); err != nil {
+	bobsModel := filepath.Join(t.TempDir(), "bobs.gguf")
+	if err := gguf.WriteTinyLlama(bobsModel, gguf.TinyLlamaOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errOut := cli("add", tiny, "--name", "tiny", "--data-dir", cfg.DataDir); code != 0 {
+	if code, _, errOut := cli("add", bobsModel, "--name", "bobs", "--data-dir", cfg.DataDir); code != 0 {
 		t.Fatal(errOut)
 	}
 	stories := modelID(testModel)
@@ -40,7 +40,7 @@ func TestTwoKeysShareOneServer(t *testing.T) {
 	if err := os.WriteFile(policy, []byte(fmt.Sprintf(`{"keys": [
 		{"name": "root", "key": "sk-sf-share-root", "admin": true},
 		{"name": "alice", "key": "sk-sf-share-alice", "models": [%q], "qos": "interactive"},
-		{"name": "bob", "key": "sk-sf-share-bob", "models": ["tiny"], "qos": "agent"}]}`, stories)), 0o600); err != nil {
+		{"name": "bob", "key": "sk-sf-share-bob", "models": ["bobs"], "qos": "agent"}]}`, stories)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg.KeyPolicy = policy
@@ -68,10 +68,10 @@ func TestTwoKeysShareOneServer(t *testing.T) {
 		want string
 	}{
 		{"alice on her model, interactive", chat(alice, stories, qos("interactive")), "<nil>"},
-		{"alice on bob's model", chat(alice, "tiny"), "404 model_not_found"},
-		{"bob on his model, agent", chat(bob, "tiny", qos("agent")), "<nil>"},
-		{"bob on his model, background", chat(bob, "tiny", qos("background")), "<nil>"},
-		{"bob above his ceiling", chat(bob, "tiny", qos("interactive")), "403 admin_required"},
+		{"alice on bob's model", chat(alice, "bobs"), "404 model_not_found"},
+		{"bob on his model, agent", chat(bob, "bobs", qos("agent")), "<nil>"},
+		{"bob on his model, background", chat(bob, "bobs", qos("background")), "<nil>"},
+		{"bob above his ceiling", chat(bob, "bobs", qos("interactive")), "403 admin_required"},
 		{"bob on alice's model", chat(bob, stories), "404 model_not_found"},
 	}
 	for _, s := range steps {
@@ -173,8 +173,8 @@ func TestTwoKeysShareOneServer(t *testing.T) {
 		return out
 	}
 	// alice: one chat, one refused (404, recorded), two batch lines, one response.
-	wantAlice := map[string]int64{"alice/" + stories: 4, "alice/tiny": 1}
-	wantBob := map[string]int64{"bob/tiny": 2, "bob/" + stories: 1}
+	wantAlice := map[string]int64{"alice/" + stories: 4, "alice/bobs": 1}
+	wantBob := map[string]int64{"bob/bobs": 2, "bob/" + stories: 1}
 	if got := usage("sk-sf-share-alice"); fmt.Sprint(got) != fmt.Sprint(wantAlice) {
 		t.Errorf("alice's usage %v, want %v", got, wantAlice)
 	}
@@ -182,7 +182,7 @@ func TestTwoKeysShareOneServer(t *testing.T) {
 		t.Errorf("bob's usage %v, want %v", got, wantBob)
 	}
 	all := usage("sk-sf-share-root")
-	if all["alice/"+stories] != 4 || all["bob/tiny"] != 2 {
+	if all["alice/"+stories] != 4 || all["bob/bobs"] != 2 {
 		t.Errorf("the admin's usage %v", all)
 	}
 }
