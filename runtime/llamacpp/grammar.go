@@ -96,9 +96,16 @@ func (e *Engine) constrain(j *job, logits []float32, token int) (int, bool) {
 		j.masked = make([]float32, len(adjusted))
 	}
 	masked := j.masked[:len(adjusted)]
-	if need := j.sampler.Decisive(); probeGrammar && need > 0 && grammarProbe*need < len(adjusted) {
-		if tok, ok, decided := e.constrainBest(j, adjusted, masked, need); decided {
-			return tok, ok
+	if need := j.sampler.Decisive(); probeGrammar && need > 0 {
+		// A wider second probe still costs a fraction of the whole vocabulary where the grammar
+		// allows only a few tokens (JSON punctuation) that the model ranks low.
+		for _, m := range []int{max(64, grammarProbe*need), max(1024, 16*grammarProbe*need)} {
+			if 2*m > len(adjusted) {
+				break
+			}
+			if tok, ok, decided := e.constrainBest(j, adjusted, masked, need, m); decided {
+				return tok, ok
+			}
 		}
 	}
 	all := j.scratch[:0]
@@ -120,10 +127,10 @@ const grammarProbe = 16
 // probeGrammar turns the probe of the best candidates on (tests compare it with the full check).
 var probeGrammar = true
 
-// constrainBest asks the grammar about the best candidates only; decided is false when it
+// constrainBest asks the grammar about the m best candidates only; decided is false when it
 // allows too few of them to decide the draw.
-func (e *Engine) constrainBest(j *job, adjusted, masked []float32, need int) (token int, ok, decided bool) {
-	best := j.sampler.Best(adjusted, max(64, grammarProbe*need))
+func (e *Engine) constrainBest(j *job, adjusted, masked []float32, need, m int) (token int, ok, decided bool) {
+	best := j.sampler.Best(adjusted, m)
 	some := j.scratch[:0]
 	for _, id := range best {
 		some = append(some, llama.TokenData{ID: id, Logit: adjusted[id]})

@@ -92,6 +92,16 @@ func TestJSONObjectFormat(t *testing.T) {
 // TestGrammarProbeSameDraws: asking the grammar about the best candidates first draws exactly
 // what the full check of the vocabulary draws, greedy and sampled with top_k.
 func TestGrammarProbeSameDraws(t *testing.T) {
+	grammarProbeSameDraws(t, testEngine)
+}
+
+// TestGrammarProbeSameDraws32k: the same on a 32k vocabulary, where both probes (the best 64,
+// then the best 1024) run before the whole vocabulary.
+func TestGrammarProbeSameDraws32k(t *testing.T) {
+	grammarProbeSameDraws(t, loadRandom32k(t))
+}
+
+func grammarProbeSameDraws(t *testing.T, e *Engine) {
 	schema := json.RawMessage(`{"type":"object","properties":{"story":{"type":"string","minLength":40},"n":{"type":"integer"}},"required":["story","n"]}`)
 	topK, temp := 8, 0.9
 	for _, tc := range []struct {
@@ -111,7 +121,7 @@ func TestGrammarProbeSameDraws(t *testing.T) {
 				probeGrammar = probe
 				req := tc.req()
 				req.Format, req.Schema = llm.FormatSchema, schema
-				texts[i] = mustGenerate(t, testEngine, req).text
+				texts[i] = mustGenerate(t, e, req).text
 			}
 			probeGrammar = true
 			if texts[0] != texts[1] {
