@@ -342,6 +342,17 @@ func TestModelScopedKey(t *testing.T) {
 	if !errors.As(err, &se) || se.StatusCode != 404 {
 		t.Fatalf("ollama m2: %v", err)
 	}
+	// Describing a model is using it: /api/show and /props?model= answer as for a missing one.
+	if _, err := k.ollama(k.scoped).Show(ctx, &ollama.ShowRequest{Model: "m2"}); !errors.As(err, &se) || se.StatusCode != 404 {
+		t.Fatalf("ollama show m2: %v", err)
+	}
+	if _, err := k.ollama(k.scoped).Show(ctx, &ollama.ShowRequest{Model: "m1"}); err != nil {
+		t.Fatalf("ollama show m1: %v", err)
+	}
+	res, body := servertest.Do(t, "GET", k.srv.URL+"/props?model=m2", "", "Authorization", "Bearer "+k.scoped)
+	if res.StatusCode != 404 {
+		t.Fatalf("/props?model=m2: %d %s", res.StatusCode, body)
+	}
 }
 
 // TestRandomKeysLeaveNothing: a thousand requests with random keys are all 401 and the

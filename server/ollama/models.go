@@ -149,6 +149,9 @@ func (h *handlers) show(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	if _, err := h.svc.ModelFor(c.Request.Context(), m.ID); err != nil {
+		return notFound(name) // a key limited to other models: the same 404 as a missing model
+	}
 	meta := h.meta.get(m)
 	info := meta.modelInfo(req.Verbose)
 	if _, ok := info["general.architecture"]; !ok && m.Architecture != "" {

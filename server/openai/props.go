@@ -82,7 +82,7 @@ func (h *handlers) props(c *gin.Context) error {
 	var m *core.Model
 	var err error
 	if name := c.Query("model"); name != "" {
-		m, err = h.svc.Model(name)
+		m, err = h.svc.ModelFor(c.Request.Context(), name)
 	} else {
 		m, err = h.defaultModel()
 	}
