@@ -148,7 +148,7 @@ func resultText(m Message, names map[string]string) string {
 func addToSystem(msgs []Message, instruction string) (out []Message, added bool) {
 	if len(msgs) > 0 && msgs[0].Role == "system" {
 		out = append([]Message(nil), msgs...)
-		out[0].Content = joinText(out[0].Content, instruction)
+		out[0].Content = JoinText(out[0].Content, instruction)
 		return out, false
 	}
 	return append([]Message{{Role: "system", Content: instruction}}, msgs...), true
@@ -160,15 +160,15 @@ func addToFirstUser(msgs []Message, instruction string) []Message {
 	for i, m := range msgs {
 		if m.Role == "user" {
 			out := append([]Message(nil), msgs...)
-			out[i].Content = joinText(instruction, m.Content)
+			out[i].Content = JoinText(instruction, m.Content)
 			return out
 		}
 	}
 	return append([]Message{{Role: "user", Content: instruction}}, msgs...)
 }
 
-// joinText joins two texts with a blank line, or returns the non-empty one.
-func joinText(a, b string) string {
+// JoinText joins two texts with a blank line, or returns the non-empty one.
+func JoinText(a, b string) string {
 	switch {
 	case a == "":
 		return b

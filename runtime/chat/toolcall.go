@@ -95,7 +95,7 @@ func (GenericToolParser) Parse(text string) (string, []ToolCall, string, error) 
 		return text, nil, "", nil
 	}
 	if err == nil {
-		err = fmt.Errorf("%w: text after the call: %q", ErrToolCall, clip(strings.TrimSpace(rest)))
+		err = fmt.Errorf("%w: text after the call: %q", ErrToolCall, Clip(strings.TrimSpace(rest), 80))
 	}
 	return text, nil, strings.TrimSpace(text), err
 }
@@ -316,12 +316,12 @@ func newCallID() string {
 }
 
 // clip shortens s for an error message.
-func clip(s string) string {
-	const max = 80
-	if len(s) <= max {
+// Clip shortens s to at most n bytes and "...", for quoting model output in messages.
+func Clip(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	return s[:max] + "..."
+	return s[:n] + "..."
 }
 
 // spans collects the pieces of a reply as a parser walks it: content,

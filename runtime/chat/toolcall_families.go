@@ -43,7 +43,7 @@ func (HermesToolParser) Parse(text string) (string, []ToolCall, string, error) {
 			}
 			calls, tail, err := decodeCalls(body, false)
 			if err == nil && strings.TrimSpace(tail) != "" {
-				err = fmt.Errorf("%w: text after the call inside %s: %q", ErrToolCall, hermesOpen, clip(strings.TrimSpace(tail)))
+				err = fmt.Errorf("%w: text after the call inside %s: %q", ErrToolCall, hermesOpen, Clip(strings.TrimSpace(tail), 80))
 			}
 			if err != nil {
 				s.suspect(raw, err)
@@ -192,7 +192,7 @@ func mistralCallList(s string) ([]ToolCall, string, error) {
 		}
 		name = strings.TrimSpace(name)
 		if name == "" || strings.ContainsAny(name, " \t\r\n{}[]\"") {
-			return nil, "", fmt.Errorf("%w: bad function name %q", ErrToolCall, clip(name))
+			return nil, "", fmt.Errorf("%w: bad function name %q", ErrToolCall, Clip(name, 80))
 		}
 		raw, n, err := decodeValue(strings.TrimLeft(s[a+len(mistralArgs):], " \t\r\n"))
 		if err != nil {

@@ -174,20 +174,9 @@ func mergeable(prev, next chat.Message) bool {
 
 // merge appends next's content, reasoning and calls to prev.
 func merge(prev *chat.Message, next chat.Message) {
-	prev.Content = joinText(prev.Content, next.Content)
-	prev.Reasoning = joinText(prev.Reasoning, next.Reasoning)
+	prev.Content = chat.JoinText(prev.Content, next.Content)
+	prev.Reasoning = chat.JoinText(prev.Reasoning, next.Reasoning)
 	prev.ToolCalls = append(prev.ToolCalls, next.ToolCalls...)
-}
-
-func joinText(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	default:
-		return a + "\n\n" + b
-	}
 }
 
 // userTurn converts a user message: its text, and each tool_result as a tool message. Text
@@ -274,7 +263,7 @@ func assistantTurn(i int, raw json.RawMessage) (chat.Message, error) {
 			if b.Thinking == nil {
 				return msg, invalid("%s.thinking: Field required", bp)
 			}
-			msg.Reasoning = joinText(msg.Reasoning, *b.Thinking)
+			msg.Reasoning = chat.JoinText(msg.Reasoning, *b.Thinking)
 		case "redacted_thinking":
 		case "tool_use":
 			call, err := toolUse(bp, b)

@@ -49,7 +49,7 @@ func (r *replyShaper) shape(ev *llm.Event) {
 			content = text + rest
 			ev.ToolCalls = r.keep(append(calls, last...))
 			if err != nil {
-				warning = fmt.Sprintf("the reply holds text that looks like a tool call but does not parse (%v); it is served as content: %q", err, clipText(suspect))
+				warning = fmt.Sprintf("the reply holds text that looks like a tool call but does not parse (%v); it is served as content: %q", err, chat.Clip(suspect, 200))
 			}
 		}
 		ev.Text, ev.Reasoning = content, reasoning
@@ -105,14 +105,6 @@ func JoinWarnings(a, b string) string {
 	default:
 		return a + "; " + b
 	}
-}
-
-func clipText(s string) string {
-	const most = 200
-	if len(s) <= most {
-		return s
-	}
-	return s[:most] + "..."
 }
 
 // Reply gathers one choice's events into the whole reply, for dialects that answer in one
