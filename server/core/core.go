@@ -46,6 +46,10 @@ type Model struct {
 	background atomic.Int64 // batch lines among them, outside the --queue bound
 	lanes      laneShare    // how many of its lanes batch lines may take (batchrun.go)
 	gate       qosGate      // hands its lanes to generations by scheduling class (qos.go)
+	caps       struct {     // Capabilities, worked out once
+		once sync.Once
+		v    Capabilities
+	}
 }
 
 // Matches reports whether name refers to this model: its id.

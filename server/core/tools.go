@@ -131,8 +131,13 @@ type Capabilities struct {
 }
 
 // Capabilities says what the model's template supports; tools count only when a probe
-// conversation with a tool call renders.
+// conversation with a tool call renders. It is worked out once per model (listings ask often).
 func (m *Model) Capabilities() Capabilities {
+	m.caps.once.Do(func() { m.caps.v = m.probeCapabilities() })
+	return m.caps.v
+}
+
+func (m *Model) probeCapabilities() Capabilities {
 	t := m.Template
 	probe := []chat.Message{
 		{Role: "user", Content: "What is the weather?"},
