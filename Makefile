@@ -47,7 +47,7 @@ export CGO_CPPFLAGS := -I$(INCLUDE) $(AMX_INC)
 
 GOFLAGS_BUILD := -tags '$(TAGS)'
 
-.PHONY: all setup build portable run test test-short bench screenshots package clean
+.PHONY: all setup build portable run test test-short gotest bench screenshots package clean
 all: build
 
 setup:
@@ -72,6 +72,13 @@ test: setup
 
 test-short: setup
 	$(GO) test $(GOFLAGS_BUILD) -short ./...
+
+# gotest: go test with make's build flags, for one package set while working:
+# make gotest PKG=./server/... RUN=TestName
+PKG ?= ./...
+RUN ?=
+gotest: setup
+	$(GO) test $(GOFLAGS_BUILD) -count=1 $(if $(RUN),-run '$(RUN)') $(PKG)
 
 bench: build
 	./bin/superfluid bench $(ARGS) $(BENCH_MODEL)
