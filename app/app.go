@@ -116,7 +116,7 @@ func build(cfg Config, st *store.Store) (*App, error) {
 		slog.Warn("the bundled model could not be registered", "err", err)
 	}
 	a := &App{cfg: cfg, store: st, workers: map[string]*worker.Client{},
-		hub: hf.New(hf.Config{Endpoint: cfg.HFEndpoint, Token: cfg.HFToken})}
+		hub: hf.New(hf.Config{Endpoint: cfg.HFEndpoint, Token: cfg.HFToken, LockDir: filepath.Join(cat.Dir(), ".locks")})}
 	a.mgr = models.NewManager(cat, models.Config{
 		NewRunner: a.newRunner, ContextLength: cfg.ContextLength, Parallel: cfg.Parallel,
 		KeepAlive: cfg.ModelKeepAlive, MaxLoaded: cfg.MaxLoaded, MemoryBudget: cfg.MemoryBudget,
