@@ -127,6 +127,8 @@ func build(cfg Config, st *store.Store) (*App, error) {
 			a.mgr.Close()
 			return nil, err
 		}
+		// A client naming the repository alone means the quantization serve was given.
+		cat.Prefer(a.preload.ID)
 	}
 	if a.keys, err = openKeys(cfg, st); err != nil {
 		a.mgr.Close()
