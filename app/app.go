@@ -116,7 +116,7 @@ func build(cfg Config, st *store.Store) (*App, error) {
 		slog.Warn("the bundled model could not be registered", "err", err)
 	}
 	a := &App{cfg: cfg, store: st, workers: map[string]*worker.Client{},
-		hub: hf.New(hf.Config{Endpoint: cfg.HFEndpoint, Token: cfg.HFToken})}
+		hub: hf.New(hf.Config{Endpoint: cfg.HFEndpoint, Token: cfg.HFToken, LockDir: filepath.Join(cat.Dir(), ".locks")})}
 	a.mgr = models.NewManager(cat, models.Config{
 		NewRunner: a.newRunner, ContextLength: cfg.ContextLength, Parallel: cfg.Parallel,
 		KeepAlive: cfg.ModelKeepAlive, MaxLoaded: cfg.MaxLoaded, MemoryBudget: cfg.MemoryBudget,
@@ -127,6 +127,8 @@ func build(cfg Config, st *store.Store) (*App, error) {
 			a.mgr.Close()
 			return nil, err
 		}
+		// A client naming the repository alone means the quantization serve was given.
+		cat.Prefer(a.preload.ID)
 	}
 	if a.keys, err = openKeys(cfg, st); err != nil {
 		a.mgr.Close()

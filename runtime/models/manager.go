@@ -128,7 +128,19 @@ func NewManager(cat *Catalog, cfg Config) *Manager {
 		cfg.Crashed = func(error) bool { return false }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Manager{cfg: cfg, cat: cat, ctx: ctx, cancel: cancel, events: newEvents(), slots: map[string]*slot{}}
+	m := &Manager{cfg: cfg, cat: cat, ctx: ctx, cancel: cancel, events: newEvents(), slots: map[string]*slot{}}
+	cat.mu.Lock()
+	cat.loaded = m.live
+	cat.mu.Unlock()
+	return m
+}
+
+// live reports whether e's model is loaded or loading (a bare repository name means that one).
+func (m *Manager) live(e *Entry) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.slots[e.Path]
+	return ok && !s.removed && (s.state == StateLoaded || s.state == StateLoading)
 }
 
 // Catalog is the manager's catalog.

@@ -22,8 +22,10 @@ import (
 type Options struct {
 	// Command is the worker program and its leading arguments, e.g. {"/usr/bin/superfluid", "worker"}.
 	Command []string
-	// Env is added to the worker's environment.
-	Env           []string
+	// BaseEnv is the environment the worker inherits; nil: this process's. Env is added to it.
+	// Hugging Face variables (HF_*, HUGGING_FACE_*) are dropped from both: a worker parses
+	// untrusted model files and has no use for the user's Hub token.
+	BaseEnv, Env  []string
 	ModelPath     string
 	ContextLength int
 	Parallel      int

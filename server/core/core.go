@@ -111,6 +111,8 @@ type Service struct {
 	running sync.WaitGroup
 	// batches is the batch runner (batchrun.go).
 	batches batchRunner
+	// quota holds what uploads in progress have reserved of --files-max-bytes (files.go).
+	quota fileQuota
 }
 
 // Wait blocks until every generation request has been recorded, or ctx ends.
