@@ -173,7 +173,7 @@ func (h *handlers) tokenize(c *gin.Context) error {
 	if err := decode(c.Request, &req); err != nil {
 		return err
 	}
-	m, err := h.model(req.Model)
+	m, err := h.model(c.Request.Context(), req.Model)
 	if err != nil {
 		return err
 	}

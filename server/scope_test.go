@@ -1,0 +1,199 @@
+package server_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/superfluid/superfluid/runtime/models"
+	"github.com/superfluid/superfluid/server/servertest"
+)
+
+// state is the model's runtime state as the manager keeps it (not as any route reports it).
+func (k *keyed) state(t *testing.T, id string) string {
+	t.Helper()
+	e, err := k.cat.Mgr.Catalog().Lookup(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.cat.Mgr.Status(e).State
+}
+
+// starts is how many times the model's worker was started.
+func (k *keyed) starts(t *testing.T, id string) int32 {
+	t.Helper()
+	e, err := k.cat.Mgr.Catalog().Lookup(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := k.cat.Runner(e.Path); r != nil {
+		return r.Starts.Load()
+	}
+	return 0
+}
+
+// post sends body to path with key and returns the status and body.
+func (k *keyed) post(t *testing.T, key, path, body string, headers ...string) (int, string) {
+	t.Helper()
+	method := http.MethodPost
+	if path == "/api/delete" {
+		method = http.MethodDelete
+	}
+	if strings.HasPrefix(path, "GET ") {
+		method, path = http.MethodGet, strings.TrimPrefix(path, "GET ")
+	}
+	res, b := servertest.Do(t, method, k.srv.URL+path, body, append([]string{"Authorization", "Bearer " + key}, headers...)...)
+	return res.StatusCode, string(b)
+}
+
+// load loads id with the admin key.
+func (k *keyed) load(t *testing.T, id string) {
+	t.Helper()
+	if status, body := k.post(t, k.admin, "/v1/models/load", `{"model":"`+id+`"}`); status != 200 || k.state(t, id) != models.StateLoaded {
+		t.Fatalf("admin load of %s: %d %s; state %s", id, status, body, k.state(t, id))
+	}
+}
+
+// modelRoutes are the requests that name a model, as bodies with %s for the model's name:
+// every route of the three dialects and llama.cpp's that takes a model.
+var modelRoutes = []struct{ path, body string }{
+	{"/api/chat", `{"model":%q,"stream":false,"messages":[{"role":"user","content":"hi"}]}`},
+	{"/api/chat", `{"model":%q}`}, // Ollama's load call
+	{"/api/generate", `{"model":%q,"stream":false,"prompt":"hi"}`},
+	{"/api/generate", `{"model":%q}`}, // Ollama's load call
+	{"/api/generate", `{"model":%q,"stream":false,"prompt":"def f(","suffix":")"}`},
+	{"/api/generate", `{"model":%q,"stream":false,"prompt":"hi","raw":true}`},
+	{"/api/embed", `{"model":%q,"input":"hi"}`},
+	{"/api/embed", `{"model":%q}`},
+	{"/api/embeddings", `{"model":%q,"prompt":"hi"}`},
+	{"/api/show", `{"model":%q}`},
+	{"/api/tokenize", `{"model":%q,"content":"hi"}`},
+	{"/v1/chat/completions", `{"model":%q,"messages":[{"role":"user","content":"hi"}]}`},
+	{"/v1/chat/completions", `{"model":%q,"stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+	{"/v1/completions", `{"model":%q,"prompt":"hi"}`},
+	{"/v1/completions", `{"model":%q,"prompt":"def f(","suffix":")"}`},
+	{"/v1/responses", `{"model":%q,"input":"hi"}`},
+	{"/v1/responses", `{"model":%q,"input":"hi","stream":true}`},
+	{"/v1/embeddings", `{"model":%q,"input":"hi"}`},
+	{"/v1/tokenize", `{"model":%q,"input":"hi"}`},
+	{"/v1/messages", `{"model":%q,"max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`},
+	{"/v1/messages", `{"model":%q,"max_tokens":8,"stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+	{"/v1/messages/count_tokens", `{"model":%q,"messages":[{"role":"user","content":"hi"}]}`},
+	{"GET /v1/models/%s", ``},
+	{"GET /props?model=%s", ``},
+	{"GET /slots?model=%s", ``},
+}
+
+// route fills the model's name into a route.
+func route(path, body, model string) (string, string) {
+	if strings.Contains(path, "%s") {
+		return fmt.Sprintf(path, model), body
+	}
+	return path, fmt.Sprintf(body, model)
+}
+
+// TestScopedKeyNeverReachesOtherModels: a key limited to m1, on every route that names a model
+// and in every dialect, gets for m2 exactly the answer it gets for a model that does not exist
+// (status and words), and m2 is not loaded by it.
+func TestScopedKeyNeverReachesOtherModels(t *testing.T) {
+	k := setupKeyed(t, "127.0.0.1")
+	for _, r := range modelRoutes {
+		path, body := route(r.path, r.body, "m2")
+		t.Run(path+" "+body, func(t *testing.T) {
+			before := k.starts(t, "m2")
+			status, got := k.post(t, k.scoped, path, body)
+			mpath, mbody := route(r.path, r.body, "nope-model")
+			wantStatus, want := k.post(t, k.scoped, mpath, mbody)
+			if status != 404 || status != wantStatus || scrub(got, "m2") != scrub(want, "nope-model") {
+				t.Errorf("m2: %d %s\nunknown model: %d %s", status, got, wantStatus, want)
+			}
+			if st, n := k.state(t, "m2"), k.starts(t, "m2")-before; st != models.StateUnloaded || n != 0 {
+				t.Errorf("m2 is %s after the request, which started its worker %d times", st, n)
+				k.post(t, k.admin, "/v1/models/unload", `{"model":"m2"}`) // so the next route is judged alone
+			}
+		})
+	}
+	// Once loaded (by the admin), m2 stays out of the key's listings and is not unloaded by it.
+	k.load(t, "m2")
+	for _, r := range []struct{ path, body string }{
+		{"/api/chat", `{"model":"m2","keep_alive":0}`},
+		{"/api/chat", `{"model":"m2:latest","keep_alive":0}`},
+		{"/api/generate", `{"model":"m2","keep_alive":0}`},
+		{"/api/embed", `{"model":"m2","keep_alive":0}`},
+		{"/api/embeddings", `{"model":"m2","keep_alive":"0s"}`},
+		{"/api/chat", `{"model":"m2","stream":false,"keep_alive":0,"messages":[{"role":"user","content":"hi"}]}`},
+		{"/v1/chat/completions", `{"model":"m2","keep_alive":0,"messages":[{"role":"user","content":"hi"}]}`},
+		{"/v1/messages", `{"model":"m2","keep_alive":0,"max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		if status, body := k.post(t, k.scoped, r.path, r.body); status != 403 && status != 404 {
+			t.Errorf("%s %s: %d %s", r.path, r.body, status, body)
+		}
+		if st := k.state(t, "m2"); st != models.StateLoaded {
+			t.Fatalf("%s %s unloaded m2 (now %s)", r.path, r.body, st)
+		}
+	}
+	for _, path := range []string{"/api/ps", "/api/tags", "/v1/models", "/props", "/slots"} {
+		status, body := k.post(t, k.scoped, "GET "+path, "")
+		if status != 200 || strings.Contains(body, "m2") {
+			t.Errorf("%s shows the key a model it may not use: %d %s", path, status, body)
+		}
+		if path == "/props" || path == "/slots" {
+			if !strings.Contains(body, `"model":"m1"`) {
+				t.Errorf("%s describes another model than the key's: %s", path, body)
+			}
+		}
+	}
+}
+
+// scrub makes two answers comparable: the model's name, and the ids every reply carries.
+func scrub(body, model string) string {
+	body = strings.ReplaceAll(body, model, "MODEL")
+	var v any
+	if json.Unmarshal([]byte(body), &v) == nil {
+		if m, ok := v.(map[string]any); ok {
+			delete(m, "request_id")
+		}
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	return body
+}
+
+// TestKeepAliveZeroNeedsAnAdminKey: keep_alive 0 unloads the model, so once keys exist it is
+// an admin key's call in every dialect (403 in the dialect's shape, the model stays loaded);
+// the admin key unloads.
+func TestKeepAliveZeroNeedsAnAdminKey(t *testing.T) {
+	k := setupKeyed(t, "127.0.0.1")
+	k.load(t, "m1")
+	cases := []struct {
+		key, path, body, shape string
+	}{
+		{k.scoped, "/api/chat", `{"model":"m1","keep_alive":0}`, `{"error":"`},
+		{k.user, "/api/generate", `{"model":"m1","keep_alive":"0"}`, `{"error":"`},
+		{k.user, "/api/chat", `{"model":"m1","stream":false,"keep_alive":0,"messages":[{"role":"user","content":"hi"}]}`, `{"error":"`},
+		{k.user, "/api/generate", `{"model":"m1","stream":false,"keep_alive":"0s","prompt":"hi"}`, `{"error":"`},
+		{k.user, "/v1/chat/completions", `{"model":"m1","keep_alive":0,"messages":[{"role":"user","content":"hi"}]}`, `"code":"admin_required"`},
+		{k.user, "/v1/chat/completions", `{"model":"m1","stream":true,"keep_alive":"0","messages":[{"role":"user","content":"hi"}]}`, `"code":"admin_required"`},
+		{k.user, "/v1/completions", `{"model":"m1","keep_alive":0,"prompt":"hi"}`, `"code":"admin_required"`},
+		{k.user, "/v1/messages", `{"model":"m1","keep_alive":0,"max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`, `"type":"permission_error"`},
+	}
+	for _, c := range cases {
+		status, body := k.post(t, c.key, c.path, c.body)
+		if status != 403 || !strings.Contains(body, c.shape) || !strings.Contains(body, "admin key") {
+			t.Errorf("%s %s: %d %s", c.path, c.body, status, body)
+		}
+		if st := k.state(t, "m1"); st != models.StateLoaded {
+			t.Fatalf("%s %s: m1 is %s", c.path, c.body, st)
+		}
+	}
+	// Other keep-alives are anyone's: they only say how long the model stays after the request.
+	if status, body := k.post(t, k.scoped, "/api/chat", `{"model":"m1","keep_alive":"10m"}`); status != 200 || !strings.Contains(body, `"done_reason":"load"`) {
+		t.Fatalf("keep_alive 10m: %d %s", status, body)
+	}
+	status, body := k.post(t, k.admin, "/api/chat", `{"model":"m1","keep_alive":0}`)
+	if status != 200 || !strings.Contains(body, `"done_reason":"unload"`) || k.state(t, "m1") != models.StateUnloaded {
+		t.Fatalf("admin keep_alive 0: %d %s; m1 is %s", status, body, k.state(t, "m1"))
+	}
+}
