@@ -1,13 +1,18 @@
 package server_test
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/superfluid/superfluid/runtime/gguf"
 	"github.com/superfluid/superfluid/runtime/models"
+	"github.com/superfluid/superfluid/server"
 	"github.com/superfluid/superfluid/server/servertest"
 )
 
@@ -196,4 +201,157 @@ func TestKeepAliveZeroNeedsAnAdminKey(t *testing.T) {
 	if status != 200 || !strings.Contains(body, `"done_reason":"unload"`) || k.state(t, "m1") != models.StateUnloaded {
 		t.Fatalf("admin keep_alive 0: %d %s; m1 is %s", status, body, k.state(t, "m1"))
 	}
+}
+
+// open is a server without keys over a catalog of one fake model, m1, bound to loopback.
+func open(t *testing.T) (*httptest.Server, *servertest.Catalog) {
+	t.Helper()
+	cat := servertest.NewCatalog(t, models.Config{})
+	cat.AddModel(t, "m1", gguf.TinyLlamaOptions{})
+	srv := httptest.NewServer(server.New(server.Config{Bind: server.NewBind("127.0.0.1")}, cat.Svc))
+	t.Cleanup(srv.Close)
+	return srv, cat
+}
+
+func stateOf(t *testing.T, cat *servertest.Catalog, id string) string {
+	t.Helper()
+	e, err := cat.Mgr.Catalog().Lookup(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat.Mgr.Status(e).State
+}
+
+// TestPropsAutoloadIsModelManagement: /props?autoload=1 loads a model, so it needs an admin key
+// once keys exist and is refused to web pages of other origins (with no keys, any page could
+// otherwise make a visitor's server load models with a plain GET); the refused model stays
+// unloaded.
+func TestPropsAutoloadIsModelManagement(t *testing.T) {
+	k := setupKeyed(t, "127.0.0.1")
+	for _, key := range []string{k.user, k.scoped} {
+		status, body := k.post(t, key, "GET /props?model=m1&autoload=1", "")
+		if status != 403 || !strings.Contains(body, `"code":"admin_required"`) || k.state(t, "m1") != models.StateUnloaded {
+			t.Fatalf("autoload with a key that is not an admin key: %d %s; m1 is %s", status, body, k.state(t, "m1"))
+		}
+	}
+	if status, body := k.post(t, k.admin, "GET /props?model=m1&autoload=1", ""); status != 200 || k.state(t, "m1") != models.StateLoaded {
+		t.Fatalf("autoload with the admin key: %d %s; m1 is %s", status, body, k.state(t, "m1"))
+	}
+
+	srv, cat := open(t)
+	self := srv.URL // the page's origin is this server's own: http://127.0.0.1:PORT
+	for _, h := range [][]string{
+		{"Origin", "http://localhost:3000"}, // another local page (allowed by CORS, so the request runs)
+		{"Sec-Fetch-Site", "cross-site"},    // an <img> or a link on any site: no Origin on a GET
+	} {
+		res, body := servertest.Do(t, "GET", srv.URL+"/props?autoload=1", "", h...)
+		if res.StatusCode != 403 || !strings.Contains(string(body), `"code":"admin_required"`) || stateOf(t, cat, "m1") != models.StateUnloaded {
+			t.Fatalf("autoload with %v: %d %s; m1 is %s", h, res.StatusCode, body, stateOf(t, cat, "m1"))
+		}
+	}
+	res, body := servertest.Do(t, "GET", srv.URL+"/props?autoload=1", "", "Origin", self, "Sec-Fetch-Site", "same-origin")
+	if res.StatusCode != 200 || stateOf(t, cat, "m1") != models.StateLoaded {
+		t.Fatalf("autoload from this server's own page: %d %s; m1 is %s", res.StatusCode, body, stateOf(t, cat, "m1"))
+	}
+}
+
+// TestPathsOnlyForTrustedCallers: a model's absolute path (/v1/models meta.path, /props
+// model_path, the Modelfile's FROM line of /api/show) is shown to an admin key, or without
+// keys to this machine when it is not a web page; everyone else gets the file's base name.
+func TestPathsOnlyForTrustedCallers(t *testing.T) {
+	k := setupKeyed(t, "127.0.0.1")
+	e, err := k.cat.Mgr.Catalog().Lookup("m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, cat := open(t)
+	e2, err := cat.Mgr.Catalog().Lookup("m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type view struct {
+		name     string
+		get      func(path, body string) string
+		abs      string // the absolute path, "" when it must not be shown
+		baseName string
+	}
+	keyed := func(key string) func(path, body string) string {
+		return func(path, body string) string {
+			status, b := k.post(t, key, path, body)
+			if status != 200 {
+				t.Fatalf("%s: %d %s", path, status, b)
+			}
+			return b
+		}
+	}
+	plain := func(headers ...string) func(path, body string) string {
+		return func(path, body string) string {
+			method := http.MethodPost
+			if p, ok := strings.CutPrefix(path, "GET "); ok {
+				method, path = http.MethodGet, p
+			}
+			res, b := servertest.Do(t, method, srv.URL+path, body, headers...)
+			if res.StatusCode != 200 {
+				t.Fatalf("%s: %d %s", path, res.StatusCode, b)
+			}
+			return string(b)
+		}
+	}
+	views := []view{
+		{"admin key", keyed(k.admin), e.Path, ""},
+		{"key that is not an admin key", keyed(k.user), "", "m1.gguf"},
+		{"key limited to m1", keyed(k.scoped), "", "m1.gguf"},
+		{"no keys, this machine", plain(), e2.Path, ""},
+		{"no keys, a local web page", plain("Origin", "http://localhost:3000"), "", "m1.gguf"},
+		{"no keys, a page of another site", plain("Sec-Fetch-Site", "cross-site"), "", "m1.gguf"},
+	}
+	for _, v := range views {
+		dir := filepath.Dir(e.Path)
+		if strings.HasPrefix(v.name, "no keys") {
+			dir = filepath.Dir(e2.Path)
+		}
+		var list struct {
+			Data []struct {
+				Meta struct{ Path string } `json:"meta"`
+			} `json:"data"`
+		}
+		b := v.get("GET /v1/models", "")
+		if err := json.Unmarshal([]byte(b), &list); err != nil || len(list.Data) == 0 {
+			t.Fatalf("%s: /v1/models %s (%v)", v.name, b, err)
+		}
+		var props struct {
+			ModelPath string `json:"model_path"`
+		}
+		pb := v.get("GET /props?model=m1", "")
+		if err := json.Unmarshal([]byte(pb), &props); err != nil {
+			t.Fatal(err)
+		}
+		var show struct{ Modelfile string }
+		sb := v.get("/api/show", `{"model":"m1"}`)
+		if err := json.Unmarshal([]byte(sb), &show); err != nil {
+			t.Fatal(err)
+		}
+		want := cmp.Or(v.abs, v.baseName)
+		got := []string{list.Data[0].Meta.Path, props.ModelPath, fromLine(show.Modelfile)}
+		for i, where := range []string{"/v1/models meta.path", "/props model_path", "/api/show FROM"} {
+			if got[i] != want {
+				t.Errorf("%s: %s is %q, want %q", v.name, where, got[i], want)
+			}
+		}
+		for _, body := range []string{b, pb, sb, v.get("GET /v1/models/m1", ""), v.get("GET /props", "")} {
+			if v.abs == "" && strings.Contains(body, dir) {
+				t.Errorf("%s: the models' folder %s shows in %s", v.name, dir, body)
+			}
+		}
+	}
+}
+
+// fromLine is the argument of a Modelfile's FROM line.
+func fromLine(modelfile string) string {
+	for _, l := range strings.Split(modelfile, "\n") {
+		if p, ok := strings.CutPrefix(l, "FROM "); ok {
+			return p
+		}
+	}
+	return ""
 }
