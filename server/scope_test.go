@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -138,6 +139,10 @@ func TestScopedKeyNeverReachesOtherModels(t *testing.T) {
 		if st := k.state(t, "m2"); st != models.StateLoaded {
 			t.Fatalf("%s %s unloaded m2 (now %s)", r.path, r.body, st)
 		}
+	}
+	// /v1/tokenize may leave out the model when the caller has one: the key's one, not the catalog's.
+	if status, body := k.post(t, k.scoped, "/v1/tokenize", `{"input":"hi"}`); status != 200 || !strings.Contains(body, `"model":"m1"`) {
+		t.Errorf("/v1/tokenize without a model: %d %s", status, body)
 	}
 	for _, path := range []string{"/api/ps", "/api/tags", "/v1/models", "/props", "/slots"} {
 		status, body := k.post(t, k.scoped, "GET "+path, "")
@@ -304,6 +309,26 @@ func TestPathsOnlyForTrustedCallers(t *testing.T) {
 		{"no keys, this machine", plain(), e2.Path, ""},
 		{"no keys, a local web page", plain("Origin", "http://localhost:3000"), "", "m1.gguf"},
 		{"no keys, a page of another site", plain("Sec-Fetch-Site", "cross-site"), "", "m1.gguf"},
+	}
+	// A failed load's error quotes its file: m2's, truncated behind the catalog's back, which the
+	// fake worker refuses as the real one would.
+	e2k, err := k.cat.Mgr.Catalog().Lookup("m2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(e2k.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e2k.Path, data[:len(data)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k.cat.SetStartCheck(func(e *models.Entry) error {
+		_, err := gguf.ReadFile(e.Path)
+		return err
+	})
+	if status, body := k.post(t, k.admin, "/v1/chat/completions", `{"model":"m2","messages":[{"role":"user","content":"hi"}]}`); status != 500 || k.state(t, "m2") != models.StateFailed {
+		t.Fatalf("a chat on the truncated m2: %d %s; m2 is %s", status, body, k.state(t, "m2"))
 	}
 	for _, v := range views {
 		dir := filepath.Dir(e.Path)

@@ -56,13 +56,14 @@ type architecture struct {
 // its base name, which names the file without telling where the data lives.
 func (h *handlers) entry(c *gin.Context, m *core.Model) modelEntry {
 	e := entry(m)
-	if !peer.Trusted(c.Request) {
-		e.Meta.Path = filepath.Base(m.Path)
-	}
 	st := h.svc.ModelStatus(m)
 	e.State, e.Loaded = st.State, st.State == models.StateLoaded
 	if st.Err != nil {
 		e.Error = st.Err.Error()
+	}
+	if !peer.Trusted(c.Request) {
+		e.Meta.Path = filepath.Base(m.Path)
+		e.Error = strings.ReplaceAll(e.Error, m.Path, e.Meta.Path) // a failed load quotes its file
 	}
 	if !st.ExpiresAt.IsZero() {
 		at := st.ExpiresAt.Unix()
@@ -250,8 +251,8 @@ func (h *handlers) tokenize(c *gin.Context) error {
 	model := ""
 	if req.Model != nil {
 		model = *req.Model
-	} else if ms := h.svc.Models(); len(ms) == 1 {
-		model = ms[0].ID // one served model: model may be omitted, as with llama-server
+	} else if ms := h.svc.VisibleModels(c.Request.Context()); len(ms) == 1 {
+		model = ms[0].ID // one model for this caller: model may be omitted, as with llama-server
 	}
 	if model == "" {
 		return invalid("model", "you must provide a model parameter")
