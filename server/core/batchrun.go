@@ -384,9 +384,6 @@ func (s *Service) runLine(ctx context.Context, b store.Batch, idx int, raw []byt
 	var usage store.LineUsage
 	run := s.lineFunc(in.URL)
 	switch {
-	case run == nil && in.URL == "/v1/embeddings":
-		// The hook for embeddings: its dialect registers the url (ServeBatchLines) once served.
-		out.Error = &batchLineError{Code: "unsupported_endpoint", Message: "embeddings are not served yet"}
 	case run == nil:
 		out.Error = &batchLineError{Code: "unsupported_endpoint", Message: fmt.Sprintf("%s is not served", in.URL)}
 	default:
