@@ -99,8 +99,8 @@ type Manager struct {
 
 	mu        sync.Mutex
 	closed    bool
-	closeDone chan struct{} // closed when Close has returned
-	slots  map[string]*slot // by file path: ids that share a file share a worker
+	closeDone chan struct{}    // closed when Close has returned
+	slots     map[string]*slot // by file path: ids that share a file share a worker
 }
 
 // slot is one model file's runtime state; fields below mu are guarded by Manager.mu.
