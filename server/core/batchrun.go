@@ -312,13 +312,13 @@ func (s *Service) runLines(ctx context.Context, rb *runningBatch, b store.Batch)
 		case <-ctx.Done():
 			return false, nil
 		}
-		if m != nil && !m.lanes.take(ctx, rb.cancel, lanes()) {
+		if m != nil && !m.sched().lanes.take(ctx, rb.cancel, lanes()) {
 			<-slots
 			return false, nil
 		}
 		if rb.stopped() || ctx.Err() != nil {
 			if m != nil {
-				m.lanes.give()
+				m.sched().lanes.give()
 			}
 			<-slots
 			return false, nil // between lines
@@ -332,7 +332,7 @@ func (s *Service) runLines(ctx context.Context, rb *runningBatch, b store.Batch)
 			free := func() {
 				once.Do(func() {
 					if m != nil {
-						m.lanes.give()
+						m.sched().lanes.give()
 					}
 					<-slots
 				})
