@@ -218,4 +218,3 @@ func TestUnloadWithRequestsAtTheGate(t *testing.T) {
 		})
 	}
 }
-
