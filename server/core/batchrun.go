@@ -195,7 +195,18 @@ func (s *Service) runBatch(ctx context.Context, rb *runningBatch, b store.Batch)
 }
 
 func (s *Service) runBatchSteps(ctx context.Context, rb *runningBatch, b store.Batch) error {
-	ctx = s.asOwner(ctx, b) // its lines run as the key that made it (owners.go)
+	owned, err := s.asOwner(ctx, b) // its lines run as the key that made it (owners.go)
+	switch {
+	case err == nil:
+		ctx = owned
+	case b.Status == store.BatchCancelling:
+		return s.finishBatch(ctx, b, store.BatchCancelled) // runs no line
+	case errors.Is(err, ErrOwnerNotFound):
+		slog.Warn("a batch whose API key was revoked is failed instead of run", "batch", b.ID, "key", b.OwnerName)
+		return s.store.FailBatch(ctx, b.ID, []store.BatchError{ownerGone(b)}, time.Now())
+	default:
+		return err
+	}
 	if b.Status == store.BatchValidating {
 		total, model, reasons, err := s.validateBatch(ctx, b)
 		if ctx.Err() != nil {

@@ -111,8 +111,10 @@ type Config struct {
 	// QoS tunes the scheduling classes.
 	QoS QoSConfig
 	// Owner looks up the API key a batch was made with (by its id), for its lines to run as
-	// that key; nil, or a key not found, runs them in the key's name only (owners.go).
-	Owner func(ctx context.Context, id string) (*auth.Identity, bool)
+	// that key; a key that was revoked or is gone is an error wrapping ErrOwnerNotFound. A
+	// batch whose key cannot be looked up (nil, or an error) fails instead of running
+	// (owners.go).
+	Owner func(ctx context.Context, id string) (*auth.Identity, error)
 }
 
 // Service is the core.
