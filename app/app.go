@@ -127,7 +127,7 @@ func build(cfg Config, st *store.Store) (*App, error) {
 		hub: hf.New(hf.Config{Endpoint: cfg.HFEndpoint, Token: cfg.HFToken})}
 	a.mgr = models.NewManager(cat, models.Config{
 		NewRunner: a.newRunner, ContextLength: cfg.ContextLength, Parallel: cfg.Parallel,
-		KeepAlive: cfg.ModelKeepAlive, MaxLoaded: cfg.MaxLoaded, MemoryBudget: cfg.MemoryBudget,
+		KeepAlive: cfg.ModelKeepAlive, MaxLoaded: cfg.MaxLoaded, MemoryBudget: cfg.MemoryBudget, DrainTimeout: cfg.UnloadDrain,
 		Crashed: func(err error) bool { return errors.Is(err, worker.ErrWorkerExited) },
 	})
 	if cfg.ModelPath != "" {
