@@ -294,13 +294,13 @@ func (m *Manager) Close() error {
 			defer wg.Done()
 			_ = m.unloadSlot(context.Background(), s, unloadHow{closing: true})
 			m.mu.Lock()
-			vocab := s.vocab
+			vocab, r := s.vocab, s.runner
 			s.vocab = nil
 			m.mu.Unlock()
 			if vocab != nil {
 				vocab.Close()
 			}
-			s.runner.Close()
+			r.Close()
 		}()
 	}
 	wg.Wait()
