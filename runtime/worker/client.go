@@ -383,6 +383,9 @@ func (c *Client) fatal(p *process, w *wireError) error {
 // one of its calls until release.
 func (c *Client) acquire(ctx context.Context) (*process, error) {
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err // a caller that is gone starts no worker
+		}
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()

@@ -295,16 +295,18 @@ func (s *Service) prepare(ctx context.Context, m *Model, gen *llm.Request, n int
 		if err != nil {
 			return nil, err
 		}
-		m.lanes.interactive()
+		w := m.sched()
+		w.lanes.interactive()
 		return func() {
 			release()
-			m.lanes.interactive()
+			w.lanes.interactive()
 		}, nil
 	}
 	if gen.MaxTokens == 0 {
 		gen.MaxTokens = lineCap
 	}
 	gen.Priority = llm.PriorityBackground // queued interactive generations go first
-	m.background.Add(int64(n))
-	return func() { m.background.Add(-int64(n)) }, nil
+	w := m.sched()
+	w.background.Add(int64(n))
+	return func() { w.background.Add(-int64(n)) }, nil
 }
