@@ -248,6 +248,9 @@ func TestPropsAutoloadIsModelManagement(t *testing.T) {
 	for _, h := range [][]string{
 		{"Origin", "http://localhost:3000"}, // another local page (allowed by CORS, so the request runs)
 		{"Sec-Fetch-Site", "cross-site"},    // an <img> or a link on any site: no Origin on a GET
+		// An <img> on a page of another port of this host (http://localhost:3000 asking
+		// http://localhost:8453): same site, since ports do not count, but another origin.
+		{"Sec-Fetch-Site", "same-site"},
 	} {
 		res, body := servertest.Do(t, "GET", srv.URL+"/props?autoload=1", "", h...)
 		if res.StatusCode != 403 || !strings.Contains(string(body), `"code":"admin_required"`) || stateOf(t, cat, "m1") != models.StateUnloaded {

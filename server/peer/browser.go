@@ -9,10 +9,12 @@ import (
 )
 
 // CrossOrigin reports whether r was sent by a web page of another origin than this server's:
-// an Origin header that does not name the host the request was sent to, or Sec-Fetch-Site:
-// cross-site (what a browser sends with a plain GET from a page, which carries no Origin).
+// an Origin header that does not name the host the request was sent to, or a Sec-Fetch-Site
+// other than same-origin and none (what a browser sends with a plain GET from a page, which
+// carries no Origin). same-site is another origin too: a page on another port of this host
+// (http://localhost:3000 asking http://localhost:8453) is the same site, ports not counting.
 func CrossOrigin(r *http.Request) bool {
-	if strings.EqualFold(r.Header.Get("Sec-Fetch-Site"), "cross-site") {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && !strings.EqualFold(site, "same-origin") && !strings.EqualFold(site, "none") {
 		return true
 	}
 	origin := r.Header.Get("Origin")

@@ -54,3 +54,32 @@ func TestLoopbackHost(t *testing.T) {
 		}
 	}
 }
+
+// TestCrossOrigin: only a request this server's own page sent (or one typed into the address
+// bar, or one not from a browser) is same-origin; a page on another port of this host is
+// another origin although browsers call it the same site.
+func TestCrossOrigin(t *testing.T) {
+	cases := []struct {
+		name    string
+		headers []string
+		want    bool
+	}{
+		{"no browser", nil, false},
+		{"typed address", []string{"Sec-Fetch-Site", "none"}, false},
+		{"own page", []string{"Origin", "http://127.0.0.1:8453", "Sec-Fetch-Site", "same-origin"}, false},
+		{"own page, GET without Origin", []string{"Sec-Fetch-Site", "same-origin"}, false},
+		{"another port of this host, GET without Origin", []string{"Sec-Fetch-Site", "same-site"}, true},
+		{"another port of this host", []string{"Origin", "http://127.0.0.1:3000"}, true},
+		{"another site, GET without Origin", []string{"Sec-Fetch-Site", "cross-site"}, true},
+		{"sandboxed page", []string{"Origin", "null"}, true},
+	}
+	for _, c := range cases {
+		r := httptest.NewRequest("GET", "http://127.0.0.1:8453/props?autoload=1", nil)
+		for i := 0; i+1 < len(c.headers); i += 2 {
+			r.Header.Set(c.headers[i], c.headers[i+1])
+		}
+		if got := CrossOrigin(r); got != c.want {
+			t.Errorf("%s: CrossOrigin = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
