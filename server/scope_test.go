@@ -14,7 +14,9 @@ import (
 	"github.com/superfluid/superfluid/runtime/gguf"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server"
+	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/servertest"
+	"github.com/superfluid/superfluid/server/store"
 )
 
 // state is the model's runtime state as the manager keeps it (not as any route reports it).
@@ -382,4 +384,60 @@ func fromLine(modelfile string) string {
 		}
 	}
 	return ""
+}
+
+// TestScopedKeyAndABareRepositoryName: a repository named without its quantization (the spec's
+// first example) means, to a key limited to some models, one of the quantizations that key
+// may use, whichever another key has loaded; the key never reaches, loads or learns of the
+// others (a key with none of them gets the unknown model's 404, without the list).
+func TestScopedKeyAndABareRepositoryName(t *testing.T) {
+	ctx := t.Context()
+	k := setupKeyed(t, "127.0.0.1")
+	const repo = "o/r-GGUF"
+	var ids []string
+	for i, quant := range []string{"Q4_K_M", "Q8_0"} {
+		path := filepath.Join(k.cat.Dir, fmt.Sprintf("r-%s.gguf", quant))
+		if err := gguf.WriteTinyLlama(path, gguf.TinyLlamaOptions{Seed: int64(i + 1)}); err != nil {
+			t.Fatal(err)
+		}
+		e, err := k.cat.Mgr.Catalog().Register(ctx, store.ModelRecord{ID: "hf.co/" + repo + ":" + quant, Path: path, Source: store.SourceHuggingFace, Repo: repo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, e.ID)
+	}
+	q4, q8 := ids[0], ids[1]
+	q8Key, _, err := k.keys.Create(ctx, auth.NewKey{Name: "q8", Models: []string{q8}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat := fmt.Sprintf(`{"model":%q,"stream":false,"messages":[{"role":"user","content":"hi"}]}`, repo)
+	for _, loaded := range []string{"", q4} { // none loaded (two in the catalog), then the other one
+		if loaded != "" {
+			k.load(t, loaded)
+		}
+		status, body := k.post(t, q8Key, "/api/chat", chat)
+		if status != 200 || !strings.Contains(body, `"done":true`) {
+			t.Errorf("with %q loaded, the q8 key's chat on %s: %d %s; want its one quantization", loaded, repo, status, body)
+		}
+		want := models.StateUnloaded
+		if loaded == q4 {
+			want = models.StateLoaded
+		}
+		if st := k.state(t, q4); st != want {
+			t.Errorf("with %q loaded, %s is %s after the q8 key's chat", loaded, q4, st)
+		}
+		for _, r := range modelRoutes {
+			path, body := route(r.path, r.body, repo)
+			status, got := k.post(t, k.scoped, path, body) // limited to m1: nothing of the repository
+			mpath, mbody := route(r.path, r.body, "nope/nope-GGUF")
+			wantStatus, want := k.post(t, k.scoped, mpath, mbody)
+			if status != 404 || wantStatus != 404 || scrub(got, repo) != scrub(want, "nope/nope-GGUF") || strings.Contains(got, "Q8_0") {
+				t.Errorf("the m1 key on %s %s: %d %s\nunknown repository: %d %s", path, body, status, got, wantStatus, want)
+			}
+		}
+	}
+	if n := k.starts(t, q4); n != 1 {
+		t.Errorf("%s started %d times; want once (the admin's load)", q4, n)
+	}
 }

@@ -154,7 +154,7 @@ func (c *Catalog) Lookup(name string) (*Entry, error) {
 		e, err = c.find(name)
 	}
 	if errors.Is(err, llm.ErrModelNotFound) {
-		if byRepo, rerr := c.byRepo(name); byRepo != nil || rerr != nil {
+		if byRepo, rerr := c.byRepo(name, nil); byRepo != nil || rerr != nil {
 			e, err = byRepo, rerr
 		}
 	}
@@ -173,12 +173,27 @@ func (c *Catalog) Prefer(id string) {
 	c.mu.Unlock()
 }
 
+// LookupRepo is byRepo among the entries allow accepts: what a bare repository name means to
+// a caller who may use only some models (an API key limited to them), so that it picks among
+// that caller's quantizations, whichever others are loaded, and its error lists only those.
+// (nil, nil): name is no bare repository, or allow accepts nothing pulled from it.
+func (c *Catalog) LookupRepo(name string, allow func(*Entry) bool) (*Entry, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	e, err := c.byRepo(name, allow)
+	if e != nil {
+		e = c.current(e)
+	}
+	return e, err
+}
+
 // byRepo finds the model a Hugging Face repository named without a quantization means
 // ("OWNER/REPO", "hf.co/OWNER/REPO", the spec's own example): the one pulled quantization of
 // it; of several, the one loaded, else the preferred one (serve's). Otherwise it returns an
 // error listing them, or (nil, nil) when the name is no bare repository or the catalog holds
-// nothing pulled from it.
-func (c *Catalog) byRepo(name string) (*Entry, error) {
+// nothing pulled from it. allow, when set, limits the quantizations considered.
+func (c *Catalog) byRepo(name string, allow func(*Entry) bool) (*Entry, error) {
 	ref, err := hf.ParseRef(name)
 	if err != nil || ref.Quant != "" || ref.File != "" || ref.Revision != "" {
 		return nil, nil
@@ -192,6 +207,9 @@ func (c *Catalog) byRepo(name string) (*Entry, error) {
 	}
 	loaded, preferred := c.loaded, c.preferred
 	c.mu.RUnlock()
+	if allow != nil { // outside c.mu: allow is the caller's
+		cands = slices.DeleteFunc(cands, func(e *Entry) bool { return !allow(e) })
+	}
 	slices.SortFunc(cands, func(a, b *Entry) int { return strings.Compare(a.ID, b.ID) })
 	switch len(cands) {
 	case 0:

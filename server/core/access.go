@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server/auth"
 )
 
@@ -30,6 +31,18 @@ func (s *Service) ModelFor(ctx context.Context, name string) (*Model, error) {
 	}
 	if err != nil && !errors.Is(err, llm.ErrModelNotFound) {
 		return nil, err
+	}
+	// A repository named without its quantization means one the key may use, whichever the
+	// catalog's own rule (another key's loaded one, serve's) would pick; its error lists only
+	// the key's quantizations.
+	if s.mgr != nil {
+		e, rerr := s.mgr.Catalog().LookupRepo(name, func(e *models.Entry) bool { return id.AllowsModel(e.ID) })
+		if e != nil {
+			return s.Model(e.ID)
+		}
+		if rerr != nil {
+			return nil, rerr
+		}
 	}
 	return nil, fmt.Errorf("%w: the model %q does not exist or this API key may not use it; GET /v1/models lists the models it may use",
 		llm.ErrModelNotFound, name)
