@@ -88,6 +88,12 @@ func (h *Handle) Tokenize(ctx context.Context, text string, addSpecial, parseSpe
 		m.mu.Unlock()
 		return nil, ErrClosed
 	}
+	if s.removed {
+		// Its slot is gone from the manager: a tokenizer made for it now would be a worker
+		// that nothing closes.
+		m.mu.Unlock()
+		return nil, fmt.Errorf("%w: the model %q was deleted", llm.ErrModelNotFound, h.entry.ID)
+	}
 	if s.state != StateLoaded {
 		if s.vocab == nil {
 			s.vocab = m.cfg.NewRunner(h.entry, true)

@@ -166,3 +166,21 @@ func TestUnloadOutlivesItsCaller(t *testing.T) {
 		t.Fatalf("unloads %d, of them during a generation %d; want 1, 0", r.unloads.Load(), r.cutShort.Load())
 	}
 }
+
+// TestTokenizeAfterDeleteStartsNothing: a request that resolved its model just before the
+// model was deleted (so it holds the handle) and then counts tokens gets the deleted model's
+// not-found; it starts no tokenizer-only worker, which no one could reach or close any more
+// (the deleted model's slot is gone from the manager, so Close would leave its process).
+func TestTokenizeAfterDeleteStartsNothing(t *testing.T) {
+	f := newFixture(t, 1, Config{}, nil)
+	h := f.handle(t, "m0")
+	if _, _, err := f.mgr.Remove(context.Background(), "m0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Tokenize(context.Background(), "abc", true, true); !errors.Is(err, llm.ErrModelNotFound) {
+		t.Fatalf("Tokenize on a deleted model = %v, want ErrModelNotFound", err)
+	}
+	if r := f.runner(h.Entry().Path + "#vocab"); r != nil {
+		t.Fatal("a tokenizer-only runner was made for a deleted model")
+	}
+}
