@@ -176,16 +176,17 @@ func (c *controller) StopServer() error {
 	c.mu.Lock()
 	c.paused = true
 	c.mu.Unlock()
-	// Replies still running (the playground's too) get a second, then their workers stop.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
+	// Replies still running (the playground's too) get a second, then are stopped and their
+	// workers stop. The drain is the unload's own (a context here would only stop the
+	// waiting, and leave the unload draining for Config.UnloadDrain): Stop returns once the
+	// workers are gone.
 	var wg sync.WaitGroup
 	for _, e := range c.a.mgr.Catalog().List() {
 		if c.a.mgr.Status(e).State != models.StateUnloaded {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, _ = c.a.mgr.Unload(ctx, e.ID)
+				_, _ = c.a.mgr.UnloadWithin(context.Background(), e.ID, time.Second)
 			}()
 		}
 	}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"net"
 	"testing"
 	"time"
@@ -9,7 +10,10 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/superfluid/superfluid/assets"
+	"github.com/superfluid/superfluid/runtime/chat"
+	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models"
+	"github.com/superfluid/superfluid/server/core"
 )
 
 // TestDesktopStopMidBatch: the desktop's Stop while a batch runs stops the batch too: no line
@@ -73,5 +77,67 @@ func TestDesktopStopMidBatch(t *testing.T) {
 	done := waitBatch(t, client, b.ID, "the batch to end after Start", batchEnded)
 	if done.Status != openai.BatchStatusCompleted || done.RequestCounts.Completed != lines || done.RequestCounts.Failed != 0 {
 		t.Fatalf("after Start: %s", done.RawJSON())
+	}
+}
+
+// TestDesktopStopCutsARunningReply: Stop gives a reply still running (here the playground's,
+// whose reader is slow) a second, then stops it, and returns with the model unloaded and its
+// worker gone, not with the unload still draining for the unload drain (two minutes).
+func TestDesktopStopCutsARunningReply(t *testing.T) {
+	cfg := testConfig(t, "")
+	cfg.UnloadDrain = time.Hour // what a Stop must not wait for
+	a, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	c := newController(a)
+	defer c.close()
+	if err := c.StartServer(); err != nil {
+		t.Fatal(err)
+	}
+	e, err := a.Manager().Catalog().Lookup(assets.BundledModelID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pieces := make(chan struct{}, 1)
+	replied := make(chan error, 1)
+	go func() {
+		// A long reply read slowly: it outlasts Stop's second by far.
+		req := &core.ChatRequest{ID: "slow", Endpoint: "playground", Stream: true, Model: assets.BundledModelID,
+			Messages:   []chat.Message{{Role: "user", Content: "Once upon a time"}},
+			Generation: llm.Request{MaxTokens: 400, IgnoreEOS: true}}
+		_, err := a.svc.Chat(context.Background(), req, func(_ int, ev llm.Event) error {
+			if ev.Text != "" {
+				select {
+				case pieces <- struct{}{}:
+				default:
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			return nil
+		})
+		replied <- err
+	}()
+	select {
+	case <-pieces:
+	case err := <-replied:
+		t.Fatalf("the reply ended before Stop: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("the reply never started")
+	}
+	if err := c.StopServer(); err != nil {
+		t.Fatal(err)
+	}
+	if st := a.Manager().Status(e).State; st != models.StateUnloaded {
+		t.Fatalf("after Stop the model is %s; want unloaded (its reply stopped)", st)
+	}
+	select {
+	case err := <-replied:
+		if !errors.Is(err, models.ErrUnloaded) {
+			t.Fatalf("the reply cut by Stop: %v, want ErrUnloaded", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the reply still runs after Stop")
 	}
 }

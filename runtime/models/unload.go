@@ -173,17 +173,33 @@ func (m *Manager) Unload(ctx context.Context, name string) (*Entry, error) {
 	return e, m.unloadSlot(ctx, m.slot(e), unloadHow{})
 }
 
+// UnloadWithin is Unload with its own drain: the model's requests in flight get up to drain
+// (instead of Config.DrainTimeout), then are stopped. The desktop app's Stop gives them a
+// second, as quitting does.
+func (m *Manager) UnloadWithin(ctx context.Context, name string, drain time.Duration) (*Entry, error) {
+	e, err := m.cat.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return e, m.unloadSlot(ctx, m.slot(e), unloadHow{drain: drain})
+}
+
 // unloadHow says what else an unload does.
 type unloadHow struct {
 	// entry, when set, replaces the runner once the model is unloaded.
 	entry *Entry
 	// closing is Close's own unload: a short drain, and it runs although the manager is closed.
 	closing bool
+	// drain, when positive, replaces Config.DrainTimeout.
+	drain time.Duration
 }
 
 // unloadSlot unloads s on the manager's goroutine and waits for it, or for ctx.
 func (m *Manager) unloadSlot(ctx context.Context, s *slot, how unloadHow) error {
 	drain := m.cfg.DrainTimeout
+	if how.drain > 0 {
+		drain = how.drain
+	}
 	if how.closing {
 		drain = closeDrain
 	}
