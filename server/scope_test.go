@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/superfluid/superfluid/runtime/gguf"
 	"github.com/superfluid/superfluid/runtime/models"
@@ -204,6 +205,26 @@ func TestKeepAliveZeroNeedsAnAdminKey(t *testing.T) {
 	if status, body := k.post(t, k.scoped, "/api/chat", `{"model":"m1","keep_alive":"10m"}`); status != 200 || !strings.Contains(body, `"done_reason":"load"`) {
 		t.Fatalf("keep_alive 10m: %d %s", status, body)
 	}
+	// A shorter one is raised to the server's default: "1ns" would otherwise unload the model
+	// as soon as it is idle, keep_alive 0 by another name.
+	for _, c := range []struct{ path, body string }{
+		{"/api/chat", `{"model":"m1","stream":false,"keep_alive":"1ns","messages":[{"role":"user","content":"hi"}]}`},
+		{"/v1/chat/completions", `{"model":"m1","keep_alive":"1ms","messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		before := time.Now()
+		if status, body := k.post(t, k.user, c.path, c.body); status != 200 {
+			t.Fatalf("%s %s: %d %s", c.path, c.body, status, body)
+		}
+		e, err := k.cat.Mgr.Catalog().Lookup("m1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := k.cat.Mgr.Status(e)
+		if def := k.cat.Mgr.Config().KeepAlive; st.State != models.StateLoaded || st.ExpiresAt.Before(before.Add(def)) {
+			t.Fatalf("after %s from a key that is not an admin key, m1 is %s and expires at %s, want loaded until %s from the request on",
+				c.body, st.State, st.ExpiresAt.Format(time.StampMilli), def)
+		}
+	}
 	status, body := k.post(t, k.admin, "/api/chat", `{"model":"m1","keep_alive":0}`)
 	if status != 200 || !strings.Contains(body, `"done_reason":"unload"`) || k.state(t, "m1") != models.StateUnloaded {
 		t.Fatalf("admin keep_alive 0: %d %s; m1 is %s", status, body, k.state(t, "m1"))
@@ -334,6 +355,19 @@ func TestPathsOnlyForTrustedCallers(t *testing.T) {
 	})
 	if status, body := k.post(t, k.admin, "/v1/chat/completions", `{"model":"m2","messages":[{"role":"user","content":"hi"}]}`); status != 500 || k.state(t, "m2") != models.StateFailed {
 		t.Fatalf("a chat on the truncated m2: %d %s; m2 is %s", status, body, k.state(t, "m2"))
+	}
+	// The failed model's errors reach every key that may use it, so they name its file, not
+	// where the server keeps it, in each dialect (the log has the full error).
+	for _, r := range []struct{ path, body string }{
+		{"/v1/chat/completions", `{"model":"m2","messages":[{"role":"user","content":"hi"}]}`},
+		{"/v1/messages", `{"model":"m2","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`},
+		{"/api/chat", `{"model":"m2","stream":false,"messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		status, body := k.post(t, k.user, r.path, r.body)
+		if status != 500 || !strings.Contains(body, "m2.gguf") || strings.Contains(body, filepath.Dir(e2k.Path)) {
+			t.Errorf("%s on the failed m2 for a key that is not an admin key: %d %s; want a 500 naming m2.gguf without its folder %s",
+				r.path, status, body, filepath.Dir(e2k.Path))
+		}
 	}
 	for _, v := range views {
 		dir := filepath.Dir(e.Path)

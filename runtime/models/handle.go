@@ -59,7 +59,7 @@ func (h *Handle) Start(ctx context.Context) error {
 // request and starts the keep-alive (nil: the default; 0: unload now; negative: never).
 func (h *Handle) Acquire(ctx context.Context) (llm.Engine, func(keepAlive *time.Duration), error) {
 	if h.entry.Err != nil {
-		return nil, nil, fmt.Errorf("%w: the model %s cannot be used: %v", llm.ErrEngineFailure, h.entry.ID, h.entry.Err)
+		return nil, nil, fmt.Errorf("%w: the model %s cannot be used: %v", llm.ErrEngineFailure, h.entry.ID, withoutPaths(h.entry.Err, h.entry.Path, h.m.cat.Dir()))
 	}
 	r, live, err := h.m.acquire(ctx, h.entry.ID, h.s, false)
 	if err != nil {

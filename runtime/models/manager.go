@@ -277,7 +277,7 @@ func (m *Manager) acquire(ctx context.Context, name string, s *slot, explicit bo
 		if waited && s.err != nil {
 			// The load this caller waited for (or started) failed: an explicit load tries once,
 			// it does not loop on a model that cannot load.
-			err := s.err
+			err := withoutPaths(s.err, s.path, m.cat.Dir())
 			m.mu.Unlock()
 			return nil, nil, err
 		}
@@ -285,7 +285,7 @@ func (m *Manager) acquire(ctx context.Context, name string, s *slot, explicit bo
 			s.force = true
 		}
 		if s.err != nil && !s.force && time.Now().Before(s.retryAt) {
-			err := s.err
+			err := withoutPaths(s.err, s.path, m.cat.Dir())
 			wait := time.Until(s.retryAt).Round(time.Second)
 			m.mu.Unlock()
 			return nil, nil, fmt.Errorf("%w (the load failed %d times; the next try is in %s, or load it explicitly)", err, s.failures, max(wait, time.Second))
@@ -428,7 +428,7 @@ func (m *Manager) Load(ctx context.Context, name string) (*Entry, error) {
 		return nil, err
 	}
 	if e.Err != nil {
-		return nil, fmt.Errorf("%w: the model %s cannot be used: %v", llm.ErrEngineFailure, e.ID, e.Err)
+		return nil, fmt.Errorf("%w: the model %s cannot be used: %v", llm.ErrEngineFailure, e.ID, withoutPaths(e.Err, e.Path, m.cat.Dir()))
 	}
 	s := m.slot(e)
 	if _, _, err := m.acquire(ctx, e.ID, s, true); err != nil {

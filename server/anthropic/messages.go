@@ -65,7 +65,7 @@ func (h *handlers) messages(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := core.CheckKeepAlive(c.Request.Context(), creq.KeepAlive); err != nil {
+	if err := h.svc.CheckKeepAlive(c.Request.Context(), creq.KeepAlive); err != nil {
 		return err // keep_alive 0 unloads the model: an admin key's call once keys exist
 	}
 	omit := req.omitsThinking()

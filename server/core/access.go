@@ -66,16 +66,24 @@ func (s *Service) VisibleModels(ctx context.Context) []*Model {
 
 // CheckKeepAlive refuses keep_alive 0 to a key that is not an admin key once keys exist: it
 // unloads the model, which other keys' requests may be using, so it is model management like
-// /v1/models/unload. Without keys every caller may, as before.
-func CheckKeepAlive(ctx context.Context, keepAlive *time.Duration) error {
-	if keepAlive == nil || *keepAlive != 0 {
+// /v1/models/unload. Such a key may lengthen a model's keep-alive but not shorten it: a shorter
+// duration ("1ns" would unload it as 0 does, once idle) is raised to the server's default.
+// Without keys every caller may, as before.
+func (s *Service) CheckKeepAlive(ctx context.Context, keepAlive *time.Duration) error {
+	if keepAlive == nil {
 		return nil
 	}
 	if id, keyed := auth.FromContext(ctx); !keyed || id.Admin {
 		return nil
 	}
-	return fmt.Errorf("%w: keep_alive 0 unloads the model, which needs an admin key; leave keep_alive out (or give a duration), or use an admin key (superfluid keys create NAME --admin)",
-		ErrAdminRequired)
+	if *keepAlive == 0 {
+		return fmt.Errorf("%w: keep_alive 0 unloads the model, which needs an admin key; leave keep_alive out (or give a duration), or use an admin key (superfluid keys create NAME --admin)",
+			ErrAdminRequired)
+	}
+	if def := s.KeepAlive(); *keepAlive > 0 && (def < 0 || *keepAlive < def) {
+		*keepAlive = def
+	}
+	return nil
 }
 
 // IsAdmin reports whether the request ctx belongs to carries an admin key; false without keys

@@ -95,7 +95,7 @@ func (h *handlers) embed(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := core.CheckKeepAlive(ctx, ka); err != nil {
+	if err := h.svc.CheckKeepAlive(ctx, ka); err != nil {
 		return err
 	}
 	if len(texts) == 0 {
@@ -171,7 +171,7 @@ func (h *handlers) embeddings(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := core.CheckKeepAlive(ctx, ka); err != nil {
+	if err := h.svc.CheckKeepAlive(ctx, ka); err != nil {
 		return err
 	}
 	if req.Prompt == "" {

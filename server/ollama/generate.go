@@ -55,7 +55,7 @@ func (h *handlers) generate(c *gin.Context) error {
 	} else if choice.Mode == core.ToolRequired || choice.Mode == core.ToolFunction {
 		return badRequest(`option "tool_choice" %q needs tools, which /api/generate does not take; send the tools to /api/chat`, cmp.Or(choice.Name, choice.Mode))
 	}
-	s, err := settle(c.Request.Context(), req.Model, m, shared{format: req.Format, options: req.Options, think: req.Think, keepAlive: req.KeepAlive,
+	s, err := h.settle(c.Request.Context(), req.Model, m, shared{format: req.Format, options: req.Options, think: req.Think, keepAlive: req.KeepAlive,
 		logprobs: req.Logprobs, topLogprobs: req.TopLogprobs})
 	if err != nil {
 		return err
@@ -126,7 +126,7 @@ func (h *handlers) chat(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	s, err := settle(c.Request.Context(), req.Model, m, shared{format: req.Format, options: req.Options, think: req.Think, keepAlive: req.KeepAlive,
+	s, err := h.settle(c.Request.Context(), req.Model, m, shared{format: req.Format, options: req.Options, think: req.Think, keepAlive: req.KeepAlive,
 		logprobs: req.Logprobs, topLogprobs: req.TopLogprobs})
 	if err != nil {
 		return err
@@ -197,7 +197,7 @@ type settings struct {
 
 // settle validates the shared fields of a request for model m (named name by the client).
 // keep_alive 0 unloads the model, so it needs an admin key once keys exist.
-func settle(ctx context.Context, name string, m *core.Model, in shared) (*settings, error) {
+func (h *handlers) settle(ctx context.Context, name string, m *core.Model, in shared) (*settings, error) {
 	s := &settings{gen: &llm.Request{}}
 	if err := applyFormat(in.format, s.gen); err != nil {
 		return nil, err
@@ -218,7 +218,7 @@ func settle(ctx context.Context, name string, m *core.Model, in shared) (*settin
 	if s.keepAlive, err = keepAlive(in.keepAlive); err != nil {
 		return nil, err
 	}
-	if err := core.CheckKeepAlive(ctx, s.keepAlive); err != nil {
+	if err := h.svc.CheckKeepAlive(ctx, s.keepAlive); err != nil {
 		return nil, err
 	}
 	return s, nil
