@@ -75,12 +75,14 @@ func New(cfg Config) (*App, error) {
 	return a, nil
 }
 
-// startBackground starts what runs beside the requests (the batch runner, file expiry) for a
-// server: New and the desktop app call it; the library commands (list, pull) do not.
+// startBackground starts what runs beside the requests (the batch runner, file expiry, the
+// rereading of API keys) for a server: New and the desktop app call it; the library commands
+// (list, pull) do not.
 func (a *App) startBackground() error {
 	if err := a.svc.StartBackground(); err != nil {
 		return fmt.Errorf("start the batch runner: %w", err)
 	}
+	a.keys.Start() // keys made or revoked by superfluid keys apply here within auth.DefaultRefresh
 	return nil
 }
 
@@ -292,6 +294,7 @@ func (a *App) Close() error {
 	a.mgr.Close()       // requests still running end with an engine failure...
 	_ = a.svc.Wait(ctx) // ...and are recorded before the store drains its queue and closes
 	a.stopMetrics()
+	a.keys.Close() // the keys' rereading ends before the database closes
 	return a.store.Close()
 }
 
