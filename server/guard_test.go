@@ -28,9 +28,10 @@ import (
 
 // keyed is a server with keys over a catalog of two fake models, m1 and m2.
 type keyed struct {
-	srv  *httptest.Server
-	keys *auth.Keyring
-	cat  *servertest.Catalog
+	srv    *httptest.Server
+	keys   *auth.Keyring
+	cat    *servertest.Catalog
+	limits *server.Limits
 	// admin is --api-key's key; user a non-admin policy key; scoped a stored key limited to m1;
 	// revoked a stored key that was revoked.
 	admin, user, scoped, revoked string
@@ -66,7 +67,8 @@ func setupKeyed(t *testing.T, bind string) *keyed {
 	if _, err := keys.Revoke(ctx, "gone"); err != nil {
 		t.Fatal(err)
 	}
-	k.srv = httptest.NewServer(server.New(server.Config{Keys: keys, Bind: server.NewBind(bind)}, cat.Svc))
+	k.limits = server.NewLimits(server.LimitsConfig{})
+	k.srv = httptest.NewServer(server.New(server.Config{Keys: keys, Bind: server.NewBind(bind), Limits: k.limits}, cat.Svc))
 	t.Cleanup(k.srv.Close)
 	return k
 }
@@ -355,10 +357,33 @@ func TestModelScopedKey(t *testing.T) {
 	}
 }
 
-// TestRandomKeysLeaveNothing: a thousand requests with random keys are all 401 and the
-// keyring (which is all the server keeps per key) holds exactly what it held before.
+// TestRandomKeysLeaveNothing: a thousand requests with random keys are all 401, and nothing
+// the server keeps grew: the stored keys and request records are what they were (refused keys
+// are answered before anything is recorded), no rate limiter was made for a key, and the
+// keyring, in memory and reread from the database, holds what it held before.
 func TestRandomKeysLeaveNothing(t *testing.T) {
 	k := setupKeyed(t, "127.0.0.1")
+	ctx := context.Background()
+	st := k.cat.Store
+	state := func() (keys []string, records int) {
+		t.Helper()
+		if err := st.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		stored, err := st.Keys(ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range stored {
+			keys = append(keys, s.ID+"/"+s.Name)
+		}
+		recs, err := st.RecentRequests(ctx, 100_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return keys, len(recs)
+	}
+	keysBefore, recordsBefore := state()
 	before := k.keys.Size()
 	paths := []string{"/v1/chat/completions", "/v1/messages", "/api/chat"}
 	for i := range 1000 {
@@ -368,8 +393,26 @@ func TestRandomKeysLeaveNothing(t *testing.T) {
 			t.Fatalf("request %d to %s: %d %s", i, path, res.StatusCode, body)
 		}
 	}
+	keysAfter, recordsAfter := state()
+	if strings.Join(keysAfter, ",") != strings.Join(keysBefore, ",") || recordsAfter != recordsBefore {
+		t.Fatalf("after 1000 unknown keys the database holds keys %v (before %v) and %d request records (before %d)",
+			keysAfter, keysBefore, recordsAfter, recordsBefore)
+	}
+	if n := k.limits.Keys(); n != 0 {
+		t.Fatalf("%d rate limiters were made for keys that do not exist", n)
+	}
 	if after := k.keys.Size(); after != before {
 		t.Fatalf("the keyring holds %d identities after 1000 unknown keys, %d before", after, before)
+	}
+	if err := k.keys.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := k.keys.Size(); after != before {
+		t.Fatalf("reread from the database, the keyring holds %d identities, %d before", after, before)
+	}
+	// The known keys still work: the refusals were about the keys, not a lockout.
+	if res, body := servertest.Do(t, "GET", k.srv.URL+"/v1/models", "", "Authorization", "Bearer "+k.scoped); res.StatusCode != 200 {
+		t.Fatalf("a good key after the flood: %d %s", res.StatusCode, body)
 	}
 }
 
