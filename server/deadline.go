@@ -37,7 +37,11 @@ func deadlines(read, write time.Duration) gin.HandlerFunc {
 		var body *deadlineBody
 		if read > 0 && c.Request.Body != nil && c.Request.Body != http.NoBody {
 			body = &deadlineBody{ReadCloser: c.Request.Body, rc: rc, timeout: read}
-			c.Request.Body = body
+			// A copy of the request: net/http looks at its own request's Body (a *http.body) after
+			// the handler to decide whether to drain what is left or close the connection.
+			r := c.Request.WithContext(c.Request.Context())
+			r.Body = body
+			c.Request = r
 		}
 		if write > 0 {
 			c.Writer = &deadlineWriter{ResponseWriter: c.Writer, rc: rc, timeout: write}
