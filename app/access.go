@@ -79,10 +79,19 @@ func corsOrigins(cfg Config) []string {
 
 // expose prepares the server to listen on host: the Host check follows it, and a
 // non-loopback host needs API keys. Without any key it refuses, unless --insecure-open.
+// --trusted-proxies always needs a key (--insecure-open or not): behind a reverse proxy every
+// client arrives from the proxy's address, and a proxy on this machine would make each of them
+// a loopback admin. Keys stay required there even if every key is revoked later.
 func (a *App) expose(host string) error {
 	loopback := peer.LoopbackHost(host)
+	proxied := len(a.cfg.TrustedProxies) > 0
 	a.bind.Set(host)
-	a.keys.SetRequired(!loopback && !a.cfg.InsecureOpen)
+	a.keys.SetRequired(proxied || !loopback && !a.cfg.InsecureOpen)
+	if proxied && !a.keys.HasKeys() {
+		return &UsageError{"refusing --trusted-proxies without an API key: behind a reverse proxy every client arrives from the proxy's address, " +
+			"so without keys a proxy on this machine would make every client an admin. Pass --api-key KEY or --key-policy FILE, " +
+			"or create a key first (superfluid keys create NAME --admin); or drop --trusted-proxies"}
+	}
 	if loopback || a.cfg.InsecureOpen || a.keys.HasKeys() {
 		return nil
 	}

@@ -83,12 +83,14 @@ func New(cfg Config) (*App, error) {
 	return a, nil
 }
 
-// startBackground starts what runs beside the requests (the batch runner, file expiry) for a
-// server: New and the desktop app call it; the library commands (list, pull) do not.
+// startBackground starts what runs beside the requests (the batch runner, file expiry, the
+// rereading of API keys) for a server: New and the desktop app call it; the library commands
+// (list, pull) do not.
 func (a *App) startBackground() error {
 	if err := a.svc.StartBackground(); err != nil {
 		return fmt.Errorf("start the batch runner: %w", err)
 	}
+	a.keys.Start() // keys made or revoked by superfluid keys apply here within auth.DefaultRefresh
 	return nil
 }
 
@@ -313,6 +315,7 @@ func (a *App) close() error {
 		slog.Warn("the batch runner did not stop", "err", err)
 	}
 	a.stopMetrics()
+	a.keys.Close() // the keys' rereading ends before the database closes
 	return a.store.Close()
 }
 

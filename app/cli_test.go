@@ -1,16 +1,20 @@
 package app
 
 import (
+	"bufio"
 	"bytes"
 	"github.com/superfluid/superfluid/runtime/models/hf/hftest"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/superfluid/superfluid/server/servertest"
 )
 
 // TestServeBadModel: a bad MODEL argument is one line on stderr and exit code 2.
@@ -188,4 +192,74 @@ func TestCLIFlagsAroundModel(t *testing.T) {
 			t.Errorf("%v: completion-rate %s trusted-proxies %s", args, rate, proxies)
 		}
 	}
+}
+
+// TestTrustedProxiesNeedAKey: --trusted-proxies without any key refuses to start (behind a
+// proxy on this machine every client would be a loopback admin), with or without
+// --insecure-open, and says what to do; with a key from --api-key or the keys table it serves
+// and every request needs a key.
+func TestTrustedProxiesNeedAKey(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "--port", "0", "--data-dir", t.TempDir(), "--trusted-proxies", "127.0.0.1"},
+		{"serve", "--port", "0", "--data-dir", t.TempDir(), "--trusted-proxies", "10.0.0.0/8", "--host", "0.0.0.0", "--insecure-open"},
+	} {
+		code, out := refusedServe(t, args...)
+		if code != 2 || strings.Count(out, "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q", args, code, out)
+		}
+		for _, w := range []string{"refusing --trusted-proxies without an API key", "--api-key", "--key-policy", "superfluid keys create", "drop --trusted-proxies"} {
+			if !strings.Contains(out, w) {
+				t.Errorf("%v: stderr %q lacks %q", args, out, w)
+			}
+		}
+	}
+	p := startServe(t, "--trusted-proxies", "127.0.0.1", "--api-key", "sk-sf-behind-a-proxy")
+	if res, _ := servertest.Do(t, "GET", p.url+"/v1/models", "", "X-Forwarded-For", "203.0.113.9"); res.StatusCode != 401 {
+		t.Errorf("a keyless request through the proxy: %d", res.StatusCode)
+	}
+	if res, body := servertest.Do(t, "GET", p.url+"/v1/models", "", "Authorization", "Bearer sk-sf-behind-a-proxy"); res.StatusCode != 200 {
+		t.Errorf("with the key: %d %s", res.StatusCode, body)
+	}
+	p.stop(t)
+
+	data := t.TempDir()
+	if code, _, errOut := cli("keys", "create", "ops", "--admin", "--data-dir", data); code != 0 {
+		t.Fatalf("keys create: %d %s", code, errOut)
+	}
+	p = startServe(t, "--trusted-proxies", "127.0.0.1", "--data-dir", data)
+	if res, _ := servertest.Do(t, "GET", p.url+"/v1/models", ""); res.StatusCode != 401 {
+		t.Errorf("a keyless request with a stored key: %d", res.StatusCode)
+	}
+	p.stop(t)
+}
+
+// refusedServe runs superfluid ARGS as a process that should refuse to start, and returns its
+// exit code and its own lines on stderr (those starting "superfluid:"; libraries may log
+// too); one that starts serving instead fails the test (and is killed).
+func refusedServe(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), cliEnv+"=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var lines, own []string
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if strings.HasPrefix(sc.Text(), "superfluid:") {
+			own = append(own, sc.Text())
+		}
+		if strings.Contains(sc.Text(), "serving") {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("%v started serving:\n%s", args, strings.Join(lines, "\n"))
+		}
+	}
+	cmd.Wait()
+	return cmd.ProcessState.ExitCode(), strings.Join(own, "\n")
 }

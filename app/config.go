@@ -57,8 +57,9 @@ type Config struct {
 	FilesExpiry time.Duration
 	// KeepAlive is the SSE keep-alive interval.
 	KeepAlive time.Duration
-	// WriteTimeout bounds the write of each frame of a streamed reply; a client that stops
-	// reading for longer is dropped and its generation stopped.
+	// WriteTimeout bounds each write of a reply (a streamed frame, a whole JSON reply, a chunk
+	// of a file download); a client that stops reading for longer is dropped and a stream's
+	// generation stopped. Request bodies get server.DefaultReadTimeout per read.
 	WriteTimeout time.Duration
 	// TrustedProxies are the reverse proxies (addresses or CIDR ranges) whose X-Forwarded-For
 	// names the client (--trusted-proxies); empty trusts no such header.

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -292,4 +293,125 @@ func TestLoopbackServeStaysOpen(t *testing.T) {
 	if res.StatusCode != 403 || res.Header.Get("Access-Control-Allow-Origin") != "" {
 		t.Fatalf("foreign preflight: %d %v", res.StatusCode, res.Header)
 	}
+}
+
+// keysProcess runs `superfluid keys ARGS...` as a process of its own (this test binary, as the
+// command line) and returns its standard output.
+func keysProcess(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"keys"}, args...)...)
+	cmd.Env = append(os.Environ(), cliEnv+"=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("superfluid keys %v: %v\n%s", args, err, stderr.String())
+	}
+	return strings.TrimSpace(stdout.String())
+}
+
+// eventually polls cond until it holds, failing after a generous deadline.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute) // generous: a pass never waits this long
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// status is the HTTP status of err from openai-go (200 for none).
+func status(err error) int {
+	var e *openai.Error
+	if errors.As(err, &e) {
+		return e.StatusCode
+	}
+	if err != nil {
+		return -1
+	}
+	return http.StatusOK
+}
+
+// TestKeysFromAnotherProcessReachServe: two processes on one data directory, a running
+// `superfluid serve` with no keys and the `superfluid keys` command line. A key created from
+// the command line turns keys on in the server by itself (no request prompts it), and a key
+// revoked there is refused by the first request that comes after the server's next reread,
+// however long the key was idle.
+func TestKeysFromAnotherProcessReachServe(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	p := startServe(t, "--data-dir", data)
+	if _, err := keyClient(p.url, "").Models.List(ctx); err != nil {
+		t.Fatalf("a server with no keys: %v", err)
+	}
+
+	admin := keysProcess(t, "create", "admin", "--admin", "--data-dir", data)
+	eventually(t, "the server needs a key after superfluid keys create", func() bool {
+		_, err := keyClient(p.url, "").Models.List(ctx) // keyless: nothing here asks the server to reread
+		return status(err) == http.StatusUnauthorized
+	})
+	if _, err := keyClient(p.url, admin).Models.List(ctx); err != nil {
+		t.Fatalf("the created admin key: %v", err)
+	}
+
+	user := keysProcess(t, "create", "user", "--data-dir", data)
+	eventually(t, "the server takes a second key", func() bool {
+		_, err := keyClient(p.url, user).Models.List(ctx)
+		return err == nil
+	})
+	keysProcess(t, "revoke", "user", "--data-dir", data)
+	// A marker key created after the revocation names an origin, which CORS preflights (no key
+	// needed, no key presented) answer once the server has reread the keys: a reread that saw
+	// the marker saw the revocation before it. The revoked key stays idle until then.
+	keysProcess(t, "create", "marker", "--origins", "https://marker.example", "--data-dir", data)
+	eventually(t, "the server rereads the keys on its own", func() bool {
+		res, _ := servertest.Do(t, "OPTIONS", p.url+"/v1/models", "", "Origin", "https://marker.example", "Access-Control-Request-Method", "GET")
+		return res.StatusCode == http.StatusNoContent
+	})
+	if _, err := keyClient(p.url, user).Models.List(ctx); status(err) != http.StatusUnauthorized {
+		t.Fatalf("the first request with a key revoked by another process: %v", err)
+	}
+	if _, err := keyClient(p.url, admin).Models.List(ctx); err != nil {
+		t.Fatalf("the admin key after the revocation: %v", err)
+	}
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("serve exited %d:\n%s", code, p.output())
+	}
+}
+
+// refreshing reports whether a goroutine of the keyring's reread loop is alive.
+func refreshing() bool {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Contains(string(buf[:n]), "auth.(*Keyring).refreshLoop")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// TestKeysRereadStopsWithTheApp: the server's keyring rereads on a timer of its own, and
+// App.Close ends it.
+func TestKeysRereadStopsWithTheApp(t *testing.T) {
+	if refreshing() {
+		t.Fatal("a keyring's reread loop runs before the app starts (left by another test)")
+	}
+	a, err := New(testConfig(t, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			a.Close()
+		}
+	}()
+	eventually(t, "the server's keyring rereads on its own", refreshing) // its goroutine may not be listed before it first runs
+	closed = true
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the reread loop ends with the app", func() bool { return !refreshing() })
 }

@@ -28,9 +28,10 @@ import (
 
 // keyed is a server with keys over a catalog of two fake models, m1 and m2.
 type keyed struct {
-	srv  *httptest.Server
-	keys *auth.Keyring
-	cat  *servertest.Catalog
+	srv    *httptest.Server
+	keys   *auth.Keyring
+	cat    *servertest.Catalog
+	limits *server.Limits
 	// admin is --api-key's key; user a non-admin policy key; scoped a stored key limited to m1;
 	// revoked a stored key that was revoked.
 	admin, user, scoped, revoked string
@@ -66,7 +67,8 @@ func setupKeyed(t *testing.T, bind string) *keyed {
 	if _, err := keys.Revoke(ctx, "gone"); err != nil {
 		t.Fatal(err)
 	}
-	k.srv = httptest.NewServer(server.New(server.Config{Keys: keys, Bind: server.NewBind(bind)}, cat.Svc))
+	k.limits = server.NewLimits(server.LimitsConfig{})
+	k.srv = httptest.NewServer(server.New(server.Config{Keys: keys, Bind: server.NewBind(bind), Limits: k.limits}, cat.Svc))
 	t.Cleanup(k.srv.Close)
 	return k
 }
@@ -366,10 +368,33 @@ func TestModelScopedKey(t *testing.T) {
 	}
 }
 
-// TestRandomKeysLeaveNothing: a thousand requests with random keys are all 401 and the
-// keyring (which is all the server keeps per key) holds exactly what it held before.
+// TestRandomKeysLeaveNothing: a thousand requests with random keys are all 401, and nothing
+// the server keeps grew: the stored keys and request records are what they were (refused keys
+// are answered before anything is recorded), no rate limiter was made for a key, and the
+// keyring, in memory and reread from the database, holds what it held before.
 func TestRandomKeysLeaveNothing(t *testing.T) {
 	k := setupKeyed(t, "127.0.0.1")
+	ctx := context.Background()
+	st := k.cat.Store
+	state := func() (keys []string, records int) {
+		t.Helper()
+		if err := st.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		stored, err := st.Keys(ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range stored {
+			keys = append(keys, s.ID+"/"+s.Name)
+		}
+		recs, err := st.RecentRequests(ctx, 100_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return keys, len(recs)
+	}
+	keysBefore, recordsBefore := state()
 	before := k.keys.Size()
 	paths := []string{"/v1/chat/completions", "/v1/messages", "/api/chat"}
 	for i := range 1000 {
@@ -379,8 +404,26 @@ func TestRandomKeysLeaveNothing(t *testing.T) {
 			t.Fatalf("request %d to %s: %d %s", i, path, res.StatusCode, body)
 		}
 	}
+	keysAfter, recordsAfter := state()
+	if strings.Join(keysAfter, ",") != strings.Join(keysBefore, ",") || recordsAfter != recordsBefore {
+		t.Fatalf("after 1000 unknown keys the database holds keys %v (before %v) and %d request records (before %d)",
+			keysAfter, keysBefore, recordsAfter, recordsBefore)
+	}
+	if n := k.limits.Keys(); n != 0 {
+		t.Fatalf("%d rate limiters were made for keys that do not exist", n)
+	}
 	if after := k.keys.Size(); after != before {
 		t.Fatalf("the keyring holds %d identities after 1000 unknown keys, %d before", after, before)
+	}
+	if err := k.keys.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := k.keys.Size(); after != before {
+		t.Fatalf("reread from the database, the keyring holds %d identities, %d before", after, before)
+	}
+	// The known keys still work: the refusals were about the keys, not a lockout.
+	if res, body := servertest.Do(t, "GET", k.srv.URL+"/v1/models", "", "Authorization", "Bearer "+k.scoped); res.StatusCode != 200 {
+		t.Fatalf("a good key after the flood: %d %s", res.StatusCode, body)
 	}
 }
 
@@ -497,5 +540,71 @@ func TestCORS(t *testing.T) {
 	res, _ = servertest.Do(t, "GET", k.srv.URL+"/v1/models", "", "Origin", "https://user.example", "Authorization", "Bearer "+k.user)
 	if res.StatusCode != 200 {
 		t.Fatalf("user key from its origin: %d", res.StatusCode)
+	}
+}
+
+// TestLoopbackAdminNotForWebPages: without keys a loopback client is admin, but not a web
+// page: any page served from a localhost port is allowed by the default CORS origins and
+// reaches the server from 127.0.0.1. Its POST /v1/keys (which would hand it an admin key) and
+// the other admin routes get 403 admin_required and do nothing; the same request from a
+// program on this machine (no Origin) still works.
+func TestLoopbackAdminNotForWebPages(t *testing.T) {
+	ctx := context.Background()
+	cat := servertest.NewCatalog(t, models.Config{})
+	cat.AddModel(t, "m1", gguf.TinyLlamaOptions{})
+	keys, err := auth.New(ctx, auth.Config{Store: cat.Store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(server.New(server.Config{Keys: keys, Bind: server.NewBind("127.0.0.1")}, cat.Svc))
+	t.Cleanup(srv.Close)
+	page := func(h ...string) *openai.Client {
+		opts := []option.RequestOption{option.WithBaseURL(srv.URL + "/v1"), option.WithMaxRetries(0)}
+		for i := 0; i+1 < len(h); i += 2 {
+			opts = append(opts, option.WithHeader(h[i], h[i+1]))
+		}
+		c := openai.NewClient(opts...)
+		return &c
+	}
+	for _, h := range [][]string{
+		{"Origin", "http://localhost:3000"},
+		{"Origin", "http://127.0.0.1:5173", "Sec-Fetch-Site", "same-site"},
+		{"Sec-Fetch-Site", "same-site"}, // a no-cors request carries no Origin
+	} {
+		var e *openai.Error
+		var created map[string]any
+		err := page(h...).Post(ctx, "keys", map[string]any{"name": "stolen", "admin": true}, &created)
+		if !errors.As(err, &e) || e.StatusCode != 403 || e.Code != "admin_required" || !strings.Contains(e.Message, "web pages") {
+			t.Fatalf("%v: POST /v1/keys: %v %v", h, err, created)
+		}
+		if err := page(h...).Post(ctx, "models/load", map[string]any{"model": "m1"}, nil); !errors.As(err, &e) || e.StatusCode != 403 || e.Code != "admin_required" {
+			t.Fatalf("%v: POST /v1/models/load: %v", h, err)
+		}
+		if err := page(h...).Get(ctx, "keys", nil, nil); !errors.As(err, &e) || e.StatusCode != 403 {
+			t.Fatalf("%v: GET /v1/keys: %v", h, err)
+		}
+		res, body := servertest.Do(t, "POST", srv.URL+"/api/copy", `{"source":"m1","destination":"m9"}`, h...)
+		if res.StatusCode != 403 || !strings.Contains(string(body), "web pages") {
+			t.Fatalf("%v: POST /api/copy: %d %s", h, res.StatusCode, body)
+		}
+	}
+	stored, err := cat.Store.Keys(ctx, true)
+	if err != nil || len(stored) != 0 || keys.HasKeys() {
+		t.Fatalf("a refused request made a key: %+v %v", stored, err)
+	}
+	m1, err := cat.Mgr.Catalog().Lookup("m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := cat.Runner(m1.Path); r != nil && r.Loaded() {
+		t.Fatal("a refused request loaded the model")
+	}
+	if _, err := cat.Mgr.Catalog().Lookup("m9"); err == nil {
+		t.Fatal("a refused copy happened")
+	}
+	// A program on this machine (no Origin, no Sec-Fetch-Site) is still admin without keys.
+	var created struct{ Key string }
+	if err := page().Post(ctx, "keys", map[string]any{"name": "mine", "admin": true}, &created); err != nil || !strings.HasPrefix(created.Key, auth.KeyPrefix) {
+		t.Fatalf("POST /v1/keys from this machine: %v %+v", err, created)
 	}
 }

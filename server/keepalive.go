@@ -144,6 +144,10 @@ func (w *paddedWriter) WriteString(s string) (int, error) {
 	return w.ResponseWriter.WriteString(s)
 }
 
+// Unwrap is the writer below: http.ResponseController reaches the connection through it, so a
+// stream's write deadline (sse.WriteFrame) still holds with the padding on.
+func (w *paddedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // Written reports whether the handler wrote its reply: the padding alone does not count, so a
 // handler that fails after the commit still renders its error (as the body).
 func (w *paddedWriter) Written() bool {

@@ -1,13 +1,17 @@
 // Package server is the HTTP front: one gin router carrying every dialect on one listener,
-// plus the middleware they share (panic recovery, unknown routes, the guard: the Host check
-// against DNS rebinding, CORS and API keys; then the policies: scheduling headers, rate limits
-// and the non-streaming keep-alive), the keys routes (/v1/keys) and usage (/v1/usage).
+// plus the middleware they share (panic recovery, unknown routes, the connection's read and
+// write deadlines, the guard: the Host check against DNS rebinding, CORS and API keys; then
+// the policies: scheduling headers, rate limits and the non-streaming keep-alive), the keys
+// routes (/v1/keys) and usage (/v1/usage).
 package server
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -25,10 +29,15 @@ import (
 type Config struct {
 	// KeepAlive is the SSE keep-alive interval; 0 disables keep-alives.
 	KeepAlive time.Duration
-	// WriteTimeout bounds the write of each frame of a streamed reply (SSE and NDJSON): a
-	// client that stops reading for longer is dropped, its generation stopped and its request
-	// recorded as a client disconnect. 0 means DefaultWriteTimeout; negative, no bound.
+	// WriteTimeout bounds each write of a reply: a frame of a streamed reply (SSE and NDJSON),
+	// a whole JSON reply, a chunk of a file download, a padding space. A client that stops
+	// reading for longer is dropped; a stream's generation is stopped and its request recorded
+	// as a client disconnect. 0 means DefaultWriteTimeout; negative, no bound.
 	WriteTimeout time.Duration
+	// ReadTimeout bounds each read of a request body: a client that sends part of a body and
+	// then nothing for longer gets a 400 and its connection closed. 0 means
+	// DefaultReadTimeout; negative, no bound.
+	ReadTimeout time.Duration
 	// TrustedProxies are the addresses and CIDR ranges of reverse proxies whose
 	// X-Forwarded-For and X-Real-IP headers name the client (--trusted-proxies). Empty: the
 	// headers are ignored and the client is the connection's peer, so no client can pick its
@@ -78,17 +87,12 @@ func New(cfg Config, svc *core.Service) http.Handler {
 		slog.Error("trusted proxies ignored", "err", err)
 		_ = r.SetTrustedProxies(nil)
 	}
-	writeTimeout := cfg.WriteTimeout
-	switch {
-	case writeTimeout == 0:
-		writeTimeout = DefaultWriteTimeout
-	case writeTimeout < 0:
-		writeTimeout = 0
-	}
+	writeTimeout := bound(cfg.WriteTimeout, DefaultWriteTimeout)
 	if cfg.Metrics != nil {
 		r.Use(countRequests(cfg.Metrics)) // outside recovery, so it sees a panic's 500
 	}
 	r.Use(recovery)
+	r.Use(deadlines(bound(cfg.ReadTimeout, DefaultReadTimeout), writeTimeout)) // before anything reads or writes
 	r.Use(newGuard(cfg).handle)
 	r.Use(policies(cfg)...) // scheduling headers, rate limits, keep-alive (qos.go)
 	if cfg.Metrics != nil {
@@ -113,6 +117,17 @@ func New(cfg Config, svc *core.Service) http.Handler {
 	return r
 }
 
+// bound is a Config timeout: 0 is def, negative is none (0).
+func bound(d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return 0
+	}
+	return d
+}
+
 // countRequests counts each answered request by its route template (never the raw path, so
 // the labels stay bounded), method and status.
 func countRequests(m *metrics.Metrics) gin.HandlerFunc {
@@ -123,20 +138,30 @@ func countRequests(m *metrics.Metrics) gin.HandlerFunc {
 }
 
 // recovery turns a handler panic into a 500 so one bad request never takes the server down.
+// The panic's value and stack go to the log under an id; the client gets the dialect's generic
+// 500 with that id only, since the value may hold anything (a prompt, a path, a key).
 func recovery(c *gin.Context) {
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			slog.Error("handler panic", "path", c.Request.URL.Path, "panic", v)
+			id := panicID()
+			slog.Error("handler panic", "id", id, "method", c.Request.Method, "path", c.Request.URL.Path, "panic", v, "stack", string(debug.Stack()))
 			if !c.Writer.Written() {
-				writeError(c, http.StatusInternalServerError, fmt.Sprintf("internal error: %v", v))
+				writeError(c, http.StatusInternalServerError, "internal error (id "+id+"; the server's log has the details under that id)")
 			}
 			c.Abort()
 		}
 	}()
 	c.Next()
+}
+
+// panicID names one panic in the log and in its 500.
+func panicID() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return "panic-" + hex.EncodeToString(b)
 }
 
 // writeError answers a request no dialect handler took (unknown route, wrong method, panic)

@@ -32,8 +32,9 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 }
 
 // stallServer serves a fake whose every reply is long (tens of thousands of frames), with
-// one lane and a queue of 67: 68 generations at once, as the issue's 4 lanes + 64 queued.
-func stallServer(t *testing.T, writeTimeout time.Duration) (*httptest.Server, *store.Store) {
+// one lane and a queue of 67: 68 generations at once, as the issue's 4 lanes + 64 queued. It
+// keeps files too (for downloads); setup, when given, sees the server before it starts.
+func stallServer(t *testing.T, cfg Config, setup ...func(*httptest.Server)) (*httptest.Server, *store.Store) {
 	t.Helper()
 	st := servertest.Store(t)
 	tmpl, err := chat.Parse("")
@@ -42,9 +43,13 @@ func stallServer(t *testing.T, writeTimeout time.Duration) (*httptest.Server, *s
 	}
 	const window = 1 << 16
 	eng := enginetest.New(window, strings.Repeat("stall ", 8000))
-	svc := core.New(core.Config{Queue: 67}, st, &core.Model{ID: "fake", Path: "/m/fake.gguf", Engine: eng, Template: tmpl, ContextLength: window})
-	srv := httptest.NewUnstartedServer(New(Config{WriteTimeout: writeTimeout}, svc))
+	svc := core.New(core.Config{Queue: 67, Files: core.FilesConfig{Dir: t.TempDir()}}, st,
+		&core.Model{ID: "fake", Path: "/m/fake.gguf", Engine: eng, Template: tmpl, ContextLength: window})
+	srv := httptest.NewUnstartedServer(New(cfg, svc))
 	srv.Listener = smallBuffers{srv.Listener}
+	for _, f := range setup {
+		f(srv)
+	}
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv, st
@@ -70,7 +75,8 @@ func stall(t *testing.T, addr, path, body string) net.Conn {
 // write deadline on every frame, their handlers give up, their lanes and queue places free
 // up, a new request is answered, and each stalled request is recorded as a client disconnect
 // (those beyond the lanes and the queue were refused with 429 at once). Without the deadline
-// the stalled writes block forever and every new request is a 429.
+// the stalled writes block forever and every new request is a 429. The same holds with
+// --nonstream-keepalive on, whose writer sits between the stream and the connection.
 func TestStalledReadersAreDropped(t *testing.T) {
 	msgs := `"messages":[{"role":"user","content":"hi"}]`
 	cases := []struct{ name, path, body string }{
@@ -81,62 +87,71 @@ func TestStalledReadersAreDropped(t *testing.T) {
 		{"ollama chat (NDJSON)", "/api/chat", `{"model":"fake",` + msgs + `}`},
 		{"ollama generate (NDJSON)", "/api/generate", `{"model":"fake","prompt":"hi"}`},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			srv, st := stallServer(t, 200*time.Millisecond)
-			addr := srv.Listener.Addr().String()
-			const clients = 100
-			for range clients {
-				c := stall(t, addr, tc.path, tc.body)
-				defer c.Close()
+	for _, keepalive := range []time.Duration{0, time.Hour} {
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%s/nonstream-keepalive=%s", tc.name, keepalive), func(t *testing.T) {
+				stalledReaders(t, Config{WriteTimeout: 200 * time.Millisecond, NonstreamKeepalive: keepalive}, tc.path, tc.body)
+			})
+		}
+	}
+}
+
+// stalledReaders is one case of TestStalledReadersAreDropped: 100 stalled clients of path.
+func stalledReaders(t *testing.T, cfg Config, path, body string) {
+	t.Helper()
+	msgs := `"messages":[{"role":"user","content":"hi"}]`
+	srv, st := stallServer(t, cfg)
+	addr := srv.Listener.Addr().String()
+	const clients = 100
+	for range clients {
+		c := stall(t, addr, path, body)
+		defer c.Close()
+	}
+	deadline := time.Now().Add(time.Minute) // generous: the test never waits this long when it passes
+	for {
+		resp, got := servertest.Do(t, "POST", srv.URL+"/v1/chat/completions",
+			`{"model":"fake","max_tokens":5,`+msgs+`}`)
+		if resp.StatusCode == http.StatusOK {
+			break
+		}
+		if resp.StatusCode != http.StatusTooManyRequests || time.Now().After(deadline) {
+			t.Fatalf("a new request behind %d stalled readers: %d %s", clients, resp.StatusCode, got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Every stalled request is recorded: refused (429), or dropped as a disconnect (499).
+	var recs []store.RequestRecord
+	for {
+		all, err := st.RecentRequests(context.Background(), 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = recs[:0]
+		for _, r := range all {
+			if r.Endpoint == path && r.Stream { // not the probes
+				recs = append(recs, r)
 			}
-			deadline := time.Now().Add(time.Minute) // generous: the test never waits this long when it passes
-			for {
-				resp, body := servertest.Do(t, "POST", srv.URL+"/v1/chat/completions",
-					`{"model":"fake","max_tokens":5,`+msgs+`}`)
-				if resp.StatusCode == http.StatusOK {
-					break
-				}
-				if resp.StatusCode != http.StatusTooManyRequests || time.Now().After(deadline) {
-					t.Fatalf("a new request behind %d stalled readers: %d %s", clients, resp.StatusCode, body)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			// Every stalled request is recorded: refused (429), or dropped as a disconnect (499).
-			var recs []store.RequestRecord
-			for {
-				all, err := st.RecentRequests(context.Background(), 1000)
-				if err != nil {
-					t.Fatal(err)
-				}
-				recs = recs[:0]
-				for _, r := range all {
-					if r.Endpoint == tc.path && r.Stream { // not the probes
-						recs = append(recs, r)
-					}
-				}
-				if len(recs) == clients {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%d of %d stalled requests recorded", len(recs), clients)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			dropped := 0
-			for _, r := range recs {
-				switch {
-				case r.Status == 499 && r.ClientDisconnected:
-					dropped++
-				case r.Status == http.StatusTooManyRequests && !r.ClientDisconnected:
-				default:
-					t.Errorf("stalled request %s recorded as status %d, client_disconnected %v (%s)", r.ID, r.Status, r.ClientDisconnected, r.Error)
-				}
-			}
-			if dropped < 68 {
-				t.Errorf("%d stalled requests recorded as client disconnects; want at least the 68 lanes and queue places", dropped)
-			}
-		})
+		}
+		if len(recs) == clients {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d stalled requests recorded", len(recs), clients)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	dropped := 0
+	for _, r := range recs {
+		switch {
+		case r.Status == 499 && r.ClientDisconnected:
+			dropped++
+		case r.Status == http.StatusTooManyRequests && !r.ClientDisconnected:
+		default:
+			t.Errorf("stalled request %s recorded as status %d, client_disconnected %v (%s)", r.ID, r.Status, r.ClientDisconnected, r.Error)
+		}
+	}
+	if dropped < 68 {
+		t.Errorf("%d stalled requests recorded as client disconnects; want at least the 68 lanes and queue places", dropped)
 	}
 }
 
@@ -145,7 +160,7 @@ func TestStalledReadersAreDropped(t *testing.T) {
 // connection must not inherit it. net/http clears it after each reply; this guards that.
 func TestDeadlineLiftedForNextRequest(t *testing.T) {
 	const timeout = 50 * time.Millisecond
-	srv, _ := stallServer(t, timeout)
+	srv, _ := stallServer(t, Config{WriteTimeout: timeout})
 	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
 	defer client.CloseIdleConnections()
 	send := func(body string, reuse bool) {

@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/superfluid/superfluid/server/store"
 )
@@ -329,4 +331,69 @@ func TestAPIKey(t *testing.T) {
 	if _, err := New(context.Background(), Config{Keys: []Key{a, b}}); err == nil {
 		t.Fatal("the same key configured twice")
 	}
+}
+
+// eventually polls cond until it holds, failing after a generous deadline.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestStartedKeyringRereads: a started keyring takes the keys another process (its own
+// connection to the same database) creates and revokes on its own timer, with no request to
+// prompt it: a server with no keys turns them on, and a revoked key is refused once a reread
+// that began after the revocation is done. Close ends the timer.
+func TestStartedKeyringRereads(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "db.sqlite")
+	open := func() *store.Store {
+		st, err := store.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	serverStore, cliStore := open(), open()
+	before := runtime.NumGoroutine()
+	server, err := New(ctx, Config{Store: serverStore, Refresh: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	server.Start()
+	server.Start() // a second Start starts nothing more
+	defer server.Close()
+	cli, err := New(ctx, Config{Store: cliStore})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if server.Enabled() {
+		t.Fatal("keys on before any key exists")
+	}
+	key, _, err := cli.Create(ctx, NewKey{Name: "admin", Admin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the server's keyring turns keys on", server.Enabled) // Enabled alone, no Authenticate
+	if id, ok := server.Authenticate(key); !ok || !id.Admin {
+		t.Fatalf("the new key: %+v %v", id, ok)
+	}
+	if _, err := cli.Revoke(ctx, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	// The reread under way may have read before the revocation; the one after it has not.
+	n := server.Reloads()
+	eventually(t, "two rereads after the revocation", func() bool { return server.Reloads() >= n+2 })
+	if _, ok := server.Authenticate(key); ok {
+		t.Fatal("a key revoked by another process still works after the next reread")
+	}
+	server.Close()
+	server.Close() // twice is fine
+	eventually(t, "the refresh goroutine ends", func() bool { return runtime.NumGoroutine() <= before })
 }

@@ -35,9 +35,10 @@ var (
 	ErrNoStore = errors.New("keys cannot be stored here")
 )
 
-// DefaultRefresh is how often the stored keys are read again, so keys created or revoked by
-// another process (superfluid keys on the same data directory) take effect in a running
-// server. Keys created or revoked through the server's own keyring take effect at once.
+// DefaultRefresh is how often a started keyring (Start) reads the stored keys again, so keys
+// created or revoked by another process (superfluid keys on the same data directory) take
+// effect in a running server. Keys created or revoked through the server's own keyring take
+// effect at once.
 const DefaultRefresh = 2 * time.Second
 
 // Generate returns a new random key: KeyPrefix and 48 hex digits.
@@ -83,7 +84,7 @@ type Config struct {
 	Keys []Key
 	// Store keeps the keys created at run time; nil keeps none (Create and Revoke fail).
 	Store *store.Store
-	// Refresh is how often the stored keys are read again (0: DefaultRefresh).
+	// Refresh is how often a started keyring reads the stored keys again (0: DefaultRefresh).
 	Refresh time.Duration
 	// Required makes every request need a key even when none exists yet (a server bound to a
 	// non-loopback address); it can change later with SetRequired.
@@ -91,22 +92,28 @@ type Config struct {
 }
 
 // Keyring turns a presented key into an Identity. It holds an immutable snapshot of every
-// active key by hash: an unknown key is one map lookup and leaves nothing behind.
+// active key by hash: an unknown key is one map lookup and leaves nothing behind. A started
+// keyring (Start) rereads the stored keys on a timer of its own, so that what another process
+// changed applies whether or not requests arrive; a request never waits for the database.
 type Keyring struct {
 	configured []Key
 	st         *store.Store
 	refresh    time.Duration
 	required   atomic.Bool
 
-	snap      atomic.Pointer[snapshot]
-	reloading atomic.Bool
-	mu        sync.Mutex // serializes reloads, so the last one read is the newest
+	snap atomic.Pointer[snapshot]
+	mu   sync.Mutex // serializes reloads, so the last one read is the newest
+
+	life     sync.Mutex         // guards cancel and stopped
+	cancel   context.CancelFunc // ends the refresh loop; nil until Start
+	stopped  chan struct{}      // closed when the refresh loop has returned
+	reloads  atomic.Int64       // reads of the stored keys that succeeded
+	failures atomic.Int64       // rereads failed in a row, so the log gets the first and then rarely
 }
 
 type snapshot struct {
 	byHash  map[[32]byte]entry
 	origins []string // every active key's origin patterns
-	loaded  time.Time
 }
 
 type entry struct {
@@ -170,9 +177,7 @@ func (k *Keyring) Authenticate(key string) (*Identity, bool) {
 		return nil, false
 	}
 	h := Hash(key)
-	snap := k.snap.Load()
-	k.maybeRefresh(snap)
-	e, ok := snap.byHash[h]
+	e, ok := k.snap.Load().byHash[h]
 	// The map found the hash; compare it again in constant time, so that the decision never
 	// rests on a byte-by-byte comparison of secrets or their hashes.
 	if !ok || subtle.ConstantTimeCompare(e.hash[:], h[:]) != 1 {
@@ -181,21 +186,65 @@ func (k *Keyring) Authenticate(key string) (*Identity, bool) {
 	return e.id, true
 }
 
-// maybeRefresh reads the stored keys again in the background once the snapshot is older than
-// the refresh interval.
-func (k *Keyring) maybeRefresh(snap *snapshot) {
-	if k.st == nil || time.Since(snap.loaded) < k.refresh || !k.reloading.CompareAndSwap(false, true) {
+// Start rereads the stored keys every refresh interval until Close, independent of requests:
+// a key created by another process (superfluid keys create) turns keys on in a server that had
+// none, and a key revoked there is refused from the first request after the next reread. A
+// keyring without a store, or one already started, does nothing.
+func (k *Keyring) Start() {
+	k.life.Lock()
+	defer k.life.Unlock()
+	if k.st == nil || k.cancel != nil {
 		return
 	}
-	go func() {
-		defer k.reloading.Store(false)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := k.Reload(ctx); err != nil {
-			slog.Warn("API keys not reread; the ones read before still apply", "err", err)
-		}
-	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	k.cancel, k.stopped = cancel, make(chan struct{})
+	go k.refreshLoop(ctx, k.stopped)
 }
+
+// Close stops the rereads Start began, cancelling the one under way, and waits for them to
+// end; it is safe to call more than once, and on a keyring never started.
+func (k *Keyring) Close() {
+	if k == nil {
+		return
+	}
+	k.life.Lock()
+	cancel, stopped := k.cancel, k.stopped
+	k.life.Unlock()
+	if cancel != nil {
+		cancel()
+		<-stopped
+	}
+}
+
+func (k *Keyring) refreshLoop(ctx context.Context, stopped chan<- struct{}) {
+	defer close(stopped)
+	t := time.NewTicker(k.refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second) // a locked database cannot stall the loop
+		err := k.Reload(rctx)
+		cancel()
+		switch {
+		case err == nil:
+			k.failures.Store(0)
+		case ctx.Err() != nil:
+			return
+		default:
+			if n := k.failures.Add(1); n&(n-1) == 0 { // the 1st, 2nd, 4th, 8th... failure in a row
+				slog.Warn("API keys not reread; the ones read before still apply", "err", err, "failures", n)
+			}
+		}
+	}
+}
+
+// Reloads counts the successful reads of the stored keys (New's, Create's, Revoke's and the
+// timer's).
+func (k *Keyring) Reloads() int64 { return k.reloads.Load() }
 
 // Reload reads the stored keys now.
 func (k *Keyring) Reload(ctx context.Context) error {
@@ -227,7 +276,8 @@ func (k *Keyring) Reload(ctx context.Context) error {
 			}
 		}
 	}
-	k.snap.Store(&snapshot{byHash: byHash, origins: origins, loaded: time.Now()})
+	k.snap.Store(&snapshot{byHash: byHash, origins: origins})
+	k.reloads.Add(1)
 	return nil
 }
 

@@ -33,10 +33,26 @@ func LoopbackHost(host string) bool {
 	return err == nil && addr.Unmap().IsLoopback()
 }
 
+// FromBrowser reports whether r was sent by a web page: it carries an Origin header, or
+// Sec-Fetch-Site says another site (or another port of this one) made it. A page on any
+// localhost port reaches a loopback server from a loopback address, so being on this machine
+// proves nothing about such a request.
+func FromBrowser(r *http.Request) bool {
+	if r.Header.Get("Origin") != "" {
+		return true
+	}
+	switch strings.ToLower(r.Header.Get("Sec-Fetch-Site")) {
+	case "cross-site", "same-site":
+		return true
+	}
+	return false
+}
+
 // Admin reports whether r may use the admin routes and, when it may not, what to tell it. With
 // API keys configured the request's key decides (the server's middleware put its identity in
-// the context); without them a loopback peer may, and no other. RemoteAddr is the TCP peer
-// itself: X-Forwarded-For and the like are ignored on purpose, since any client can send them.
+// the context); without them a loopback peer may, unless a web page sent the request, and no
+// other. RemoteAddr is the TCP peer itself: X-Forwarded-For and the like are ignored on
+// purpose, since any client can send them.
 func Admin(r *http.Request) (ok bool, refusal string) {
 	if id, keyed := auth.FromContext(r.Context()); keyed {
 		if id.Admin {
@@ -44,14 +60,21 @@ func Admin(r *http.Request) (ok bool, refusal string) {
 		}
 		return false, NotAdminMessage
 	}
-	if IsLoopback(r) {
-		return true, ""
+	if !IsLoopback(r) {
+		return false, AdminOnlyMessage
 	}
-	return false, AdminOnlyMessage
+	if FromBrowser(r) {
+		return false, BrowserMessage
+	}
+	return true, ""
 }
 
 // AdminOnlyMessage is what a refused admin request is told when the server has no keys.
 const AdminOnlyMessage = "model management (load, unload, delete, pull, copy) is allowed only from this machine until API keys are configured (--api-key, --key-policy or superfluid keys create)"
+
+// BrowserMessage is what a refused admin request from a web page is told when the server has
+// no keys.
+const BrowserMessage = "model management (load, unload, delete, pull, copy) and the keys routes are not allowed from web pages without an admin API key: any page served from this machine could otherwise use them; create one (superfluid keys create NAME --admin) and send it"
 
 // NotAdminMessage is what a request with a key that is not an admin key is told on an admin route.
 const NotAdminMessage = "this API key is not an admin key; model management (load, unload, delete, pull, copy) and the keys routes need one (superfluid keys create NAME --admin)"

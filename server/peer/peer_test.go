@@ -26,15 +26,24 @@ func TestAdmin(t *testing.T) {
 		id         *auth.Identity
 		want       bool
 		refusal    string
+		headers    []string
 	}{
-		{"no keys, this machine", "127.0.0.1:1", nil, true, ""},
-		{"no keys, another machine", "192.168.1.5:1", nil, false, AdminOnlyMessage},
-		{"admin key, another machine", "192.168.1.5:1", &auth.Identity{Admin: true}, true, ""},
-		{"plain key, this machine", "127.0.0.1:1", &auth.Identity{}, false, NotAdminMessage},
+		{"no keys, this machine", "127.0.0.1:1", nil, true, "", nil},
+		{"no keys, another machine", "192.168.1.5:1", nil, false, AdminOnlyMessage, nil},
+		{"admin key, another machine", "192.168.1.5:1", &auth.Identity{Admin: true}, true, "", nil},
+		{"plain key, this machine", "127.0.0.1:1", &auth.Identity{}, false, NotAdminMessage, nil},
+		{"no keys, a page on this machine", "127.0.0.1:1", nil, false, BrowserMessage, []string{"Origin", "http://localhost:3000"}},
+		{"no keys, a page of another port (no Origin)", "[::1]:1", nil, false, BrowserMessage, []string{"Sec-Fetch-Site", "same-site"}},
+		{"no keys, a cross-site page", "127.0.0.1:1", nil, false, BrowserMessage, []string{"Sec-Fetch-Site", "cross-site"}},
+		{"no keys, typed in the address bar", "127.0.0.1:1", nil, true, "", []string{"Sec-Fetch-Site", "none"}},
+		{"admin key from a page", "127.0.0.1:1", &auth.Identity{Admin: true}, true, "", []string{"Origin", "http://localhost:3000"}},
 	}
 	for _, c := range cases {
 		r := httptest.NewRequest("POST", "/v1/models/load", nil)
 		r.RemoteAddr = c.addr
+		for i := 0; i+1 < len(c.headers); i += 2 {
+			r.Header.Set(c.headers[i], c.headers[i+1])
+		}
 		if c.id != nil {
 			r = r.WithContext(auth.NewContext(r.Context(), c.id))
 		}

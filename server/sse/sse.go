@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -163,7 +164,15 @@ func (s *Stream) writeLocked(frame string) error {
 func WriteFrame(w http.ResponseWriter, timeout time.Duration, frame []byte) error {
 	if timeout > 0 {
 		err := http.NewResponseController(w).SetWriteDeadline(time.Now().Add(timeout))
-		if err != nil && !errors.Is(err, http.ErrNotSupported) {
+		switch {
+		case errors.Is(err, http.ErrNotSupported):
+			// A writer in the chain hides the connection (a wrapper without Unwrap): the frame
+			// still goes out, but a stalled client would hold the handler, so say so.
+			unboundedOnce.Do(func() {
+				slog.Error("streamed replies have no write deadline: the response writer hides the connection; clients that stop reading are not dropped",
+					"writer", fmt.Sprintf("%T", w))
+			})
+		case err != nil:
 			return fmt.Errorf("set write deadline: %w", err)
 		}
 	}
@@ -175,6 +184,9 @@ func WriteFrame(w http.ResponseWriter, timeout time.Duration, frame []byte) erro
 	}
 	return nil
 }
+
+// unboundedOnce logs a writer that cannot take a write deadline once per process.
+var unboundedOnce sync.Once
 
 // flush sends what w buffered and returns the error of that write. http.ResponseController's
 // Flush stops at the first writer with a Flush method that cannot fail (gin's), losing the
