@@ -28,13 +28,6 @@ func CrossOrigin(r *http.Request) bool {
 	return !strings.EqualFold(u.Host, r.Host)
 }
 
-// FromBrowser reports whether r was sent by a web page: it carries an Origin header, or a
-// Sec-Fetch-Site other than "none" (which is the user typing the address).
-func FromBrowser(r *http.Request) bool {
-	site := r.Header.Get("Sec-Fetch-Site")
-	return r.Header.Get("Origin") != "" || (site != "" && !strings.EqualFold(site, "none"))
-}
-
 // Trusted reports whether r may be shown what only the machine's owner should see, such as a
 // model's absolute path: an admin key, or without keys a caller on this machine that is not a
 // web page (the test the admin routes make, see Admin).
