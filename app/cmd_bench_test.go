@@ -2,8 +2,10 @@ package app
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/superfluid/superfluid/bench"
 )
@@ -35,6 +37,11 @@ func TestBenchSuites(t *testing.T) {
 			[]string{"== batch:", "concurrent HTTP requests", "batch/HTTP (medians)", "idle server", "while a batch runs", "busy/idle (medians)"}},
 		{"qos", func(o *bench.Options) { o.Repeat, o.DecodeTokens = 1, 16 },
 			[]string{"== qos:", "idle server", "while 8 background streams run", "busy/idle (medians)", "no keys, no limits", "key checks and rate limits", "with/without (medians)"}},
+		// The soak's 30-second version: a server process of this binary's command line.
+		{"soak", func(o *bench.Options) {
+			o.Duration, o.Command, o.Env = 30*time.Second, []string{os.Args[0]}, []string{cliEnv + "=1"}
+		}, []string{"== soak:", "server RSS", "server open fds", "server goroutines", "workers' RSS", "openai chat stream",
+			"anthropic messages stream", "ollama generate stream", "openai embeddings", "file upload", "batch create", "worker kills", "verdict: PASS"}},
 	}
 	if len(cases) != len(bench.Suites) {
 		t.Errorf("%d suites, %d tested", len(bench.Suites), len(cases))
