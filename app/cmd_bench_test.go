@@ -84,6 +84,8 @@ func TestBenchCommandLine(t *testing.T) {
 	}{
 		{[]string{"--suite", "bogus"}, `unknown suite "bogus"`},
 		{[]string{"--repeat", "0"}, "--repeat must be at least 1"},
+		{[]string{"--suite", "soak", "--duration", "0s"}, "--duration and --rate must be positive"},
+		{[]string{"--suite", "soak", "--rate", "-1"}, "--duration and --rate must be positive"},
 	} {
 		stdout.Reset()
 		stderr.Reset()
@@ -91,5 +93,10 @@ func TestBenchCommandLine(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("bench %v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr.String(), c.want)
 		}
+	}
+	// Only the soak has a default model (the bundled one).
+	stderr.Reset()
+	if code := Main([]string{"superfluid", "bench", "--suite", "single"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "no model given") {
+		t.Errorf("bench --suite single without a model: exit %d, stderr %q", code, stderr.String())
 	}
 }

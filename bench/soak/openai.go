@@ -16,11 +16,15 @@ type req struct {
 	// hangUp asks a streaming request to disconnect after its first content event; such a
 	// request asks for many tokens (ignore_eos) so that the server is mid-generation then.
 	hangUp bool
+	// long asks for as many tokens as a hang-up does; firstContent, when set, is called once
+	// at the first content event (the killer waits for it).
+	long         bool
+	firstContent func()
 }
 
 // maxTokens is the completion cap of one request.
 func (r *req) maxTokens() int {
-	if r.hangUp {
+	if r.hangUp || r.long {
 		return 400
 	}
 	return 8 + r.rnd.IntN(41)
@@ -120,7 +124,7 @@ func (s *soak) chatBody(r *req, stream, tools bool) map[string]any {
 	if stream {
 		b["stream"] = true
 	}
-	if r.hangUp {
+	if r.hangUp || r.long {
 		b["ignore_eos"] = true
 	}
 	return b
@@ -273,6 +277,10 @@ func (s *soak) chatStream(ctx context.Context, r *req, tools bool) outcome {
 				if err := ch.Usage.check(body["max_tokens"].(int)); err != nil {
 					return badEvent("terminal chunk: %v", err)
 				}
+			}
+			if c.Delta.Content != nil && *c.Delta.Content != "" && r.firstContent != nil {
+				r.firstContent()
+				r.firstContent = nil
 			}
 			if r.hangUp && c.Delta.Content != nil && *c.Delta.Content != "" {
 				disconnected = true

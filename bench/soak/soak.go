@@ -120,6 +120,7 @@ type soak struct {
 	usage        []usageCheck
 	mu           sync.Mutex
 	sampling     atomic.Bool
+	background   sync.WaitGroup // the requests the chaos starts
 }
 
 // Run runs a soak and writes its report to w. The error says why it failed.
@@ -278,6 +279,7 @@ func (s *soak) traffic(ctx context.Context) {
 		case <-ctx.Done():
 			wg.Wait()
 			chaosWG.Wait()
+			s.background.Wait()
 			if reloadTicker != nil {
 				reloadTicker.Stop()
 			}

@@ -58,6 +58,10 @@ var kinds = []kind{
 	{"batch create", 1, "", false, (*soak).batchCreate},
 }
 
+// killedStream is the kind of the long stream the killer starts before it kills the story
+// model's worker: it must end with an error frame and [DONE] (or whole, when it was faster).
+var killedStream = kind{name: "stream cut by a kill", model: onStory}
+
 // batchCheck is the kind of the batch watcher's reads (not in the mix: it runs on a timer).
 var batchCheck = kind{name: "batch check", run: (*soak).batchPoll}
 
@@ -265,6 +269,22 @@ func (s *soak) kill(rnd *rand.Rand) {
 	}
 	token := s.chaos.begin()
 	defer s.chaos.end(token)
+	if name == onStory {
+		// A long stream first, killed once it streams: the kill then cuts a reply for sure.
+		first := make(chan struct{})
+		r := &req{rnd: rand.New(rand.NewPCG(rnd.Uint64(), 0)), long: true, firstContent: func() { close(first) }}
+		s.background.Add(1)
+		go func() {
+			defer s.background.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			s.tally.add(killedStream, s.chatStream(ctx, r, false), true)
+		}()
+		select {
+		case <-first:
+		case <-time.After(time.Minute):
+		}
+	}
 	if err := syscall.Kill(victims[0].pid, syscall.SIGKILL); err != nil {
 		s.chaos.opFailed("kill worker %d: %v", victims[0].pid, err)
 		return
