@@ -165,7 +165,7 @@ func Run(ctx context.Context, o Options, w io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	s.traffic(ctx)
+	s.traffic(ctx, w)
 	verdict := s.finish(ctx, baseline)
 	exit, stopErr := s.srv.stop()
 	if stopErr != nil {
@@ -207,8 +207,9 @@ func (s *soak) setUp(dir string) error {
 	return nil
 }
 
-// traffic runs the mix, the chaos and the sampler for the duration.
-func (s *soak) traffic(ctx context.Context) {
+// traffic runs the mix, the chaos and the sampler for the duration, printing progress to w
+// every twelfth of it.
+func (s *soak) traffic(ctx context.Context, w io.Writer) {
 	s.start = time.Now()
 	ctx, stop := context.WithTimeout(ctx, s.o.Duration)
 	defer stop()
@@ -256,6 +257,8 @@ func (s *soak) traffic(ctx context.Context) {
 	defer killT.Stop()
 	batchT := time.NewTicker(2 * time.Second)
 	defer batchT.Stop()
+	progressT := time.NewTicker(max(s.o.Duration/12, 10*time.Second))
+	defer progressT.Stop()
 	// Reloads start half a period after the kills, so the two seldom coincide.
 	var reloadT <-chan time.Time
 	reloadStart := time.After(s.o.UnloadEvery / 2)
@@ -304,6 +307,8 @@ func (s *soak) traffic(ctx context.Context) {
 					s.sample(ctx)
 				}()
 			}
+		case <-progressT.C:
+			s.progress(w)
 		case <-killT.C:
 			s.kill(rnd)
 		case <-reloadStart:
@@ -352,6 +357,21 @@ func (s *soak) sample(ctx context.Context) {
 	for i, v := range []float64{p.rss, float64(fds), g, workers} {
 		s.curves[i].add(at, v)
 	}
+}
+
+// progress prints one line: the traffic so far and the last sample.
+func (s *soak) progress(w io.Writer) {
+	t := s.tally.totals()
+	s.mu.Lock()
+	var last []string
+	for _, c := range s.curves {
+		if n := len(c.v); n > 0 {
+			last = append(last, c.name+" "+c.unit.format(c.v[n-1]))
+		}
+	}
+	s.mu.Unlock()
+	fmt.Fprintf(w, "%s: %d requests (%d ok, %d hung up, %d chaos, %d unexpected, %d malformed); %s\n", time.Since(s.start).Round(time.Second),
+		t.sent, t.ok, t.disconnects, t.chaosErrors, t.unexpected, t.malformed, strings.Join(last, ", "))
 }
 
 func (s *soak) sampleError(format string, args ...any) {
