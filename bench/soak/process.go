@@ -308,3 +308,28 @@ func goroutines(ctx context.Context, c *http.Client, url string) (float64, error
 	}
 	return 0, errors.New("/metrics has no go_goroutines")
 }
+
+// modelStates reads each model's state from GET /v1/models.
+func modelStates(ctx context.Context, c *http.Client, url string) (map[string]string, error) {
+	cl, err := do(ctx, c, http.MethodGet, url+"/v1/models", nil, false)
+	if err != nil {
+		return nil, err
+	}
+	var l struct {
+		Data []struct {
+			ID    *string `json:"id"`
+			State *string `json:"state"`
+		} `json:"data"`
+	}
+	if cl.res.StatusCode != http.StatusOK || strictJSON(cl.body, &l) != nil {
+		return nil, fmt.Errorf("GET /v1/models: status %d: %s", cl.res.StatusCode, clip(cl.body))
+	}
+	out := map[string]string{}
+	for _, m := range l.Data {
+		if m.ID == nil || m.State == nil {
+			return nil, fmt.Errorf("GET /v1/models: an entry without id or state: %s", clip(cl.body))
+		}
+		out[*m.ID] = *m.State
+	}
+	return out, nil
+}

@@ -62,6 +62,11 @@ func (s *soak) report(w io.Writer, verdict []string) {
 	cpu := s.cpu1 - s.cpu0
 	fmt.Fprintf(w, "server CPU: %.1f s over %s (%.0f%% of one core); %d worker processes seen, the largest at %s\n",
 		cpu, ran, 100*cpu/max(ran.Seconds(), 1), len(s.workerPIDs), unitBytes.format(s.workerPeak))
+	most := 0
+	for _, n := range s.mostWorkers {
+		most = max(most, n)
+	}
+	fmt.Fprintf(w, "workers: at most %d generation workers of one model at a sample; after the traffic: %s\n", most, s.endWorkers)
 	for _, e := range s.sampleErrors {
 		fmt.Fprintf(w, "sampling error: %s\n", e)
 	}

@@ -118,6 +118,8 @@ type soak struct {
 	workerPIDs   map[int]bool
 	sampleErrors []string
 	usage        []usageCheck
+	endWorkers   string // the models' states and workers after the traffic
+	mostWorkers  map[string]int
 	mu           sync.Mutex
 	sampling     atomic.Bool
 	background   sync.WaitGroup // the requests the chaos starts
@@ -142,7 +144,7 @@ func Run(ctx context.Context, o Options, w io.Writer) (err error) {
 			fmt.Fprintf(w, "the data folder and the server's log are kept in %s\n", dir)
 		}
 	}()
-	s := &soak{o: o, records: newRecords(), tally: newTally(), chaos: newChaos(), workerPIDs: map[int]bool{},
+	s := &soak{o: o, records: newRecords(), tally: newTally(), chaos: newChaos(), workerPIDs: map[int]bool{}, mostWorkers: map[string]int{},
 		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}}}
 	defer s.http.CloseIdleConnections()
 	s.curves = []*curve{
@@ -345,7 +347,12 @@ func (s *soak) sample(ctx context.Context) {
 	kids := children(s.srv.pid)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	perModel := map[string]int{}
 	for _, k := range kids {
+		if model, vocab := workerModel(k); model != "" && !vocab {
+			perModel[model]++
+			s.mostWorkers[model] = max(s.mostWorkers[model], perModel[model])
+		}
 		workers += k.rss
 		s.workerPeak = max(s.workerPeak, k.rss)
 		s.workerPIDs[k.pid] = true
@@ -432,8 +439,55 @@ func (s *soak) finish(ctx context.Context, baseline map[string]int64) []string {
 		s.tally.add(kind{name: "responses get"}, s.checkStoredResponse(ctx, r.id, r.body), false)
 	}
 	verdict = append(verdict, s.checkUsage(ctx, baseline)...)
+	verdict = append(verdict, s.checkWorkers(ctx)...)
 	s.sample(ctx)
 	return verdict
+}
+
+// checkWorkers compares, once the traffic is over, the worker processes the server runs with
+// what it says is loaded: one worker per loaded model, none for the others. A worker the
+// server does not know of is memory no unload or budget accounts for.
+func (s *soak) checkWorkers(ctx context.Context) []string {
+	for try := 0; ; try++ {
+		before, err := modelStates(ctx, s.http, s.url)
+		if err != nil {
+			return []string{err.Error()}
+		}
+		running := map[string]int{}
+		for _, p := range children(s.srv.pid) {
+			model, vocab := workerModel(p)
+			switch {
+			case model == "" || vocab:
+			case model == s.bertPath:
+				running[s.embedModel]++
+			default:
+				running[s.model]++
+			}
+		}
+		after, err := modelStates(ctx, s.http, s.url)
+		if err != nil {
+			return []string{err.Error()}
+		}
+		var verdict []string
+		settled := true
+		for _, m := range []string{s.model, s.embedModel} {
+			settled = settled && before[m] == after[m] && (after[m] == "loaded" || after[m] == "unloaded")
+			want := 0
+			if after[m] == "loaded" {
+				want = 1
+			}
+			if running[m] != want {
+				verdict = append(verdict, fmt.Sprintf("%d worker processes run for %s, which GET /v1/models says is %s", running[m], m, after[m]))
+			}
+		}
+		s.mu.Lock()
+		s.endWorkers = fmt.Sprintf("%s %s with %d workers, %s %s with %d", s.model, after[s.model], running[s.model], s.embedModel, after[s.embedModel], running[s.embedModel])
+		s.mu.Unlock()
+		if settled || try == 10 {
+			return verdict
+		}
+		time.Sleep(time.Second) // a load or unload under way: look again
+	}
 }
 
 // usageCheck is the usage check's numbers for one model.

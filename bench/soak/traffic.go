@@ -62,6 +62,11 @@ var kinds = []kind{
 // model's worker: it must end with an error frame and [DONE] (or whole, when it was faster).
 var killedStream = kind{name: "stream cut by a kill", model: onStory}
 
+// reloadBurst is the kind of the long streams each reload of the story model starts first,
+// twice as many as the lanes, so that the unload meets requests generating and requests
+// waiting for a lane.
+var reloadBurst = kind{name: "burst before an unload", model: onStory}
+
 // batchCheck is the kind of the batch watcher's reads (not in the mix: it runs on a timer).
 var batchCheck = kind{name: "batch check", run: (*soak).batchPoll}
 
@@ -305,6 +310,26 @@ func (s *soak) reload(ctx context.Context, name string) {
 	defer s.chaos.end(token)
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
+	if name == onStory {
+		first := make(chan struct{})
+		var once sync.Once
+		for i := range 2 * s.o.Parallel {
+			r := &req{rnd: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i))), long: true,
+				firstContent: func() { once.Do(func() { close(first) }) }}
+			s.background.Add(1)
+			go func() {
+				defer s.background.Done()
+				// Its own context: the stream outlives the reload.
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+				defer cancel()
+				s.tally.add(reloadBurst, s.chatStream(ctx, r, false), true)
+			}()
+		}
+		select {
+		case <-first:
+		case <-ctx.Done():
+		}
+	}
 	for _, step := range []struct{ path, state string }{{"/v1/models/unload", "unloaded"}, {"/v1/models/load", "loaded"}} {
 		c, err := do(ctx, s.http, http.MethodPost, s.url+step.path, map[string]any{"model": model}, false)
 		if err != nil {
