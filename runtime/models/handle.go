@@ -121,7 +121,8 @@ func (h *Handle) Embed(ctx context.Context, req *llm.EmbedRequest) (*llm.EmbedRe
 func (h *Handle) Close() error { return nil }
 
 // lease is the engine of an acquired model: generations go to the worker, and a prompt that
-// kills the worker twice is refused afterwards instead of killing it again (SDKs retry 5xx).
+// kills the worker twice, with no run to the end between, is refused afterwards instead of
+// killing it again (SDKs retry 5xx).
 type lease struct{ h *Handle }
 
 func (l lease) Info() llm.ModelInfo { return l.h.Info() }
@@ -149,9 +150,17 @@ func (l lease) Generate(ctx context.Context, req *llm.Request, emit func(llm.Eve
 		return fmt.Errorf("%w: this prompt stopped the model's worker %d times and is refused (quarantined) to keep the model serving others; change the prompt or the model", llm.ErrInvalidInput, deaths)
 	}
 	err := s.runner.Generate(ctx, req, emit)
-	if err != nil && m.cfg.Crashed(err) {
+	switch {
+	case err != nil && m.cfg.Crashed(err):
 		m.mu.Lock()
 		s.crashes[key]++
+		m.mu.Unlock()
+	case err == nil && deaths > 0:
+		// It ran to the end: the deaths it was blamed for had another cause (a SIGKILL from
+		// outside, another request's crash). Left counted, two such coincidences, however far
+		// apart, would refuse a common prompt for good.
+		m.mu.Lock()
+		delete(s.crashes, key)
 		m.mu.Unlock()
 	}
 	return err
