@@ -43,6 +43,11 @@ type App struct {
 
 	mu      sync.Mutex
 	workers map[string]*worker.Client // by model path (generation workers)
+
+	// preloading is the load of the model named on the command line, which Close waits for.
+	preloading sync.WaitGroup
+	closeOnce  sync.Once
+	closeErr   error
 }
 
 // UsageError is a problem with what the user asked for (exit code 2).
@@ -65,9 +70,12 @@ func New(cfg Config) (*App, error) {
 		return nil, err
 	}
 	if a.preload != nil {
+		a.preloading.Add(1)
 		go func() {
+			defer a.preloading.Done()
 			// Load eagerly so the first request is fast; a failure is reported to that request.
-			if _, err := a.mgr.Load(context.Background(), a.preload.ID); err != nil {
+			// One closed meanwhile (quit during start-up) is no failure.
+			if _, err := a.mgr.Load(context.Background(), a.preload.ID); err != nil && !errors.Is(err, models.ErrClosed) {
 				slog.Error("model failed to load", "model", a.preload.ID, "err", err)
 			}
 		}()
@@ -116,10 +124,10 @@ func build(cfg Config, st *store.Store) (*App, error) {
 		slog.Warn("the bundled model could not be registered", "err", err)
 	}
 	a := &App{cfg: cfg, store: st, workers: map[string]*worker.Client{},
-		hub: hf.New(hf.Config{Endpoint: cfg.HFEndpoint, Token: cfg.HFToken})}
+		hub: hf.New(hf.Config{Endpoint: cfg.HFEndpoint, Token: cfg.HFToken, LockDir: filepath.Join(cat.Dir(), ".locks")})}
 	a.mgr = models.NewManager(cat, models.Config{
 		NewRunner: a.newRunner, ContextLength: cfg.ContextLength, Parallel: cfg.Parallel,
-		KeepAlive: cfg.ModelKeepAlive, MaxLoaded: cfg.MaxLoaded, MemoryBudget: cfg.MemoryBudget,
+		KeepAlive: cfg.ModelKeepAlive, MaxLoaded: cfg.MaxLoaded, MemoryBudget: cfg.MemoryBudget, DrainTimeout: cfg.UnloadDrain,
 		Crashed: func(err error) bool { return errors.Is(err, worker.ErrWorkerExited) },
 	})
 	if cfg.ModelPath != "" {
@@ -127,6 +135,8 @@ func build(cfg Config, st *store.Store) (*App, error) {
 			a.mgr.Close()
 			return nil, err
 		}
+		// A client naming the repository alone means the quantization serve was given.
+		cat.Prefer(a.preload.ID)
 	}
 	if a.keys, err = openKeys(cfg, st); err != nil {
 		a.mgr.Close()
@@ -281,16 +291,27 @@ func (a *App) Metrics() *metrics.Metrics { return a.metrics }
 func (a *App) Store() *store.Store { return a.store }
 
 // Close unloads every model and closes the store, which first writes every request record
-// still queued; a request that finishes after that is counted as a dropped record.
+// still queued; a request that finishes after that is counted as a dropped record. Nothing the
+// app started (batch runner, loads, workers) outlives it. Calling it again does nothing.
 func (a *App) Close() error {
+	a.closeOnce.Do(func() { a.closeErr = a.close() })
+	return a.closeErr
+}
+
+func (a *App) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// Batch lines still running are dropped unrecorded; they run again at the next start.
 	if err := a.svc.StopBackground(ctx); err != nil {
 		slog.Warn("the batch runner did not stop in time", "err", err)
 	}
-	a.mgr.Close()       // requests still running end with an engine failure...
+	a.mgr.Close()       // loads are refused from here on; requests still running end with an engine failure...
+	a.preloading.Wait() // (the preload, refused too, is done)
 	_ = a.svc.Wait(ctx) // ...and are recorded before the store drains its queue and closes
+	// A batch runner that outlived its stop has seen the manager close and stopped since.
+	if err := a.svc.StopBackground(ctx); err != nil {
+		slog.Warn("the batch runner did not stop", "err", err)
+	}
 	a.stopMetrics()
 	return a.store.Close()
 }

@@ -26,6 +26,9 @@ type Config struct {
 	MaxLoaded int
 	// MemoryBudget bounds the estimated RAM of loaded models (0: 3/4 of the RAM available).
 	MemoryBudget int64
+	// UnloadDrain bounds how long an unload (admin, settings change, delete) lets the model's
+	// requests in flight finish before it stops them (0: 2 minutes).
+	UnloadDrain time.Duration
 	// HFEndpoint is the Hugging Face base URL (HF_ENDPOINT); HFToken its token (HF_TOKEN), sent
 	// only to that host.
 	HFEndpoint, HFToken string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -30,6 +31,8 @@ type controller struct {
 	srv    *http.Server
 	status tray.ServerStatus
 	served chan struct{} // closes when the running server's Serve returns
+	// paused says StopServer stopped the batch runner, for StartServer to start it again.
+	paused bool
 
 	generating atomic.Int64
 	subsMu     sync.Mutex
@@ -114,6 +117,13 @@ func (c *controller) StartServer() error {
 		c.publish(tray.Event{Kind: tray.EventServer})
 		return errors.New(c.status.Err)
 	}
+	if c.paused {
+		if err := c.a.startBackground(); err != nil {
+			slog.Warn("the batch runner did not start again", "err", err)
+		} else {
+			c.paused = false
+		}
+	}
 	srv := &http.Server{Handler: c.a.handler, ReadHeaderTimeout: 30 * time.Second}
 	served := make(chan struct{})
 	c.srv, c.served = srv, served
@@ -141,7 +151,8 @@ func listenError(addr string, err error) string {
 	return fmt.Sprintf("cannot listen on %s: %v", addr, err)
 }
 
-// StopServer closes the listener, lets HTTP requests in flight finish (up to 10 s) and unloads
+// StopServer closes the listener, lets HTTP requests in flight finish (up to 10 s), stops the
+// batch runner (the lines running are not recorded: they run again on Start) and unloads
 // every model's worker.
 func (c *controller) StopServer() error {
 	c.mu.Lock()
@@ -155,6 +166,16 @@ func (c *controller) StopServer() error {
 		_ = srv.Shutdown(ctx)
 		<-served
 	}
+	// Batches are the server's work too: left running, their lines would load the models
+	// this unloads again, and those it cuts short would be recorded as failed.
+	bctx, bcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer bcancel()
+	if err := c.a.svc.StopBackground(bctx); err != nil {
+		slog.Warn("the batch runner did not stop in time", "err", err)
+	}
+	c.mu.Lock()
+	c.paused = true
+	c.mu.Unlock()
 	// Replies still running (the playground's too) get a second, then their workers stop.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

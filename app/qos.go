@@ -99,21 +99,21 @@ func (f secondsFlag) Type() string { return "SEC" }
 
 // ownerLookup finds an active key by id, for the batches it made to run as it; nil without a
 // keyring.
-func ownerLookup(k *auth.Keyring) func(ctx context.Context, id string) (*auth.Identity, bool) {
+func ownerLookup(k *auth.Keyring) func(ctx context.Context, id string) (*auth.Identity, error) {
 	if k == nil {
 		return nil
 	}
-	return func(ctx context.Context, id string) (*auth.Identity, bool) {
+	return func(ctx context.Context, id string) (*auth.Identity, error) {
 		infos, err := k.List(ctx, false)
 		if err != nil {
-			return nil, false
+			return nil, err
 		}
 		for _, info := range infos {
 			if info.ID == id && info.RevokedAt.IsZero() {
 				who := info.Identity
-				return &who, true
+				return &who, nil
 			}
 		}
-		return nil, false
+		return nil, core.ErrOwnerNotFound
 	}
 }

@@ -342,6 +342,17 @@ func TestModelScopedKey(t *testing.T) {
 	if !errors.As(err, &se) || se.StatusCode != 404 {
 		t.Fatalf("ollama m2: %v", err)
 	}
+	// Refused before anything loads it: the status alone would not show a load that happened
+	// before the 404.
+	if st := k.state(t, "m2"); st != models.StateUnloaded || k.starts(t, "m2") != 0 {
+		t.Fatalf("after the refused chat m2 is %s, its worker started %d times", st, k.starts(t, "m2"))
+	}
+	// Nor does keep_alive 0 unload it once the admin has loaded it.
+	k.load(t, "m2")
+	err = k.ollama(k.scoped).Chat(ctx, &ollama.ChatRequest{Model: "m2", KeepAlive: &ollama.Duration{}}, func(ollama.ChatResponse) error { return nil })
+	if !errors.As(err, &se) || se.StatusCode != 404 || k.state(t, "m2") != models.StateLoaded {
+		t.Fatalf("ollama unload of m2: %v; m2 is %s", err, k.state(t, "m2"))
+	}
 	// Describing a model is using it: /api/show and /props?model= answer as for a missing one.
 	if _, err := k.ollama(k.scoped).Show(ctx, &ollama.ShowRequest{Model: "m2"}); !errors.As(err, &se) || se.StatusCode != 404 {
 		t.Fatalf("ollama show m2: %v", err)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/runtime/models/hf"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -48,6 +49,11 @@ type Catalog struct {
 	entries map[string]*Entry
 	touched map[string]time.Time // last-used times written to the store
 	synced  time.Time            // when the entries were last compared with the store
+	// loaded reports whether an entry's model is loaded or loading (set by the Manager);
+	// preferred is the id serve was started with. Both pick among a repository's
+	// quantizations when a client names the repository alone (byRepo).
+	loaded    func(*Entry) bool
+	preferred string
 }
 
 // syncEvery bounds how often the catalog re-reads the store for changes another process made
@@ -147,10 +153,77 @@ func (c *Catalog) Lookup(name string) (*Entry, error) {
 		c.sync(true) // perhaps another process just added it
 		e, err = c.find(name)
 	}
+	if errors.Is(err, llm.ErrModelNotFound) {
+		if byRepo, rerr := c.byRepo(name); byRepo != nil || rerr != nil {
+			e, err = byRepo, rerr
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	return c.current(e), nil
+}
+
+// Prefer makes id the model a bare repository name means when the catalog holds several
+// quantizations of that repository and not exactly one of them is loaded: the model serve
+// was started with.
+func (c *Catalog) Prefer(id string) {
+	c.mu.Lock()
+	c.preferred = id
+	c.mu.Unlock()
+}
+
+// byRepo finds the model a Hugging Face repository named without a quantization means
+// ("OWNER/REPO", "hf.co/OWNER/REPO", the spec's own example): the one pulled quantization of
+// it; of several, the one loaded, else the preferred one (serve's). Otherwise it returns an
+// error listing them, or (nil, nil) when the name is no bare repository or the catalog holds
+// nothing pulled from it.
+func (c *Catalog) byRepo(name string) (*Entry, error) {
+	ref, err := hf.ParseRef(name)
+	if err != nil || ref.Quant != "" || ref.File != "" || ref.Revision != "" {
+		return nil, nil
+	}
+	c.mu.RLock()
+	var cands []*Entry
+	for _, e := range c.entries {
+		if e.Source == store.SourceHuggingFace && strings.EqualFold(e.Repo, ref.Repo) {
+			cands = append(cands, e)
+		}
+	}
+	loaded, preferred := c.loaded, c.preferred
+	c.mu.RUnlock()
+	slices.SortFunc(cands, func(a, b *Entry) int { return strings.Compare(a.ID, b.ID) })
+	switch len(cands) {
+	case 0:
+		return nil, nil
+	case 1:
+		return cands[0], nil
+	}
+	// Called without c.mu: loaded takes the manager's lock.
+	var live []*Entry
+	for _, e := range cands {
+		if loaded != nil && loaded(e) {
+			live = append(live, e)
+		}
+	}
+	if len(live) == 1 {
+		return live[0], nil
+	}
+	pool := cands
+	if len(live) > 1 {
+		pool = live
+	}
+	for _, e := range pool {
+		if e.ID == preferred {
+			return e, nil
+		}
+	}
+	ids := make([]string, len(cands))
+	for i, e := range cands {
+		ids[i] = e.ID
+	}
+	return nil, fmt.Errorf("%w: the model %q is a repository with %d quantizations in the catalog (%s); name one of them",
+		llm.ErrModelNotFound, name, len(cands), strings.Join(ids, ", "))
 }
 
 func (c *Catalog) find(name string) (*Entry, error) {

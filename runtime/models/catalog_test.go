@@ -191,3 +191,72 @@ func TestCatalogSeesAnotherProcess(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestRepositoryNameWithoutQuant: a client naming a pulled repository without its quantization
+// (the spec's first example: model="unsloth/Qwen3.8-27B-GGUF") gets the one quantization the
+// catalog holds; of several, the loaded one, else the one serve was started with, else a 404
+// listing them.
+func TestRepositoryNameWithoutQuant(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 0, Config{}, nil)
+	pulled := func(id, repo string, seed int64) *Entry {
+		t.Helper()
+		path := filepath.Join(f.cat.Dir(), strings.NewReplacer("/", "_", ":", "_").Replace(id)+".gguf")
+		writeTiny(t, path, seed)
+		e, err := f.cat.Register(ctx, store.ModelRecord{ID: id, Path: path, Source: store.SourceHuggingFace, Repo: repo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	const repo = "unsloth/Qwen3.8-27B-GGUF"
+	q4 := pulled("hf.co/"+repo+":UD-Q4_K_M", repo, 1)
+	pulled("hf.co/other/Qwen3.8-27B-GGUF:Q8_0", "other/Qwen3.8-27B-GGUF", 3) // another owner's
+	lookup := func(name string) (string, error) {
+		e, err := f.cat.Lookup(name)
+		if err != nil {
+			return "", err
+		}
+		return e.ID, nil
+	}
+	for _, name := range []string{repo, "hf.co/" + repo, "huggingface.co/" + repo, repo + ":latest", "hf.co/" + repo + ":latest", strings.ToLower(repo)} {
+		if id, err := lookup(name); err != nil || id != q4.ID {
+			t.Errorf("one quant: %q = %q, %v; want %s", name, id, err, q4.ID)
+		}
+	}
+
+	q8 := pulled("hf.co/"+repo+":Q8_0", repo, 2)
+	if _, err := f.cat.Copy(ctx, q8.ID, "my-alias"); err != nil { // an alias is not a third quant
+		t.Fatal(err)
+	}
+	_, err := lookup(repo)
+	if !errors.Is(err, llm.ErrModelNotFound) || !strings.Contains(err.Error(), q4.ID) || !strings.Contains(err.Error(), q8.ID) || strings.Contains(err.Error(), "my-alias") {
+		t.Fatalf("two quants, none loaded, none preferred: %v; want a not-found listing both", err)
+	}
+	f.cat.Prefer(q8.ID) // serve was started with it
+	if id, err := lookup(repo); err != nil || id != q8.ID {
+		t.Errorf("preferred: %q, %v; want %s", id, err, q8.ID)
+	}
+	if _, err := f.mgr.Load(ctx, q4.ID); err != nil {
+		t.Fatal(err)
+	}
+	if id, err := lookup("hf.co/" + repo); err != nil || id != q4.ID {
+		t.Errorf("one loaded: %q, %v; want the loaded %s", id, err, q4.ID)
+	}
+	if _, err := f.mgr.Load(ctx, q8.ID); err != nil {
+		t.Fatal(err)
+	}
+	if id, err := lookup(repo); err != nil || id != q8.ID {
+		t.Errorf("both loaded: %q, %v; want the preferred %s", id, err, q8.ID)
+	}
+	f.cat.Prefer("")
+	if _, err := lookup(repo); !errors.Is(err, llm.ErrModelNotFound) {
+		t.Errorf("both loaded, none preferred: %v; want not found", err)
+	}
+	// A name with a quantization, a file or a revision is never widened to another model.
+	for _, name := range []string{repo + ":Q5_K_M", repo + "/x-Q4_K_M.gguf", repo + "@abc", "unsloth/Other-GGUF"} {
+		if id, err := lookup(name); !errors.Is(err, llm.ErrModelNotFound) {
+			t.Errorf("%q = %q, %v; want not found", name, id, err)
+		}
+	}
+}

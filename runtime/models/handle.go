@@ -24,8 +24,11 @@ func (h *Handle) Entry() *Entry { return h.entry }
 
 // Info describes the model: the worker's view when loaded, else what the GGUF header says.
 func (h *Handle) Info() llm.ModelInfo {
-	if h.Loaded() {
-		if info := h.s.runner.Info(); info.ContextLength > 0 {
+	h.m.mu.Lock()
+	r, loaded := h.s.runner, h.s.state == StateLoaded
+	h.m.mu.Unlock()
+	if loaded {
+		if info := r.Info(); info.ContextLength > 0 {
 			return info
 		}
 	}
@@ -58,11 +61,12 @@ func (h *Handle) Acquire(ctx context.Context) (llm.Engine, func(keepAlive *time.
 	if h.entry.Err != nil {
 		return nil, nil, fmt.Errorf("%w: the model %s cannot be used: %v", llm.ErrEngineFailure, h.entry.ID, h.entry.Err)
 	}
-	if err := h.m.acquire(ctx, h.entry.ID, h.s, false); err != nil {
+	r, live, err := h.m.acquire(ctx, h.entry.ID, h.s, false)
+	if err != nil {
 		return nil, nil, err
 	}
 	h.m.cat.Touch(h.entry.ID, time.Now())
-	return lease{h}, func(ka *time.Duration) { h.m.release(h.s, ka) }, nil
+	return lease{h: h, runner: r, live: live}, func(ka *time.Duration) { h.m.release(h.s, ka) }, nil
 }
 
 // Generate runs one generation, loading the model first when needed.
@@ -78,33 +82,49 @@ func (h *Handle) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 // Tokenize uses the loaded worker, or a tokenizer-only worker when the model is not loaded, so
 // counting tokens never loads the weights.
 func (h *Handle) Tokenize(ctx context.Context, text string, addSpecial, parseSpecial bool) ([]int, error) {
-	h.m.mu.Lock()
-	r := h.s.runner
-	if h.s.state != StateLoaded {
-		if h.s.vocab == nil {
-			h.s.vocab = h.m.cfg.NewRunner(h.entry, true)
+	m, s := h.m, h.s
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if s.state != StateLoaded {
+		if s.vocab == nil {
+			s.vocab = m.cfg.NewRunner(h.entry, true)
 		}
-		r = h.s.vocab
-		h.m.mu.Unlock()
+		r := s.vocab
+		m.mu.Unlock()
 		return r.Tokenize(ctx, text, addSpecial, parseSpecial)
 	}
-	h.s.inflight++ // an unload waits for it; the keep-alive restarts as it was
-	h.s.stopTimer()
-	h.m.mu.Unlock()
+	s.inflight++ // an unload waits for it; the keep-alive restarts as it was
+	s.stopTimer()
+	l := lease{h: h, runner: s.runner, live: s.live}
+	m.mu.Unlock()
 	defer func() {
-		h.m.mu.Lock()
-		h.m.releaseLocked(h.s)
-		h.m.mu.Unlock()
+		m.mu.Lock()
+		m.releaseLocked(s)
+		m.mu.Unlock()
 	}()
-	return r.Tokenize(ctx, text, addSpecial, parseSpecial)
+	return l.Tokenize(ctx, text, addSpecial, parseSpecial)
 }
 
-// Slots is the loaded worker's lane snapshot; a model that is not loaded has none.
+// Slots is the loaded worker's lane snapshot; a model that is not loaded has none. It does not
+// count as a use of the model (a /slots poll keeps no model loaded).
 func (h *Handle) Slots(ctx context.Context) (llm.Slots, error) {
-	if !h.Loaded() {
+	m, s := h.m, h.s
+	m.mu.Lock()
+	if s.state != StateLoaded {
+		m.mu.Unlock()
 		return llm.Slots{}, nil
 	}
-	return h.s.runner.Slots(ctx)
+	l := lease{h: h, runner: s.runner, live: s.live}
+	m.mu.Unlock()
+	var slots llm.Slots
+	err := l.call(ctx, func(ctx context.Context) (err error) {
+		slots, err = l.runner.Slots(ctx)
+		return err
+	})
+	return slots, err
 }
 
 // Embed embeds, loading the model first when needed.
@@ -120,24 +140,69 @@ func (h *Handle) Embed(ctx context.Context, req *llm.EmbedRequest) (*llm.EmbedRe
 // Close does nothing: the manager owns the worker.
 func (h *Handle) Close() error { return nil }
 
-// lease is the engine of an acquired model: generations go to the worker, and a prompt that
-// kills the worker twice, with no run to the end between, is refused afterwards instead of
-// killing it again (SDKs retry 5xx).
-type lease struct{ h *Handle }
+// lease is the engine of an acquired model: generations go to the worker that was loaded when
+// the model was acquired, and a prompt that kills the worker twice, with no run to the end
+// between, is refused afterwards instead of killing it again (SDKs retry 5xx).
+type lease struct {
+	h      *Handle
+	runner Runner
+	// live ends when that worker is unloaded: calls on it stop, later ones are refused.
+	live context.Context
+}
+
+// call runs fn on the lease's worker, unless it was unloaded; fn's context also ends when an
+// unload cuts the worker. A call cut or refused that way fails with ErrUnloaded.
+func (l lease) call(ctx context.Context, fn func(ctx context.Context) error) error {
+	m, s := l.h.m, l.h.s
+	m.mu.Lock()
+	if l.live.Err() != nil {
+		m.mu.Unlock()
+		return l.unloaded()
+	}
+	s.calls++
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		s.calls--
+		s.wakeLocked()
+		m.mu.Unlock()
+	}()
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(l.live, func() { cancel(ErrUnloaded) })
+	defer stop()
+	err := fn(cctx)
+	if err != nil && ctx.Err() == nil && l.live.Err() != nil {
+		return l.unloaded()
+	}
+	return err
+}
+
+func (l lease) unloaded() error {
+	return fmt.Errorf("%w before this request finished (the model %s); send it again", ErrUnloaded, l.h.entry.ID)
+}
 
 func (l lease) Info() llm.ModelInfo { return l.h.Info() }
 func (l lease) Close() error        { return nil }
-func (l lease) Tokenize(ctx context.Context, text string, addSpecial, parseSpecial bool) ([]int, error) {
-	return l.h.s.runner.Tokenize(ctx, text, addSpecial, parseSpecial)
+func (l lease) Tokenize(ctx context.Context, text string, addSpecial, parseSpecial bool) (tokens []int, err error) {
+	err = l.call(ctx, func(ctx context.Context) error {
+		tokens, err = l.runner.Tokenize(ctx, text, addSpecial, parseSpecial)
+		return err
+	})
+	return tokens, err
 }
 
 // Embed runs on the worker; a runner that cannot embed refuses with llm.ErrUnsupportedModel.
-func (l lease) Embed(ctx context.Context, req *llm.EmbedRequest) (*llm.EmbedResult, error) {
-	embedder, ok := l.h.s.runner.(llm.Embedder)
+func (l lease) Embed(ctx context.Context, req *llm.EmbedRequest) (res *llm.EmbedResult, err error) {
+	embedder, ok := l.runner.(llm.Embedder)
 	if !ok {
 		return nil, fmt.Errorf("%w: the model %s cannot embed", llm.ErrUnsupportedModel, l.h.entry.ID)
 	}
-	return embedder.Embed(ctx, req)
+	err = l.call(ctx, func(ctx context.Context) error {
+		res, err = embedder.Embed(ctx, req)
+		return err
+	})
+	return res, err
 }
 
 func (l lease) Generate(ctx context.Context, req *llm.Request, emit func(llm.Event) error) error {
@@ -149,7 +214,7 @@ func (l lease) Generate(ctx context.Context, req *llm.Request, emit func(llm.Eve
 	if deaths >= 2 {
 		return fmt.Errorf("%w: this prompt stopped the model's worker %d times and is refused (quarantined) to keep the model serving others; change the prompt or the model", llm.ErrInvalidInput, deaths)
 	}
-	err := s.runner.Generate(ctx, req, emit)
+	err := l.call(ctx, func(ctx context.Context) error { return l.runner.Generate(ctx, req, emit) })
 	switch {
 	case err != nil && m.cfg.Crashed(err):
 		m.mu.Lock()

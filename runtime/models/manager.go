@@ -39,8 +39,12 @@ type Config struct {
 	// LoadTimeout bounds one load (default 5m).
 	LoadTimeout time.Duration
 	// Backoff is the wait after a failed load before a request tries again (default 2s,
-	// doubling per failure up to 5m). An explicit load does not wait.
+	// doubling per failure up to 5m). An explicit load does not wait, but tries once.
 	Backoff time.Duration
+	// DrainTimeout bounds how long an unload (or a settings change, or a delete) waits for the
+	// model's requests in flight before it stops them with ErrUnloaded (default 2m). The
+	// drain runs on the manager's own clock: the caller of Unload going away does not end it.
+	DrainTimeout time.Duration
 	// Crashed reports whether a call's error means the worker died during it.
 	Crashed func(error) bool
 	// Settings are a model's own settings (the desktop app's per-model settings); nil: none.
@@ -73,6 +77,15 @@ const (
 	StateMissing   = "missing" // the file is gone from disk
 )
 
+// ErrClosed refuses every load once the manager is closed (the server is shutting down): no
+// worker is started and nothing is logged, so a caller that retries cannot spin on it.
+var ErrClosed = fmt.Errorf("%w: the server is shutting down", llm.ErrEngineFailure)
+
+// ErrUnloaded is the error of a request that had the model but had not finished when an
+// unload's drain ended (or it waited for a lane across the unload): it is stopped, or refused
+// before it reaches the worker, rather than start a worker the manager does not know.
+var ErrUnloaded = fmt.Errorf("%w: the model was unloaded", llm.ErrEngineFailure)
+
 // Manager loads catalog models on demand. It is safe for concurrent use.
 type Manager struct {
 	cfg    Config
@@ -80,9 +93,14 @@ type Manager struct {
 	ctx    context.Context // loads run on it, not on the context of the request that asked
 	cancel context.CancelFunc
 	events *events
+	// wg counts the manager's own goroutines (loads, unloads, expiries), so that none
+	// outlives Close. Add is called with mu held and closed false, or by Close itself.
+	wg sync.WaitGroup
 
-	mu    sync.Mutex
-	slots map[string]*slot // by file path: ids that share a file share a worker
+	mu        sync.Mutex
+	closed    bool
+	closeDone chan struct{}    // closed when Close has returned
+	slots     map[string]*slot // by file path: ids that share a file share a worker
 }
 
 // slot is one model file's runtime state; fields below mu are guarded by Manager.mu.
@@ -100,7 +118,19 @@ type slot struct {
 	force    bool // the next load ignores the backoff
 	removed  bool
 
-	inflight  int
+	// inflight counts the requests that acquired the model (until their release), calls
+	// those of them on the runner now. An unload waits for inflight to drain, then cuts live
+	// and waits for calls to end before it stops the worker, so nothing that acquired the
+	// model can reach the runner once it is unloaded (the worker client would start a new
+	// worker on demand, one the manager does not know).
+	inflight int
+	calls    int
+	wake     chan struct{} // closed when inflight or calls drops; nil when no one waits
+	live     context.Context
+	cut      context.CancelCauseFunc
+	// reconfigure, when set, replaces the runner for this entry once the model is unloaded.
+	reconfigure *Entry
+
 	lastUsed  time.Time
 	expiresAt time.Time // zero: never (or not idle)
 	keepAlive time.Duration
@@ -121,6 +151,9 @@ func NewManager(cat *Catalog, cfg Config) *Manager {
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = 2 * time.Second
 	}
+	if cfg.DrainTimeout <= 0 {
+		cfg.DrainTimeout = 2 * time.Minute
+	}
 	if cfg.MemoryBudget == 0 {
 		cfg.MemoryBudget = AvailableMemory() / 4 * 3
 	}
@@ -128,7 +161,19 @@ func NewManager(cat *Catalog, cfg Config) *Manager {
 		cfg.Crashed = func(error) bool { return false }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Manager{cfg: cfg, cat: cat, ctx: ctx, cancel: cancel, events: newEvents(), slots: map[string]*slot{}}
+	m := &Manager{cfg: cfg, cat: cat, ctx: ctx, cancel: cancel, events: newEvents(), slots: map[string]*slot{}, closeDone: make(chan struct{})}
+	cat.mu.Lock()
+	cat.loaded = m.live
+	cat.mu.Unlock()
+	return m
+}
+
+// live reports whether e's model is loaded or loading (a bare repository name means that one).
+func (m *Manager) live(e *Entry) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.slots[e.Path]
+	return ok && !s.removed && (s.state == StateLoaded || s.state == StateLoading)
 }
 
 // Catalog is the manager's catalog.
@@ -200,27 +245,42 @@ func (e *MemoryError) Error() string {
 // Unwrap makes a MemoryError an engine failure (a 500 in the dialects: the server cannot run it now).
 func (e *MemoryError) Unwrap() error { return llm.ErrEngineFailure }
 
-// acquire makes sure s is loaded and counts one call in flight on it.
-func (m *Manager) acquire(ctx context.Context, name string, s *slot, explicit bool) error {
+// acquire makes sure s is loaded and counts one call in flight on it. It returns the runner
+// and the lifetime of the loaded worker the call may use (see slot.live).
+func (m *Manager) acquire(ctx context.Context, name string, s *slot, explicit bool) (Runner, context.Context, error) {
+	waited := false // this caller waited for a load: if it failed, that is the answer
 	for {
 		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return nil, nil, ErrClosed
+		}
 		if s.removed {
 			m.mu.Unlock()
-			return fmt.Errorf("%w: the model %q was deleted", llm.ErrModelNotFound, name)
+			return nil, nil, fmt.Errorf("%w: the model %q was deleted", llm.ErrModelNotFound, name)
 		}
 		switch s.state {
 		case StateLoaded:
 			s.inflight++
 			s.stopTimer()
+			r, live := s.runner, s.live
 			m.mu.Unlock()
-			return nil
+			return r, live, nil
 		case StateLoading, StateUnloading:
+			waited = waited || s.state == StateLoading
 			if err := m.waitTransition(ctx, s); err != nil {
-				return err
+				return nil, nil, err
 			}
 			continue
 		}
 		// Unloaded (or failed).
+		if waited && s.err != nil {
+			// The load this caller waited for (or started) failed: an explicit load tries once,
+			// it does not loop on a model that cannot load.
+			err := s.err
+			m.mu.Unlock()
+			return nil, nil, err
+		}
 		if explicit {
 			s.force = true
 		}
@@ -228,18 +288,27 @@ func (m *Manager) acquire(ctx context.Context, name string, s *slot, explicit bo
 			err := s.err
 			wait := time.Until(s.retryAt).Round(time.Second)
 			m.mu.Unlock()
-			return fmt.Errorf("%w (the load failed %d times; the next try is in %s, or load it explicitly)", err, s.failures, max(wait, time.Second))
+			return nil, nil, fmt.Errorf("%w (the load failed %d times; the next try is in %s, or load it explicitly)", err, s.failures, max(wait, time.Second))
 		}
 		victims, err := m.makeRoom(name, s)
 		if err != nil {
 			m.mu.Unlock()
-			return err
+			return nil, nil, err
 		}
 		s.state, s.done, s.force = StateLoading, make(chan struct{}), false
+		m.spawnLocked(func() { m.load(name, s, victims) })
 		m.mu.Unlock()
 		m.events.publish(Event{Kind: EventLoading, Model: name})
-		go m.load(name, s, victims)
 	}
+}
+
+// spawnLocked runs fn on a goroutine Close waits for. Called with m.mu held.
+func (m *Manager) spawnLocked(fn func()) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		fn()
+	}()
 }
 
 // waitTransition waits, without the lock (held on entry, released on return), for s's load or
@@ -303,107 +372,53 @@ func (m *Manager) makeRoom(name string, s *slot) ([]*slot, error) {
 func (m *Manager) load(name string, s *slot, victims []*slot) {
 	for _, v := range victims {
 		slog.Info("evicting an idle model to make room", "evicted", v.path, "for", name)
-		m.finishUnload(context.Background(), v)
+		m.finishUnload(v, m.cfg.DrainTimeout)
 	}
 	ctx, cancel := context.WithTimeout(m.ctx, m.cfg.LoadTimeout)
 	defer cancel()
 	err := s.runner.Start(ctx)
 	m.mu.Lock()
 	vocab := s.vocab
-	if err != nil {
+	closed := m.closed
+	switch {
+	case err != nil && closed:
+		// Called off by Close: not a failure of the model, and nothing to retry.
+		s.state = StateUnloaded
+	case err != nil:
 		s.state, s.err = StateUnloaded, err
 		s.failures++
 		s.retryAt = time.Now().Add(min(m.cfg.Backoff<<min(s.failures-1, 20), 5*time.Minute))
-	} else {
+	default:
 		s.state, s.err, s.failures, s.vocab = StateLoaded, nil, 0, nil
+		s.live, s.cut = context.WithCancelCause(context.Background())
 		s.lastUsed = time.Now()
 		s.keepAlive = s.defaultKeepAlive
-		m.armTimer(s, s.keepAlive)
+		if !closed {
+			m.armTimer(s, s.keepAlive)
+		}
+		if vocab != nil {
+			m.spawnLocked(func() { retire(vocab) })
+		}
 	}
 	close(s.done)
 	m.mu.Unlock()
-	if err != nil {
+	switch {
+	case err != nil && closed:
+	case err != nil:
 		slog.Error("model failed to load", "model", name, "err", err)
 		m.events.publish(Event{Kind: EventFailed, Model: name, Err: err.Error()})
-		return
-	}
-	if vocab != nil {
-		go vocab.Unload(context.Background())
-	}
-	m.events.publish(Event{Kind: EventLoaded, Model: name})
-}
-
-// release ends one call on s and starts its keep-alive: keepAlive, or the default when nil.
-func (m *Manager) release(s *slot, keepAlive *time.Duration) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ka := s.defaultKeepAlive
-	if keepAlive != nil {
-		ka = *keepAlive
-	}
-	s.keepAlive = ka
-	m.releaseLocked(s)
-}
-
-// releaseLocked ends one call on s and, when it was the last, re-arms the keep-alive.
-func (m *Manager) releaseLocked(s *slot) {
-	s.inflight--
-	s.lastUsed = time.Now()
-	if s.inflight == 0 && s.state == StateLoaded {
-		m.armTimer(s, s.keepAlive)
+	default:
+		m.events.publish(Event{Kind: EventLoaded, Model: name})
 	}
 }
 
-// armTimer schedules an idle loaded s to unload after ka (0: now; negative: never). Called with
-// m.mu held.
-func (m *Manager) armTimer(s *slot, ka time.Duration) {
-	s.stopTimer()
-	if ka < 0 {
-		return
-	}
-	if ka == 0 {
-		// Unload now, outside the caller's lock.
-		s.expiresAt = time.Now()
-		go m.expire(s)
-		return
-	}
-	s.expiresAt = time.Now().Add(ka)
-	s.timer = time.AfterFunc(ka, func() { m.expire(s) })
-}
-
-func (s *slot) stopTimer() {
-	if s.timer != nil {
-		s.timer.Stop()
-		s.timer = nil
-	}
-	s.expiresAt = time.Time{}
-}
-
-// expire unloads s when its keep-alive ran out while it was idle.
-func (m *Manager) expire(s *slot) {
-	m.mu.Lock()
-	if s.state != StateLoaded || s.inflight > 0 || s.expiresAt.IsZero() || time.Now().Before(s.expiresAt) {
-		m.mu.Unlock()
-		return
-	}
-	s.state, s.done = StateUnloading, make(chan struct{})
-	s.stopTimer()
-	m.mu.Unlock()
-	m.finishUnload(context.Background(), s)
-}
-
-// finishUnload stops s's worker (waiting for calls in flight until ctx ends, then killing it)
-// and marks it unloaded.
-func (m *Manager) finishUnload(ctx context.Context, s *slot) {
-	err := s.runner.Unload(ctx)
-	if err != nil {
-		slog.Warn("unload model", "model", s.path, "err", err)
-	}
-	m.mu.Lock()
-	s.state = StateUnloaded
-	close(s.done)
-	m.mu.Unlock()
-	m.events.publish(Event{Kind: EventUnloaded, Model: s.path})
+// retire stops a runner for good: its calls in flight finish first (bounded), then it is
+// closed, so that a call that still holds it fails instead of starting a worker no one owns.
+func retire(r Runner) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_ = r.Unload(ctx)
+	r.Close()
 }
 
 // Load loads the named model now, ignoring the backoff of earlier failures.
@@ -416,99 +431,11 @@ func (m *Manager) Load(ctx context.Context, name string) (*Entry, error) {
 		return nil, fmt.Errorf("%w: the model %s cannot be used: %v", llm.ErrEngineFailure, e.ID, e.Err)
 	}
 	s := m.slot(e)
-	if err := m.acquire(ctx, e.ID, s, true); err != nil {
+	if _, _, err := m.acquire(ctx, e.ID, s, true); err != nil {
 		return nil, err
 	}
 	m.release(s, nil)
 	return e, nil
-}
-
-// Unload unloads the named model now, after its calls in flight finish. Unloading a model that
-// is not loaded does nothing.
-func (m *Manager) Unload(ctx context.Context, name string) (*Entry, error) {
-	e, err := m.cat.Lookup(name)
-	if err != nil {
-		return nil, err
-	}
-	return e, m.unloadSlot(ctx, m.slot(e))
-}
-
-func (m *Manager) unloadSlot(ctx context.Context, s *slot) error {
-	for {
-		m.mu.Lock()
-		switch s.state {
-		case StateLoaded:
-			s.state, s.done = StateUnloading, make(chan struct{})
-			s.stopTimer()
-			m.mu.Unlock()
-			m.finishUnload(ctx, s)
-			return nil
-		case StateLoading, StateUnloading:
-			if err := m.waitTransition(ctx, s); err != nil {
-				return err
-			}
-		default:
-			vocab := s.vocab
-			s.vocab = nil
-			m.mu.Unlock()
-			if vocab != nil {
-				return vocab.Unload(ctx)
-			}
-			return nil
-		}
-	}
-}
-
-// Remove deletes the named model from the catalog after unloading it (calls in flight finish
-// first), and reports whether its file may be deleted.
-func (m *Manager) Remove(ctx context.Context, name string) (*Entry, bool, error) {
-	e, deleteFile, err := m.cat.Remove(ctx, name)
-	if err != nil {
-		return nil, false, err
-	}
-	lastUser := true
-	for _, other := range m.cat.List() {
-		lastUser = lastUser && other.Path != e.Path
-	}
-	m.mu.Lock()
-	s, ok := m.slots[e.Path]
-	if ok && lastUser {
-		s.removed = true
-		delete(m.slots, e.Path)
-	}
-	m.mu.Unlock()
-	if ok && lastUser {
-		if err := m.unloadSlot(ctx, s); err != nil {
-			return e, false, err
-		}
-	}
-	return e, deleteFile, nil
-}
-
-// Close unloads every model and stops the manager.
-func (m *Manager) Close() error {
-	m.cancel()
-	m.mu.Lock()
-	all := make([]*slot, 0, len(m.slots))
-	for _, s := range m.slots {
-		all = append(all, s)
-	}
-	m.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, s := range all {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// Closing is quitting: a reply still running gets a second to end, then its worker
-			// is killed and the request fails (and is recorded) rather than holding the exit.
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			_ = m.unloadSlot(ctx, s)
-			s.runner.Close()
-		}()
-	}
-	wg.Wait()
-	return nil
 }
 
 // Status is a model's runtime state.
@@ -551,23 +478,6 @@ func (m *Manager) Budget() (budget, used int64) {
 		}
 	}
 	return m.cfg.MemoryBudget, used
-}
-
-// Reconfigure applies a model's changed settings: a loaded model unloads (after its requests in
-// flight) and its next load uses them.
-func (m *Manager) Reconfigure(ctx context.Context, e *Entry) error {
-	s := m.slot(e)
-	if err := m.unloadSlot(ctx, s); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if s.state == StateUnloaded {
-		old := s.runner
-		s.runner = m.cfg.NewRunner(e, false)
-		go old.Close()
-	}
-	return nil
 }
 
 // SetMemoryBudget changes the memory budget (the desktop app's settings; tests).

@@ -30,6 +30,10 @@ type fakeRunner struct {
 	genErr          error
 	genGate         chan struct{}
 	gens            atomic.Int32
+	// active counts generations on the runner now; cutShort the unloads that came while one
+	// was (a real worker's unload would have killed it), lost the generations that found the
+	// runner unloaded (a real worker client would have started a worker on demand).
+	active, cutShort, lost atomic.Int32
 }
 
 func (r *fakeRunner) Start(ctx context.Context) error {
@@ -38,7 +42,12 @@ func (r *fakeRunner) Start(ctx context.Context) error {
 	}
 	r.starts.Add(1)
 	if r.startGate != nil {
-		<-r.startGate
+		select {
+		case <-r.startGate:
+		case <-ctx.Done(): // as the worker client's Start returns when its caller goes
+			r.startCtxErr.Store(fmt.Sprint(ctx.Err()))
+			return ctx.Err()
+		}
 	}
 	r.startCtxErr.Store(fmt.Sprint(ctx.Err()))
 	if r.startErr != nil {
@@ -50,6 +59,9 @@ func (r *fakeRunner) Start(ctx context.Context) error {
 
 func (r *fakeRunner) Unload(context.Context) error {
 	r.unloads.Add(1)
+	if r.active.Load() > 0 {
+		r.cutShort.Add(1)
+	}
 	r.loaded.Store(false)
 	return nil
 }
@@ -60,11 +72,18 @@ func (r *fakeRunner) Generate(ctx context.Context, req *llm.Request, emit func(l
 		return errors.New("vocab-only runner asked to generate")
 	}
 	if !r.loaded.Load() {
+		r.lost.Add(1)
 		return errors.New("generate on a runner that is not loaded")
 	}
 	r.gens.Add(1)
+	r.active.Add(1)
+	defer r.active.Add(-1)
 	if r.genGate != nil {
-		<-r.genGate
+		select {
+		case <-r.genGate:
+		case <-ctx.Done(): // as a worker's generation ends when its call is cancelled
+			return ctx.Err()
+		}
 	}
 	if r.genErr != nil {
 		return r.genErr

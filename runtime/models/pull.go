@@ -37,7 +37,16 @@ func (m *Manager) Pull(ctx context.Context, client *hf.Client, reference string,
 	if e, err := m.cat.Lookup(id); err == nil && e.Err == nil && e.SHA256 == res.Files[0].SHA256 {
 		return e, nil
 	}
+	// Every name in the folder comes from the user's reference (checked by ParseRef) or from the
+	// endpoint (the revision, checked by Resolve); check the result once more, since a folder
+	// outside the models folder would let a download replace any file of the user's.
+	if !safeElement(res.Revision) {
+		return nil, pullError(fmt.Errorf("pull %s: revision %q is not a folder name: %w", ref.Repo, res.Revision, hf.ErrBadAnswer))
+	}
 	dir := filepath.Join(m.cat.Dir(), "hf", filepath.FromSlash(ref.Repo), res.Revision)
+	if !m.cat.owns(dir) {
+		return nil, pullError(fmt.Errorf("pull %s: %s is outside the models folder %s: %w", ref.Repo, dir, m.cat.Dir(), hf.ErrBadAnswer))
+	}
 	paths, err := client.Download(ctx, res, dir, func(p hf.Progress) {
 		if progress != nil {
 			progress(p)
@@ -62,6 +71,20 @@ func (m *Manager) Pull(ctx context.Context, client *hf.Client, reference string,
 	}
 	m.events.publish(Event{Kind: EventCatalog, Model: id})
 	return e, nil
+}
+
+// safeElement reports whether s can be one folder name: not empty, ".", "..", a path or anything
+// with a separator or a control character.
+func safeElement(s string) bool {
+	if s == "" || s == "." || s == ".." || strings.ContainsAny(s, `/\:`) || !filepath.IsLocal(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // pulledID is the catalog id of a pull, as Ollama names Hugging Face models:

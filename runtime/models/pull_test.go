@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -120,9 +123,86 @@ func TestPull(t *testing.T) {
 		}
 	}
 	filepath.Walk(f.cat.Dir(), func(p string, info os.FileInfo, err error) error {
-		if err == nil && (strings.Contains(p, "junk") || strings.Contains(p, "cut-")) && !info.IsDir() {
+		if err == nil && (strings.Contains(p, "junk") || strings.Contains(p, "cut-")) && !info.IsDir() && filepath.Ext(p) != ".lock" {
 			t.Errorf("left on disk: %s", p)
 		}
 		return nil
 	})
+}
+
+// TestPullFromAHostileHub: an endpoint that answers a revision or file names reaching outside
+// the models folder gets nothing written there: the X-Repo-Commit "../../../.." would have put
+// the download in the data folder, replacing a file of the same name.
+func TestPullFromAHostileHub(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 0, Config{}, nil)
+	data := filepath.Dir(f.cat.Dir())
+	victim := filepath.Join(data, "victim-Q4_K_M.gguf")
+	if err := os.WriteFile(victim, []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := treeOf(t, data)
+	good := tinyBytes(t, 1)
+	hub := hftest.New()
+	defer hub.Close()
+	client := hf.New(hf.Config{Endpoint: hub.URL(), Backoff: 1})
+
+	for i, commit := range []string{"../../../..", "../../../../victim", "..", "/tmp", `..\..\..\..`, "x/../../../../.."} {
+		repo := fmt.Sprintf("owner/victim%d-GGUF", i)
+		hub.AddFile(repo, "victim-Q4_K_M.gguf", good)
+		hub.SetCommit(repo, commit)
+		if e, err := f.mgr.Pull(ctx, client, repo, nil); err == nil || !errors.Is(err, llm.ErrEngineFailure) {
+			t.Errorf("commit %q: Pull = %v, %v; want a refusal", commit, e, err)
+		}
+	}
+	// File names from the listing that would leave the folder are never picked.
+	for i, name := range []string{"../victim-Q4_K_M.gguf", "/abs/victim-Q4_K_M.gguf", `..\victim-Q4_K_M.gguf`,
+		"a/../../victim-Q4_K_M.gguf", "victim\x00-Q4_K_M.gguf", "./victim-Q4_K_M.gguf"} {
+		repo := fmt.Sprintf("owner/names%d-GGUF", i)
+		hub.AddFile(repo, name, good)
+		if e, err := f.mgr.Pull(ctx, client, repo, nil); err == nil {
+			t.Errorf("file %q: Pull = %+v, want a refusal", name, e.ModelRecord)
+		}
+	}
+	if got, err := os.ReadFile(victim); err != nil || string(got) != "precious" {
+		t.Fatalf("the data folder's file was replaced: %d bytes starting %q, %v", len(got), got[:min(len(got), 8)], err)
+	}
+	if after := treeOf(t, data); !slices.Equal(before, after) {
+		t.Errorf("files outside the models folder changed:\nbefore %q\nafter  %q", before, after)
+	}
+	if n := len(f.cat.List()); n != 0 {
+		t.Errorf("registered %d models", n)
+	}
+	// A sound answer beside the hostile ones still pulls.
+	hub.AddFile("owner/names0-GGUF", "victim-Q4_K_M.gguf", good)
+	e, err := f.mgr.Pull(ctx, client, "owner/names0-GGUF", nil)
+	if err != nil || !f.cat.owns(e.Path) {
+		t.Fatalf("sound pull: %v, %v", e, err)
+	}
+}
+
+// treeOf lists the files under dir outside its models folder, with their sizes.
+func treeOf(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == "models" {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && !strings.HasPrefix(d.Name(), "db") {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			out = append(out, fmt.Sprintf("%s %d", p, info.Size()))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

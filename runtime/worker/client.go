@@ -22,8 +22,10 @@ import (
 type Options struct {
 	// Command is the worker program and its leading arguments, e.g. {"/usr/bin/superfluid", "worker"}.
 	Command []string
-	// Env is added to the worker's environment.
-	Env           []string
+	// BaseEnv is the environment the worker inherits; nil: this process's. Env is added to it.
+	// Hugging Face variables (HF_*, HUGGING_FACE_*) are dropped from both: a worker parses
+	// untrusted model files and has no use for the user's Hub token.
+	BaseEnv, Env  []string
 	ModelPath     string
 	ContextLength int
 	Parallel      int
@@ -381,6 +383,9 @@ func (c *Client) fatal(p *process, w *wireError) error {
 // one of its calls until release.
 func (c *Client) acquire(ctx context.Context) (*process, error) {
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err // a caller that is gone starts no worker
+		}
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()

@@ -362,3 +362,21 @@ func TestVocabOnlyWorker(t *testing.T) {
 		t.Errorf("Generate on a vocab-only worker = %v, want an engine failure saying it cannot generate", err)
 	}
 }
+
+// TestCancelledCallerStartsNoWorker: a call whose context has ended when it reaches a client
+// with no worker running returns the context's error and launches none (a request the model
+// manager stopped must not leave a worker behind that no one knows).
+func TestCancelledCallerStartsNoWorker(t *testing.T) {
+	c, log := newClient(t, "ok")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := collect(ctx, c, &llm.Request{Prompt: "hi"}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Generate with a cancelled context = %v, want context.Canceled", err)
+	}
+	if err := c.Start(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Start with a cancelled context = %v, want context.Canceled", err)
+	}
+	if st := c.launching(); st != nil || c.Loaded() || len(loadingPIDs(log.String())) != 0 {
+		t.Fatalf("a cancelled caller launched a worker (launching %v, loaded %v, log %q)", st != nil, c.Loaded(), log.String())
+	}
+}

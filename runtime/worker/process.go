@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +21,24 @@ import (
 
 // errLaunchCancelled ends a launch that Unload or Close called off; its waiters look again.
 var errLaunchCancelled = engineFailure("the worker launch was called off (unloaded or shut down)")
+
+// environ is the worker's environment: the inherited one plus Env, without the variables a
+// process that parses untrusted files must not see (the Hub token above all).
+func (o Options) environ() []string {
+	base := o.BaseEnv
+	if base == nil {
+		base = os.Environ()
+	}
+	out := make([]string, 0, len(base)+len(o.Env))
+	for _, kv := range append(slices.Clip(base), o.Env...) {
+		key, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(strings.ToUpper(key), "HF_") || strings.HasPrefix(strings.ToUpper(key), "HUGGING_FACE_") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
 
 // startProcess launches a worker and waits for its hello. ctx is the launch's own (bounded by
 // StartTimeout, cancelled by Unload and Close), never a caller's.
@@ -34,7 +53,7 @@ func startProcess(ctx context.Context, o Options) (*process, llm.ModelInfo, erro
 	}
 	p := &process{dir: dir, socket: filepath.Join(dir, "w.sock"), exited: make(chan struct{}), log: &tail{max: 16 << 10}}
 	p.cmd = exec.Command(o.Command[0], o.args(p.socket)...)
-	p.cmd.Env = append(os.Environ(), o.Env...)
+	p.cmd.Env = o.environ()
 	p.cmd.SysProcAttr = workerProcAttr()
 	p.cmd.Stderr = p.log
 	if o.Log != nil {

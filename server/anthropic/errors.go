@@ -18,6 +18,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/core"
 )
 
 // Anthropic's error types, with the status each goes with.
@@ -81,6 +82,8 @@ func toError(err error) *Error {
 		return invalid("prompt is too long: %d tokens > %d maximum", cl.PromptTokens, cl.ContextLength)
 	case errors.Is(err, llm.ErrModelNotFound):
 		return &Error{Status: http.StatusNotFound, Type: TypeNotFound, Message: "model: " + err.Error()}
+	case errors.Is(err, core.ErrAdminRequired):
+		return &Error{Status: http.StatusForbidden, Type: TypePermission, Message: err.Error()}
 	case errors.Is(err, llm.ErrInvalidInput), errors.Is(err, llm.ErrContextLength):
 		return &Error{Status: http.StatusBadRequest, Type: TypeInvalidRequest, Message: err.Error()}
 	case errors.Is(err, llm.ErrOverloaded):

@@ -65,11 +65,15 @@ func (h *handlers) messages(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := core.CheckKeepAlive(c.Request.Context(), creq.KeepAlive); err != nil {
+		return err // keep_alive 0 unloads the model: an admin key's call once keys exist
+	}
 	omit := req.omitsThinking()
 	if creq.Stream {
-		// message_start names the model by its id; an unknown name fails (and is recorded) in Chat.
+		// message_start names the model by its id, as the request's key sees the catalog; a
+		// name it cannot use fails (and is recorded) in Chat.
 		model := creq.Model
-		if m, err := h.svc.Model(model); err == nil {
+		if m, err := h.svc.ModelFor(c.Request.Context(), model); err == nil {
 			model = m.ID
 		}
 		return h.stream(c, creq, model, omit)

@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/server/auth"
 )
+
+// ErrAdminRequired refuses a key that is not an admin key what only an admin key may do; the
+// dialects answer it with 403 admin_required.
+var ErrAdminRequired = errors.New("admin key required")
 
 // ModelFor resolves a client's model name for the request ctx belongs to. A key limited to
 // some models (auth.Identity.Models) is told about any other model, and about a model that does
@@ -44,4 +49,25 @@ func (s *Service) VisibleModels(ctx context.Context) []*Model {
 		}
 	}
 	return out
+}
+
+// CheckKeepAlive refuses keep_alive 0 to a key that is not an admin key once keys exist: it
+// unloads the model, which other keys' requests may be using, so it is model management like
+// /v1/models/unload. Without keys every caller may, as before.
+func CheckKeepAlive(ctx context.Context, keepAlive *time.Duration) error {
+	if keepAlive == nil || *keepAlive != 0 {
+		return nil
+	}
+	if id, keyed := auth.FromContext(ctx); !keyed || id.Admin {
+		return nil
+	}
+	return fmt.Errorf("%w: keep_alive 0 unloads the model, which needs an admin key; leave keep_alive out (or give a duration), or use an admin key (superfluid keys create NAME --admin)",
+		ErrAdminRequired)
+}
+
+// IsAdmin reports whether the request ctx belongs to carries an admin key; false without keys
+// (the HTTP layer decides for those: see package peer).
+func IsAdmin(ctx context.Context) bool {
+	id, keyed := auth.FromContext(ctx)
+	return keyed && id.Admin
 }

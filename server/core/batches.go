@@ -127,8 +127,8 @@ func (e *LineError) Error() string { return e.Message }
 // an error (a *LineError, ideally) only when there is no HTTP response to record.
 type LineFunc func(ctx context.Context, body json.RawMessage) (LineResponse, error)
 
-// ServeBatchLines registers how lines for url run (the dialect that serves url calls it).
-// Until /v1/embeddings is registered, its lines fail with "embeddings are not served yet".
+// ServeBatchLines registers how lines for url run (the dialect that serves url calls it); lines
+// for a url nothing registered fail with unsupported_endpoint.
 func (s *Service) ServeBatchLines(url string, run LineFunc) {
 	r := &s.batches
 	r.mu.Lock()
@@ -295,16 +295,18 @@ func (s *Service) prepare(ctx context.Context, m *Model, gen *llm.Request, n int
 		if err != nil {
 			return nil, err
 		}
-		m.lanes.interactive()
+		w := m.sched()
+		w.lanes.interactive()
 		return func() {
 			release()
-			m.lanes.interactive()
+			w.lanes.interactive()
 		}, nil
 	}
 	if gen.MaxTokens == 0 {
 		gen.MaxTokens = lineCap
 	}
 	gen.Priority = llm.PriorityBackground // queued interactive generations go first
-	m.background.Add(int64(n))
-	return func() { m.background.Add(-int64(n)) }, nil
+	w := m.sched()
+	w.background.Add(int64(n))
+	return func() { w.background.Add(-int64(n)) }, nil
 }

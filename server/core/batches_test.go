@@ -439,9 +439,11 @@ func TestBatchResumesAfterStop(t *testing.T) {
 	}
 }
 
-// TestEmbeddingLinesNotServed: until embeddings are served, their lines fail one by one with
-// that message, and the batch completes.
-func TestEmbeddingLinesNotServed(t *testing.T) {
+// TestLinesOfAnUnservedURL: lines for a url no dialect registered (ServeBatchLines; here the
+// fixture serves only chat completions, so /v1/embeddings) fail one by one with
+// unsupported_endpoint naming the url, and the batch completes. Embedding lines as the OpenAI
+// dialect serves them: server/openai TestBatchEmbeddings.
+func TestLinesOfAnUnservedURL(t *testing.T) {
 	ctx := context.Background()
 	f := newBatchFixture(t, Config{}, "", nil)
 	f.start(t)
@@ -460,8 +462,8 @@ func TestEmbeddingLinesNotServed(t *testing.T) {
 		t.Fatalf("error lines %+v", errs)
 	}
 	for _, e := range errs {
-		if e.Response != nil || e.Error == nil || e.Error.Message != "embeddings are not served yet" {
-			t.Fatalf("error line %+v", e)
+		if e.Response != nil || e.Error == nil || e.Error.Code != "unsupported_endpoint" || e.Error.Message != "/v1/embeddings is not served" {
+			t.Fatalf("error line %+v (error %+v)", e, e.Error)
 		}
 	}
 }

@@ -101,10 +101,37 @@ func (s *Service) StopBackground(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	// Stopped: StartBackground may start it again (the desktop app's Stop, then Start).
+	r.mu.Lock()
+	if r.ctx != nil && r.ctx.Err() != nil {
+		r.ctx, r.stopAll, r.running = nil, nil, nil
+	}
+	r.mu.Unlock()
+	return nil
+}
+
+// stopIfClosed reports whether the model manager has closed, the server's shutdown, and if so
+// stops the batch runner (if StopBackground has not already): a line that failed because no
+// model can load any more is not a result, it runs again after the restart, and no line or
+// batch is started, retried or finished against a closed manager.
+func (s *Service) stopIfClosed() bool {
+	r := &s.batches
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return s.stopIfClosedLocked()
+}
+
+func (s *Service) stopIfClosedLocked() bool {
+	if s.mgr == nil || !s.mgr.Closed() {
+		return false
+	}
+	if r := &s.batches; r.stopAll != nil {
+		r.stopAll()
+	}
+	return true
 }
 
 func (s *Service) expiryLoop(ctx context.Context) {
@@ -128,7 +155,7 @@ func (s *Service) fillBatches() {
 	r := &s.batches
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.ctx == nil || r.ctx.Err() != nil {
+	if r.ctx == nil || r.ctx.Err() != nil || s.stopIfClosedLocked() {
 		return
 	}
 	cfg := s.batchConfig()
@@ -195,7 +222,18 @@ func (s *Service) runBatch(ctx context.Context, rb *runningBatch, b store.Batch)
 }
 
 func (s *Service) runBatchSteps(ctx context.Context, rb *runningBatch, b store.Batch) error {
-	ctx = s.asOwner(ctx, b) // its lines run as the key that made it (owners.go)
+	owned, err := s.asOwner(ctx, b) // its lines run as the key that made it (owners.go)
+	switch {
+	case err == nil:
+		ctx = owned
+	case b.Status == store.BatchCancelling:
+		return s.finishBatch(ctx, b, store.BatchCancelled) // runs no line
+	case errors.Is(err, ErrOwnerNotFound):
+		slog.Warn("a batch whose API key was revoked is failed instead of run", "batch", b.ID, "key", b.OwnerName)
+		return s.store.FailBatch(ctx, b.ID, []store.BatchError{ownerGone(b)}, time.Now())
+	default:
+		return err
+	}
 	if b.Status == store.BatchValidating {
 		total, model, reasons, err := s.validateBatch(ctx, b)
 		if ctx.Err() != nil {
@@ -312,13 +350,13 @@ func (s *Service) runLines(ctx context.Context, rb *runningBatch, b store.Batch)
 		case <-ctx.Done():
 			return false, nil
 		}
-		if m != nil && !m.lanes.take(ctx, rb.cancel, lanes()) {
+		if m != nil && !m.sched().lanes.take(ctx, rb.cancel, lanes()) {
 			<-slots
 			return false, nil
 		}
 		if rb.stopped() || ctx.Err() != nil {
 			if m != nil {
-				m.lanes.give()
+				m.sched().lanes.give()
 			}
 			<-slots
 			return false, nil // between lines
@@ -332,7 +370,7 @@ func (s *Service) runLines(ctx context.Context, rb *runningBatch, b store.Batch)
 			free := func() {
 				once.Do(func() {
 					if m != nil {
-						m.lanes.give()
+						m.sched().lanes.give()
 					}
 					<-slots
 				})
@@ -384,15 +422,12 @@ func (s *Service) runLine(ctx context.Context, b store.Batch, idx int, raw []byt
 	var usage store.LineUsage
 	run := s.lineFunc(in.URL)
 	switch {
-	case run == nil && in.URL == "/v1/embeddings":
-		// The hook for embeddings: its dialect registers the url (ServeBatchLines) once served.
-		out.Error = &batchLineError{Code: "unsupported_endpoint", Message: "embeddings are not served yet"}
 	case run == nil:
 		out.Error = &batchLineError{Code: "unsupported_endpoint", Message: fmt.Sprintf("%s is not served", in.URL)}
 	default:
 		resp, err := run(context.WithValue(ctx, batchLineKey{}, b.ID), in.Body)
 		done()
-		if ctx.Err() != nil && (err != nil || resp.Status/100 != 2) {
+		if failed := err != nil || resp.Status/100 != 2; failed && (s.stopIfClosed() || ctx.Err() != nil) {
 			return // stopped by the shutdown (a reply that came whole is kept)
 		}
 		var le *LineError

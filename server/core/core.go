@@ -42,14 +42,31 @@ type Model struct {
 	// prefers the loaded engine's view.
 	EmbeddingFacts *llm.Embedding
 
+	// shared is the scheduling state of the model's worker: every name of one model file (an
+	// alias, a Model rebuilt after a settings change) hands out the same lanes, so they share
+	// one gate, lane share and in-flight count. Made on first use for a fixed set of models.
+	shared atomic.Pointer[workerSched]
+	caps   struct { // Capabilities, worked out once
+		once sync.Once
+		v    Capabilities
+	}
+}
+
+// workerSched is what the requests to one worker are scheduled by.
+type workerSched struct {
 	inflight   atomic.Int64 // generations running or queued on the engine
 	background atomic.Int64 // batch lines among them, outside the --queue bound
 	lanes      laneShare    // how many of its lanes batch lines may take (batchrun.go)
 	gate       qosGate      // hands its lanes to generations by scheduling class (qos.go)
-	caps       struct {     // Capabilities, worked out once
-		once sync.Once
-		v    Capabilities
+}
+
+// sched is the model's worker's scheduling state.
+func (m *Model) sched() *workerSched {
+	if w := m.shared.Load(); w != nil {
+		return w
 	}
+	m.shared.CompareAndSwap(nil, new(workerSched))
+	return m.shared.Load()
 }
 
 // Matches reports whether name refers to this model: its id.
@@ -94,8 +111,10 @@ type Config struct {
 	// QoS tunes the scheduling classes.
 	QoS QoSConfig
 	// Owner looks up the API key a batch was made with (by its id), for its lines to run as
-	// that key; nil, or a key not found, runs them in the key's name only (owners.go).
-	Owner func(ctx context.Context, id string) (*auth.Identity, bool)
+	// that key; a key that was revoked or is gone is an error wrapping ErrOwnerNotFound. A
+	// batch whose key cannot be looked up (nil, or an error) fails instead of running
+	// (owners.go).
+	Owner func(ctx context.Context, id string) (*auth.Identity, error)
 }
 
 // Service is the core.
@@ -111,6 +130,8 @@ type Service struct {
 	running sync.WaitGroup
 	// batches is the batch runner (batchrun.go).
 	batches batchRunner
+	// quota holds what uploads in progress have reserved of --files-max-bytes (files.go).
+	quota fileQuota
 }
 
 // Wait blocks until every generation request has been recorded, or ctx ends.
@@ -259,23 +280,27 @@ func (s *Service) Slots(ctx context.Context, name string) (*Model, llm.Slots, er
 }
 
 // Inflight is how many generations are running or queued on the model right now.
-func (m *Model) Inflight() int { return int(m.inflight.Load() + m.background.Load()) }
+func (m *Model) Inflight() int {
+	w := m.sched()
+	return int(w.inflight.Load() + w.background.Load())
+}
 
 // admit reserves n generations on m, or refuses when the lanes and the queue are full. More
 // than the lanes and the queue together could never run, so that is invalid input, not a
 // reason to retry.
 func (s *Service) admit(m *Model, n int) (release func(), err error) {
+	w := m.sched()
 	if s.cfg.Queue <= 0 {
-		m.inflight.Add(int64(n))
-		return func() { m.inflight.Add(-int64(n)) }, nil
+		w.inflight.Add(int64(n))
+		return func() { w.inflight.Add(-int64(n)) }, nil
 	}
 	lanes := max(1, m.Info().Parallel)
 	limit := lanes + s.cfg.Queue
 	if n > limit {
 		return nil, &ChoicesError{N: n, Lanes: lanes, Queue: s.cfg.Queue}
 	}
-	total := m.inflight.Add(int64(n))
-	release = func() { m.inflight.Add(-int64(n)) }
+	total := w.inflight.Add(int64(n))
+	release = func() { w.inflight.Add(-int64(n)) }
 	if total > int64(limit) {
 		release()
 		return nil, &llm.OverloadedError{Limit: limit, RetryAfter: time.Second}

@@ -55,7 +55,7 @@ func TestQueueBound(t *testing.T) {
 	}
 	// Wait until both are admitted (the fake emits Started at once).
 	deadline := time.Now().Add(10 * time.Second)
-	for m.inflight.Load() < 2 {
+	for m.sched().inflight.Load() < 2 {
 		if time.Now().After(deadline) {
 			t.Fatal("the two requests were never admitted")
 		}
@@ -72,7 +72,7 @@ func TestQueueBound(t *testing.T) {
 			t.Fatalf("admitted request %d failed: %v", i, err)
 		}
 	}
-	if n := m.inflight.Load(); n != 0 {
+	if n := m.sched().inflight.Load(); n != 0 {
 		t.Fatalf("inflight %d after all finished", n)
 	}
 	// n choices count against the bound too; n beyond it could never run (a 400, see

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/superfluid/superfluid/server/store"
@@ -128,6 +129,73 @@ type Upload struct {
 	s    *Service
 	path string // the temporary file; "" once committed or discarded
 	n    int64
+	// reserved is the quota the upload holds (its n bytes) until its row counts them.
+	reserved int64
+}
+
+// fileQuota is the part of --files-max-bytes that uploads in progress have reserved. An
+// upload reserves its bytes before it writes them, so concurrent uploads cannot each fill the
+// room one look at the stored total showed free: at no time do the stored files and the
+// uploads on disk take more than the quota.
+type fileQuota struct {
+	mu       sync.Mutex
+	reserved int64
+}
+
+// quotaChunk is how much an upload reserves at a time: small, so that a small upload does not
+// hold room a concurrent one could have used; large enough that the stored total is read once
+// per chunk, not once per write.
+const quotaChunk = 64 << 10
+
+// reserve takes up to want bytes of the quota: what the stored files and the other uploads
+// leave free, at most want.
+func (s *Service) reserve(ctx context.Context, want int64) (int64, error) {
+	q := &s.quota
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	used, err := s.store.FilesBytes(ctx)
+	if err != nil {
+		return 0, err
+	}
+	got := min(want, max(0, s.cfg.Files.MaxBytes-used-q.reserved))
+	q.reserved += got
+	return got, nil
+}
+
+// unreserve gives n reserved bytes back.
+func (s *Service) unreserve(n int64) {
+	if n == 0 {
+		return
+	}
+	s.quota.mu.Lock()
+	s.quota.reserved -= n
+	s.quota.mu.Unlock()
+}
+
+// quotaWriter writes to w only bytes reserved first; a write that finds no room is
+// ErrFilesQuota and writes nothing.
+type quotaWriter struct {
+	s       *Service
+	ctx     context.Context
+	w       io.Writer
+	granted int64
+	written int64
+}
+
+func (q *quotaWriter) Write(p []byte) (int, error) {
+	if need := q.written + int64(len(p)) - q.granted; need > 0 {
+		got, err := q.s.reserve(q.ctx, max(need, quotaChunk))
+		q.granted += got
+		if err != nil {
+			return 0, err
+		}
+		if got < need {
+			return 0, ErrFilesQuota
+		}
+	}
+	n, err := q.w.Write(p)
+	q.written += int64(n)
+	return n, err
 }
 
 // ErrUploadCut is an upload whose content could not be read to its end (the client was cut
@@ -140,28 +208,34 @@ func (s *Service) Receive(ctx context.Context, r io.Reader) (*Upload, error) {
 	if err := s.filesReady(); err != nil {
 		return nil, err
 	}
-	room := int64(-1) // no cap
-	if limit := s.cfg.Files.MaxBytes; limit > 0 {
-		used, err := s.store.FilesBytes(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if room = limit - used; room < 0 {
-			room = 0
-		}
-	}
 	dir := s.cfg.Files.Dir
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create the files folder: %w", err)
 	}
-	n, path, err := writeTemp(dir, uploadPrefix, r, room)
+	var q *quotaWriter
+	if s.cfg.Files.MaxBytes > 0 {
+		q = &quotaWriter{s: s, ctx: context.WithoutCancel(ctx)}
+	}
+	n, path, err := writeTemp(dir, uploadPrefix, r, q)
+	if q != nil {
+		// Keep exactly the upload's bytes; on failure nothing (its file is gone already).
+		keep := n
+		if err != nil {
+			keep = 0
+		}
+		s.unreserve(q.granted - keep)
+	}
 	if errors.Is(err, ErrFilesQuota) {
 		return nil, s.quotaError(n)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &Upload{s: s, path: path, n: n}, nil
+	u := &Upload{s: s, path: path, n: n}
+	if q != nil {
+		u.reserved = n
+	}
+	return u, nil
 }
 
 // Discard removes an upload that was not committed; after Commit it does nothing.
@@ -169,7 +243,14 @@ func (u *Upload) Discard() {
 	if u.path != "" {
 		os.Remove(u.path)
 		u.path = ""
+		u.release()
 	}
+}
+
+// release gives the upload's reserved quota back: its file is gone, or its row counts it now.
+func (u *Upload) release() {
+	u.s.unreserve(u.reserved)
+	u.reserved = 0
 }
 
 // Commit makes the upload a file: renamed to its id, then its row inserted (the quota checked
@@ -189,6 +270,9 @@ func (u *Upload) Commit(ctx context.Context, nf NewFile) (File, error) {
 	}
 	u.path = ""
 	syncDir(dir)
+	// The reservation goes only after the insert: in between, the bytes count twice (safe),
+	// never zero times.
+	defer u.release()
 	if err := s.store.InsertFile(context.WithoutCancel(ctx), f, s.cfg.Files.MaxBytes); err != nil {
 		os.Remove(path)
 		if errors.Is(err, store.ErrQuota) {
@@ -215,9 +299,9 @@ func (s *Service) quotaError(n int64) error {
 }
 
 // writeTemp copies r into a new temporary file in dir and syncs it, returning its size and
-// path. With room >= 0, more than room bytes is ErrFilesQuota. On any error the temporary
-// file is removed.
-func writeTemp(dir, prefix string, r io.Reader, room int64) (n int64, path string, err error) {
+// path. With q, every byte is reserved before it is written (more than the quota leaves is
+// ErrFilesQuota). On any error the temporary file is removed.
+func writeTemp(dir, prefix string, r io.Reader, q *quotaWriter) (n int64, path string, err error) {
 	tmp, err := os.CreateTemp(dir, prefix+"*")
 	if err != nil {
 		return 0, "", fmt.Errorf("store the upload: %w", err)
@@ -229,18 +313,19 @@ func writeTemp(dir, prefix string, r io.Reader, room int64) (n int64, path strin
 		}
 	}()
 	src := &readErr{r: r}
-	var from io.Reader = src
-	if room >= 0 {
-		from = io.LimitReader(src, room+1)
+	var to io.Writer = tmp
+	if q != nil {
+		q.w, to = tmp, q
 	}
-	if n, err = io.Copy(tmp, from); err != nil {
+	// CopyBuffer with a writer that is not a ReaderFrom: every byte goes through q.Write.
+	if n, err = io.CopyBuffer(struct{ io.Writer }{to}, src, make([]byte, 32<<10)); err != nil {
+		if errors.Is(err, ErrFilesQuota) {
+			return n + 1, "", ErrFilesQuota // n bytes fitted; one more did not
+		}
 		if src.err != nil {
 			return n, "", fmt.Errorf("%w: %v", ErrUploadCut, err)
 		}
 		return n, "", fmt.Errorf("store the upload: %w", err)
-	}
-	if room >= 0 && n > room {
-		return n, "", ErrFilesQuota
 	}
 	if err = tmp.Sync(); err != nil {
 		return n, "", fmt.Errorf("store the upload: %w", err)

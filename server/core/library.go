@@ -46,12 +46,16 @@ type catalogLibrary struct {
 
 	mu    sync.Mutex
 	built map[*models.Entry]*Model
+	// scheds is the scheduling state of each model file's worker (the manager runs one worker
+	// per file), shared by every Model of that file: aliases, and Models rebuilt when their
+	// entry or settings change.
+	scheds map[string]*workerSched
 }
 
 // NewCatalog builds the core over the manager's catalog: every catalog model is servable and
 // loads on demand; hub pulls models from Hugging Face.
 func NewCatalog(cfg Config, st *store.Store, mgr *models.Manager, hub *hf.Client) *Service {
-	s := &Service{cfg: cfg, store: st, lib: &catalogLibrary{mgr: mgr, built: map[*models.Entry]*Model{}}, mgr: mgr, hub: hub}
+	s := &Service{cfg: cfg, store: st, lib: &catalogLibrary{mgr: mgr, built: map[*models.Entry]*Model{}, scheds: map[string]*workerSched{}}, mgr: mgr, hub: hub}
 	mgr.SetSettings(func(e *models.Entry) models.Settings {
 		set, _ := s.ModelSettings(context.Background(), e.ID)
 		return models.Settings{ContextLength: set.ContextLength, Lanes: set.Lanes, KeepAlive: set.KeepAlive, Runtime: set.Runtime}
@@ -101,6 +105,12 @@ func (l *catalogLibrary) model(e *models.Entry) *Model {
 	if m.Architecture == "" {
 		m.Architecture = e.Architecture
 	}
+	w, ok := l.scheds[e.Path]
+	if !ok {
+		w = new(workerSched)
+		l.scheds[e.Path] = w
+	}
+	m.shared.Store(w)
 	l.built[e] = m
 	return m
 }

@@ -251,13 +251,13 @@ func (s *Service) grant(ctx context.Context, m *Model, engine interface{ Info() 
 	if sched.BatchInvariant {
 		units = lanes
 	}
-	return m.gate.acquire(ctx, sched.QoS, units, lanes, s.cfg.QoS.reserve())
+	return m.sched().gate.acquire(ctx, sched.QoS, units, lanes, s.cfg.QoS.reserve())
 }
 
 // Waiting is how many generations wait at the model's gate for a lane.
 func (m *Model) Waiting() int {
 	n := 0
-	for _, c := range m.gate.queued() {
+	for _, c := range m.sched().gate.queued() {
 		n += c
 	}
 	return n

@@ -1,6 +1,7 @@
 package ollama
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"math"
@@ -64,8 +65,8 @@ func (h *handlers) routesEmbed(r gin.IRouter) {
 }
 
 // embedModel resolves a model that embeds; a generation model is Ollama's capability 400.
-func (h *handlers) embedModel(name string) (*core.Model, error) {
-	m, err := h.model(name)
+func (h *handlers) embedModel(ctx context.Context, name string) (*core.Model, error) {
+	m, err := h.model(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -89,21 +90,28 @@ func (h *handlers) embed(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := h.embedModel(req.Model)
+	ctx := c.Request.Context()
+	m, err := h.embedModel(ctx, req.Model)
 	if err != nil {
 		return err
 	}
-	ctx := c.Request.Context()
+	if err := core.CheckKeepAlive(ctx, ka); err != nil {
+		return err
+	}
 	if len(texts) == 0 {
-		if _, err := h.loadOnly(ctx, m, ka); err != nil {
+		if _, err := h.loadOnly(ctx, m, ka, false); err != nil {
 			return err
 		}
 		c.JSON(http.StatusOK, embedResponse{Model: req.Model, Embeddings: [][]float32{}})
 		return nil
 	}
-	if _, err := h.svc.LoadModel(ctx, m.ID); err != nil {
+	// Loaded on demand as any request (a failed load's backoff holds) and held for the reply,
+	// timed for load_duration.
+	release, err := h.hold(ctx, m)
+	if err != nil {
 		return err
 	}
+	defer release(ka)
 	loaded := time.Now()
 	creq := &core.EmbedRequest{ID: newID(), Endpoint: "/api/embed", Model: m.ID, Truncate: req.Truncate == nil || *req.Truncate, KeepAlive: ka}
 	for _, text := range texts {
@@ -158,13 +166,16 @@ func (h *handlers) embeddings(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := h.embedModel(req.Model)
+	ctx := c.Request.Context()
+	m, err := h.embedModel(ctx, req.Model)
 	if err != nil {
 		return err
 	}
-	ctx := c.Request.Context()
+	if err := core.CheckKeepAlive(ctx, ka); err != nil {
+		return err
+	}
 	if req.Prompt == "" {
-		if _, err := h.loadOnly(ctx, m, ka); err != nil {
+		if _, err := h.loadOnly(ctx, m, ka, false); err != nil {
 			return err
 		}
 		c.JSON(http.StatusOK, embeddingsResponse{Embedding: []float64{}})

@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/core"
 )
 
 // Error is an Ollama API error with its HTTP status. On the wire it is {"error": "..."}.
@@ -53,6 +54,8 @@ func toError(err error) *Error {
 		return &Error{Status: http.StatusBadRequest, Message: err.Error()}
 	case errors.Is(err, llm.ErrModelNotFound):
 		return &Error{Status: http.StatusNotFound, Message: err.Error()}
+	case errors.Is(err, core.ErrAdminRequired):
+		return &Error{Status: http.StatusForbidden, Message: err.Error()}
 	case errors.Is(err, llm.ErrOverloaded):
 		// Ollama answers a full queue with 503 ("server busy, please try again").
 		return &Error{Status: http.StatusServiceUnavailable, Message: "server busy, please try again: " + err.Error(),

@@ -24,6 +24,8 @@ type turn struct {
 	start  time.Time
 	load   time.Duration
 	think  think
+	// release lets go of the model begin held (see end).
+	release func(keepAlive *time.Duration)
 }
 
 func (h *handlers) generate(c *gin.Context) error {
@@ -32,7 +34,7 @@ func (h *handlers) generate(c *gin.Context) error {
 	if err := decode(c.Request, &req); err != nil {
 		return err
 	}
-	m, err := h.model(req.Model)
+	m, err := h.model(c.Request.Context(), req.Model)
 	if err != nil {
 		return err
 	}
@@ -53,13 +55,14 @@ func (h *handlers) generate(c *gin.Context) error {
 	} else if choice.Mode == core.ToolRequired || choice.Mode == core.ToolFunction {
 		return badRequest(`option "tool_choice" %q needs tools, which /api/generate does not take; send the tools to /api/chat`, cmp.Or(choice.Name, choice.Mode))
 	}
-	s, err := settle(req.Model, m, shared{format: req.Format, options: req.Options, think: req.Think, keepAlive: req.KeepAlive,
+	s, err := settle(c.Request.Context(), req.Model, m, shared{format: req.Format, options: req.Options, think: req.Think, keepAlive: req.KeepAlive,
 		logprobs: req.Logprobs, topLogprobs: req.TopLogprobs})
 	if err != nil {
 		return err
 	}
 	if req.Prompt == "" {
-		reason, err := h.loadOnly(c.Request.Context(), m, s.keepAlive)
+		// Ollama's load call: an explicit load, which retries a failed one at once.
+		reason, err := h.loadOnly(c.Request.Context(), m, s.keepAlive, true)
 		if err != nil {
 			return err
 		}
@@ -70,6 +73,7 @@ func (h *handlers) generate(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	defer t.end(s.keepAlive)
 	t.think = s.think
 	frame := func(p piece) any {
 		return generateResponse{Model: t.name, CreatedAt: now(), Response: p.text, Thinking: p.thinking, Done: p.done != nil,
@@ -102,7 +106,7 @@ func (h *handlers) chat(c *gin.Context) error {
 	if err := decode(c.Request, &req); err != nil {
 		return err
 	}
-	m, err := h.model(req.Model)
+	m, err := h.model(c.Request.Context(), req.Model)
 	if err != nil {
 		return err
 	}
@@ -122,13 +126,13 @@ func (h *handlers) chat(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	s, err := settle(req.Model, m, shared{format: req.Format, options: req.Options, think: req.Think, keepAlive: req.KeepAlive,
+	s, err := settle(c.Request.Context(), req.Model, m, shared{format: req.Format, options: req.Options, think: req.Think, keepAlive: req.KeepAlive,
 		logprobs: req.Logprobs, topLogprobs: req.TopLogprobs})
 	if err != nil {
 		return err
 	}
 	if len(msgs) == 0 {
-		reason, err := h.loadOnly(c.Request.Context(), m, s.keepAlive)
+		reason, err := h.loadOnly(c.Request.Context(), m, s.keepAlive, false)
 		if err != nil {
 			return err
 		}
@@ -139,6 +143,7 @@ func (h *handlers) chat(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	defer t.end(s.keepAlive)
 	t.think = s.think
 	frame := func(p piece) any {
 		return chatResponse{Model: t.name, CreatedAt: now(),
@@ -191,7 +196,8 @@ type settings struct {
 }
 
 // settle validates the shared fields of a request for model m (named name by the client).
-func settle(name string, m *core.Model, in shared) (*settings, error) {
+// keep_alive 0 unloads the model, so it needs an admin key once keys exist.
+func settle(ctx context.Context, name string, m *core.Model, in shared) (*settings, error) {
 	s := &settings{gen: &llm.Request{}}
 	if err := applyFormat(in.format, s.gen); err != nil {
 		return nil, err
@@ -212,32 +218,38 @@ func settle(name string, m *core.Model, in shared) (*settings, error) {
 	if s.keepAlive, err = keepAlive(in.keepAlive); err != nil {
 		return nil, err
 	}
+	if err := core.CheckKeepAlive(ctx, s.keepAlive); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
 // loadOnly answers a request with nothing to generate, as Ollama's clients use it: keep_alive 0
 // unloads the model (done_reason "unload", without loading it first); anything else loads it
-// and starts the keep-alive the request asked for ("load").
-func (h *handlers) loadOnly(ctx context.Context, m *core.Model, ka *time.Duration) (string, error) {
+// and starts the keep-alive the request asked for ("load"). An explicit load (/api/generate's
+// empty prompt, Ollama's load call) retries a failed load at once; any other waits out the
+// failed load's backoff, getting the remembered failure meanwhile.
+func (h *handlers) loadOnly(ctx context.Context, m *core.Model, ka *time.Duration, explicit bool) (string, error) {
 	if ka != nil && *ka == 0 {
 		_, err := h.svc.UnloadModel(ctx, m.ID)
 		return "unload", err
 	}
-	if _, err := h.svc.LoadModel(ctx, m.ID); err != nil {
-		return "", err
-	}
-	if ka == nil {
-		return "load", nil // the load itself started the default keep-alive
+	a, lazy := m.Engine.(acquirer)
+	if explicit || !lazy {
+		if _, err := h.svc.LoadModel(ctx, m.ID); err != nil {
+			return "", err
+		}
+		if ka == nil || !lazy {
+			return "load", nil // the load itself started the default keep-alive
+		}
 	}
 	// The core's load always starts the default keep-alive; the catalog's engine sets another
 	// one when a request on it ends, so an empty request on the loaded model sets this one.
-	if a, ok := m.Engine.(acquirer); ok {
-		_, release, err := a.Acquire(ctx)
-		if err != nil {
-			return "", err
-		}
-		release(ka)
+	_, release, err := a.Acquire(ctx)
+	if err != nil {
+		return "", err
 	}
+	release(ka)
 	return "load", nil
 }
 

@@ -196,7 +196,7 @@ func (h *handlers) remove(c *gin.Context) error {
 		return err
 	}
 	name := cmp.Or(req.Model, req.Name)
-	m, err := h.model(name)
+	m, err := h.model(c.Request.Context(), name)
 	if err == nil {
 		_, err = h.svc.DeleteModel(c.Request.Context(), m.ID)
 	}
@@ -223,7 +223,7 @@ func (h *handlers) copyModel(c *gin.Context) error {
 	case req.Destination == "":
 		return badRequest("destination is required: name the copy")
 	}
-	m, err := h.model(req.Source)
+	m, err := h.model(c.Request.Context(), req.Source)
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,12 @@
 //     for generations running on the model, and deletes the file only when it lies in the
 //     models folder and no other name uses it.
 //   - Pull, copy and delete need an admin key, or without API keys a loopback peer (403 otherwise).
+//     Once keys exist, keep_alive 0 (an unload) needs an admin key too. A key limited to some
+//     models gets, for any other, Ollama's 404 for a model it does not have, before anything
+//     loads or unloads it; the Modelfile's FROM line is the file's name unless the caller is
+//     trusted with paths (see peer.Trusted).
+//   - Only /api/generate with no prompt (Ollama's load call) is an explicit load, which retries
+//     a failed load at once; chats and embeddings wait out the failed load's backoff.
 //   - prompt_eval_count counts only the prompt tokens actually evaluated (prompt minus the part
 //     served from the prefix cache), as Ollama's own count does after a cache hit.
 //     prompt_eval_duration is the prefill, which also yields the first token; eval_duration is
@@ -173,7 +179,7 @@ func (h *handlers) tokenize(c *gin.Context) error {
 	if err := decode(c.Request, &req); err != nil {
 		return err
 	}
-	m, err := h.model(req.Model)
+	m, err := h.model(c.Request.Context(), req.Model)
 	if err != nil {
 		return err
 	}

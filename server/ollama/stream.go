@@ -1,6 +1,7 @@
 package ollama
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -13,13 +14,38 @@ import (
 )
 
 // begin loads the model (timing it for load_duration) and settles streaming: on unless the
-// request says "stream": false.
+// request says "stream": false. The load is not an explicit one: while a failed load's backoff
+// runs the request gets the remembered failure, so a client retrying a broken model does not
+// start a worker each time. The model stays held until end, so that what load_duration timed
+// is what the reply runs on.
 func (h *handlers) begin(c *gin.Context, name string, m *core.Model, stream *bool, start time.Time) (*turn, error) {
 	loadStart := time.Now()
-	if _, err := h.svc.LoadModel(c.Request.Context(), m.ID); err != nil {
+	release, err := h.hold(c.Request.Context(), m)
+	if err != nil {
 		return nil, err
 	}
-	return &turn{name: name, model: m, stream: stream == nil || *stream, start: start, load: time.Since(loadStart)}, nil
+	return &turn{name: name, model: m, stream: stream == nil || *stream, start: start, load: time.Since(loadStart), release: release}, nil
+}
+
+// end lets go of the model begin held, with the request's keep-alive (nil: the default).
+func (t *turn) end(keepAlive *time.Duration) {
+	if t.release != nil {
+		t.release(keepAlive)
+	}
+}
+
+// hold loads m on demand, as a request does (waiting out a failed load's backoff), and keeps it
+// loaded until release. A model outside the catalog has no on-demand load: it is started.
+func (h *handlers) hold(ctx context.Context, m *core.Model) (release func(keepAlive *time.Duration), err error) {
+	a, ok := m.Engine.(acquirer)
+	if !ok {
+		if _, err := h.svc.LoadModel(ctx, m.ID); err != nil {
+			return nil, err
+		}
+		return func(*time.Duration) {}, nil
+	}
+	_, release, err = a.Acquire(ctx)
+	return release, err
 }
 
 // metrics are the final line's counts and timings; nil done (a text line) has none.

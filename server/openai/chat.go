@@ -76,6 +76,9 @@ func (h *handlers) chatCompletions(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := core.CheckKeepAlive(c.Request.Context(), creq.KeepAlive); err != nil {
+		return err // keep_alive 0 unloads the model: an admin key's call once keys exist
+	}
 	if req.Stream {
 		opts := streamOptions{}
 		if req.StreamOptions != nil {

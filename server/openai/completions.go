@@ -103,6 +103,9 @@ func (h *handlers) completions(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := core.CheckKeepAlive(c.Request.Context(), ka); err != nil {
+		return err // keep_alive 0 unloads the model: an admin key's call once keys exist
+	}
 	gen := llm.Request{IgnoreEOS: req.IgnoreEOS, NoCache: req.CachePrompt != nil && !*req.CachePrompt}
 	if gen.Sampling, err = toSampling(&req.samplingParams); err != nil {
 		return err

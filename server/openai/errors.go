@@ -58,6 +58,8 @@ func toError(err error) *Error {
 	switch {
 	case errors.As(err, &e):
 		return e
+	case errors.Is(err, core.ErrAdminRequired):
+		return &Error{Status: http.StatusForbidden, Type: "permission_error", Code: "admin_required", Message: err.Error()}
 	case errors.Is(err, core.ErrUnsupportedRuntime):
 		return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "unsupported_runtime", Param: "runtime", Message: err.Error()}
 	case errors.Is(err, llm.ErrUnsupportedModel):

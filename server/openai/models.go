@@ -3,6 +3,7 @@ package openai
 import (
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -50,13 +51,19 @@ type architecture struct {
 	OutputModalities []string `json:"output_modalities"`
 }
 
-// entry describes m the way /v1/models does; /props reuses it.
-func (h *handlers) entry(m *core.Model) modelEntry {
+// entry describes m the way /v1/models does. The file's absolute path is only for a caller
+// trusted with it (an admin key; without keys, this machine and not a web page): others get
+// its base name, which names the file without telling where the data lives.
+func (h *handlers) entry(c *gin.Context, m *core.Model) modelEntry {
 	e := entry(m)
 	st := h.svc.ModelStatus(m)
 	e.State, e.Loaded = st.State, st.State == models.StateLoaded
 	if st.Err != nil {
 		e.Error = st.Err.Error()
+	}
+	if !peer.Trusted(c.Request) {
+		e.Meta.Path = filepath.Base(m.Path)
+		e.Error = strings.ReplaceAll(e.Error, m.Path, e.Meta.Path) // a failed load quotes its file
 	}
 	if !st.ExpiresAt.IsZero() {
 		at := st.ExpiresAt.Unix()
@@ -98,7 +105,7 @@ func capabilities(m *core.Model) map[string]any {
 		"tools": caps.Tools, "native_tools": caps.NativeTools, "thinking": caps.Thinking,
 		"dialect": map[string]any{
 			"enable_thinking": caps.Thinking, "reasoning_effort": caps.ReasoningEffort, "reasoning_effort_levels": levels,
-			"fim": false, "fim_model": nil,
+			"fim": m.FIM != nil, "fim_model": nil,
 			"chat_template": !m.Template.IsFallback(),
 		},
 	}
@@ -107,7 +114,7 @@ func capabilities(m *core.Model) map[string]any {
 func (h *handlers) listModels(c *gin.Context) error {
 	entries := []modelEntry{}
 	for _, m := range h.svc.VisibleModels(c.Request.Context()) { // a key limited to some models sees those
-		entries = append(entries, h.entry(m))
+		entries = append(entries, h.entry(c, m))
 	}
 	c.JSON(http.StatusOK, gin.H{"object": "list", "data": entries})
 	return nil
@@ -123,7 +130,7 @@ func (h *handlers) getModel(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, h.entry(m))
+	c.JSON(http.StatusOK, h.entry(c, m))
 	return nil
 }
 
@@ -164,25 +171,26 @@ func (h *handlers) loadModel(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if req.Runtime != nil {
-		if err := h.setRuntime(c, *req.Model, *req.Runtime); err != nil {
-			return err
-		}
-	}
-	m, err := h.svc.LoadModel(c.Request.Context(), *req.Model)
+	// As the key sees the catalog: a model outside its scope is not loaded, and is a 404 like
+	// a missing one.
+	m, err := h.svc.ModelFor(c.Request.Context(), *req.Model)
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, h.entry(m))
+	if req.Runtime != nil {
+		if err := h.setRuntime(c, m, *req.Runtime); err != nil {
+			return err
+		}
+	}
+	if m, err = h.svc.LoadModel(c.Request.Context(), m.ID); err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, h.entry(c, m))
 	return nil
 }
 
 // setRuntime keeps the model's other settings and changes its runtime.
-func (h *handlers) setRuntime(c *gin.Context, name, runtime string) error {
-	m, err := h.svc.Model(name)
-	if err != nil {
-		return err
-	}
+func (h *handlers) setRuntime(c *gin.Context, m *core.Model, runtime string) error {
 	if m.Entry == nil {
 		return invalid("runtime", "this server serves a fixed set of models; their runtime cannot change")
 	}
@@ -216,8 +224,11 @@ func (h *handlers) deleteModel(c *gin.Context) error {
 }
 
 func (h *handlers) unload(c *gin.Context, name string) error {
-	m, err := h.svc.UnloadModel(c.Request.Context(), name)
+	m, err := h.svc.ModelFor(c.Request.Context(), name) // as the key sees the catalog
 	if err != nil {
+		return err
+	}
+	if m, err = h.svc.UnloadModel(c.Request.Context(), m.ID); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"id": m.ID, "object": "model", "deleted": false, "unloaded": true, "state": h.svc.ModelStatus(m).State})
@@ -240,8 +251,8 @@ func (h *handlers) tokenize(c *gin.Context) error {
 	model := ""
 	if req.Model != nil {
 		model = *req.Model
-	} else if ms := h.svc.Models(); len(ms) == 1 {
-		model = ms[0].ID // one served model: model may be omitted, as with llama-server
+	} else if ms := h.svc.VisibleModels(c.Request.Context()); len(ms) == 1 {
+		model = ms[0].ID // one model for this caller: model may be omitted, as with llama-server
 	}
 	if model == "" {
 		return invalid("model", "you must provide a model parameter")

@@ -2,11 +2,13 @@ package openai
 
 import (
 	"net/http"
+	"path/filepath"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/peer"
 )
 
 // llama.cpp server routes, answered in OpenAI's error shape.
@@ -24,17 +26,14 @@ func retired(c *gin.Context) error {
 		Message: "saving and restoring slots is retired: every request is served warm from the prefix cache without it"}
 }
 
-// slots is llama.cpp's /slots with one aggregate entry for the model's lanes.
+// slots is llama.cpp's /slots with one aggregate entry for the model's lanes, for a model the
+// request's key may use.
 func (h *handlers) slots(c *gin.Context) error {
-	name := c.Query("model")
-	if name == "" {
-		m, err := h.defaultModel()
-		if err != nil {
-			return err
-		}
-		name = m.ID
+	m, err := h.describedModel(c)
+	if err != nil {
+		return err
 	}
-	m, s, err := h.svc.Slots(c.Request.Context(), name)
+	m, s, err := h.svc.Slots(c.Request.Context(), m.ID)
 	if err != nil {
 		return err
 	}
@@ -58,12 +57,23 @@ func (h *handlers) slots(c *gin.Context) error {
 	return nil
 }
 
+// describedModel is the model /props and /slots describe: ?model= as the request's key sees the
+// catalog (a model it may not use is a 404 like a missing one), else the default model among
+// those it may use.
+func (h *handlers) describedModel(c *gin.Context) (*core.Model, error) {
+	if name := c.Query("model"); name != "" {
+		return h.svc.ModelFor(c.Request.Context(), name)
+	}
+	return h.defaultModel(c)
+}
+
 // defaultModel is what /props and /slots describe when no model is named (llama-server serves
-// one): the first loaded model, else the first in the catalog.
-func (h *handlers) defaultModel() (*core.Model, error) {
-	models := h.svc.Models()
+// one): the first loaded model the key may use, else the first of them in the catalog.
+func (h *handlers) defaultModel(c *gin.Context) (*core.Model, error) {
+	models := h.svc.VisibleModels(c.Request.Context())
 	if len(models) == 0 {
-		return nil, &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Message: "no model is served; superfluid pull fetches one"}
+		return nil, &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found",
+			Message: "no model is served to this caller; superfluid pull fetches one (GET /v1/models lists the models a key may use)"}
 	}
 	for _, m := range models {
 		if m.Loaded() {
@@ -78,40 +88,47 @@ func (h *handlers) health(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"status": "ok"})
 }
 
-func (h *handlers) props(c *gin.Context) error {
-	var m *core.Model
-	var err error
-	if name := c.Query("model"); name != "" {
-		m, err = h.svc.ModelFor(c.Request.Context(), name)
-	} else {
-		m, err = h.defaultModel()
+// autoloadAllowed says why /props?autoload=1 may not load a model for r, or nil when it may.
+// Loading is model management: an admin key once keys exist, this machine without them (as
+// /v1/models/load), and never for a web page of another origin, which could otherwise make any
+// visitor's server load models with a plain GET (an <img> on any site).
+func autoloadAllowed(r *http.Request) error {
+	if peer.CrossOrigin(r) {
+		return &Error{Status: http.StatusForbidden, Type: "permission_error", Code: "admin_required",
+			Message: "autoload is refused to web pages of other origins; load the model with POST /v1/models/load from this machine or with an admin key"}
 	}
+	if ok, refusal := peer.Admin(r); !ok {
+		return &Error{Status: http.StatusForbidden, Type: "permission_error", Code: "admin_required",
+			Message: "autoload loads the model: " + refusal}
+	}
+	return nil
+}
+
+func (h *handlers) props(c *gin.Context) error {
+	m, err := h.describedModel(c)
 	if err != nil {
 		return err
 	}
-	if c.Query("autoload") == "1" || c.Query("autoload") == "true" {
-		if _, err := h.svc.LoadModel(c.Request.Context(), m.ID); err != nil {
+	if q := c.Query("autoload"); q == "1" || q == "true" {
+		if err := autoloadAllowed(c.Request); err != nil {
+			return err
+		}
+		if m, err = h.svc.LoadModel(c.Request.Context(), m.ID); err != nil {
 			return err
 		}
 	}
 	info := m.Info()
-	maxTokens := h.svc.Config().MaxTokens
-	if maxTokens == 0 {
-		maxTokens = -1 // llama.cpp's "until the context is full"
-	}
-	params := gin.H{
-		"temperature": llm.DefaultTemperature, "top_k": llm.DefaultTopK, "top_p": llm.DefaultTopP,
-		"min_p": llm.DefaultMinP, "repeat_penalty": llm.DefaultRepeatPenalty, "repeat_last_n": llm.RepeatLastN,
-		"presence_penalty": 0.0, "frequency_penalty": 0.0, "n_predict": maxTokens, "max_tokens": maxTokens,
-		"seed": -1, "ignore_eos": false, "stop": []string{},
+	path := m.Path
+	if !peer.Trusted(c.Request) {
+		path = filepath.Base(m.Path) // the absolute path is the operator's business (see entry)
 	}
 	c.JSON(http.StatusOK, gin.H{
 		"model":       m.ID,
-		"model_path":  m.Path,
+		"model_path":  path,
 		"loaded":      m.Loaded(),
 		"max_context": info.ContextLength,
 		"default_generation_settings": gin.H{
-			"n_ctx": info.ContextLength, "model": m.ID, "params": params,
+			"n_ctx": info.ContextLength, "model": m.ID, "params": h.defaultParams(c, m),
 		},
 		"total_slots":               info.Parallel,
 		"chat_template":             m.Template.Source(),
@@ -124,4 +141,30 @@ func (h *handlers) props(c *gin.Context) error {
 		"threads":      info.Threads,
 	})
 	return nil
+}
+
+// defaultParams are the sampling settings and cap a request that names nothing runs with on m:
+// the model's own settings where it has them, else the server's defaults. When the model's
+// settings cannot be read, what they would decide is left out rather than guessed.
+func (h *handlers) defaultParams(c *gin.Context, m *core.Model) gin.H {
+	params := gin.H{
+		"repeat_last_n": llm.RepeatLastN, "presence_penalty": 0.0, "frequency_penalty": 0.0,
+		"seed": -1, "ignore_eos": false, "stop": []string{},
+	}
+	d, err := h.svc.DefaultsFor(c.Request.Context(), m)
+	if err != nil {
+		return params
+	}
+	sm := d.Sampling
+	params["temperature"], params["top_p"], params["top_k"] = *sm.Temperature, *sm.TopP, *sm.TopK
+	params["min_p"], params["repeat_penalty"] = *sm.MinP, *sm.RepeatPenalty
+	maxTokens := d.MaxTokens
+	if maxTokens == 0 {
+		maxTokens = -1 // llama.cpp's "until the context is full"
+	}
+	params["n_predict"], params["max_tokens"] = maxTokens, maxTokens
+	if d.SystemPrompt != "" {
+		params["system_prompt"] = d.SystemPrompt
+	}
+	return params
 }

@@ -83,7 +83,7 @@ func (h *handlers) createResponse(c *gin.Context) error {
 		return err
 	}
 	ctx := c.Request.Context()
-	m, err := h.svc.Model(p.model)
+	m, err := h.svc.ModelFor(ctx, p.model) // a model the key may not use is a 404 like a missing one
 	if err != nil {
 		return err
 	}

@@ -28,8 +28,9 @@ type Catalog struct {
 	// Dir holds the models the test registers (outside the models folder).
 	Dir string
 
-	mu      sync.Mutex
-	runners map[string]*Runner // by model path
+	mu         sync.Mutex
+	runners    map[string]*Runner // by model path
+	startCheck func(e *models.Entry) error
 }
 
 // Reply is what every fake worker generates.
@@ -47,7 +48,7 @@ func NewCatalog(t *testing.T, cfg models.Config) *Catalog {
 	c := &Catalog{Store: st, Dir: dir, runners: map[string]*Runner{}, Hub: hftest.New()}
 	t.Cleanup(c.Hub.Close)
 	cfg.NewRunner = func(e *models.Entry, vocabOnly bool) models.Runner {
-		r := &Runner{Engine: enginetest.New(512, Reply)}
+		r := &Runner{Engine: enginetest.New(512, Reply), check: func() error { return c.checkStart(e) }}
 		if !vocabOnly {
 			c.mu.Lock()
 			c.runners[e.Path] = r
@@ -70,6 +71,25 @@ func NewCatalog(t *testing.T, cfg models.Config) *Catalog {
 	}
 	c.Svc = core.NewCatalog(core.Config{CheckRuntime: checkRuntime}, st, c.Mgr, hub)
 	return c
+}
+
+// SetStartCheck makes every fake worker ask check before it loads; an error fails the load,
+// as a worker that cannot load its file fails it (e.g. the strict GGUF reader on a file broken
+// behind the catalog's back).
+func (c *Catalog) SetStartCheck(check func(e *models.Entry) error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.startCheck = check
+}
+
+func (c *Catalog) checkStart(e *models.Entry) error {
+	c.mu.Lock()
+	check := c.startCheck
+	c.mu.Unlock()
+	if check == nil {
+		return nil
+	}
+	return check(e)
 }
 
 // AddModel writes a tiny llama GGUF named id.gguf and registers it under id.
@@ -116,10 +136,16 @@ type Runner struct {
 	*enginetest.Engine
 	Starts, Unloads atomic.Int32
 	loaded          atomic.Bool
+	check           func() error // see Catalog.SetStartCheck
 }
 
 // Start loads the model.
 func (r *Runner) Start(context.Context) error {
+	if r.check != nil {
+		if err := r.check(); err != nil {
+			return fmt.Errorf("%w: %v", llm.ErrEngineFailure, err)
+		}
+	}
 	if !r.loaded.Swap(true) {
 		r.Starts.Add(1)
 	}

@@ -31,6 +31,9 @@ var (
 	ErrChecksum = errors.New("downloaded file does not match its checksum; pull again")
 	// ErrDiskFull reports a write that failed with ENOSPC.
 	ErrDiskFull = errors.New("disk full")
+	// ErrBadAnswer reports an endpoint answer that cannot be trusted: a revision that is not
+	// a commit id, a file name that would leave the download folder.
+	ErrBadAnswer = errors.New("the Hugging Face endpoint sent an answer that is not safe to use")
 )
 
 // DefaultEndpoint is the Hub's base URL.
@@ -59,6 +62,9 @@ type Config struct {
 	// Backoff is the first wait between attempts, doubled each time and capped
 	// at 30s; a Retry-After on 429/503 replaces it. Default 1s.
 	Backoff time.Duration
+	// LockDir holds the locks that keep two processes from writing one download (made 0700;
+	// the app passes <models>/.locks). Default: a .locks folder beside each download.
+	LockDir string
 }
 
 // Client resolves and downloads models from one Hub endpoint. It is safe for
@@ -71,10 +77,13 @@ type Client struct {
 	stallTimeout time.Duration
 	retries      int
 	backoff      time.Duration
+	lockDir      string // "" : a .locks folder beside each download
 
 	// openPartial opens (creating) a .partial file for reading and writing;
 	// tests swap it to simulate a full disk.
 	openPartial func(name string) (partialFile, error)
+	// syncDir makes a rename into a folder durable; tests swap it to watch the order.
+	syncDir func(dir string) error
 
 	mu      sync.Mutex
 	flights map[string]*flight // in-progress downloads by final path
@@ -88,7 +97,9 @@ func New(cfg Config) *Client {
 		stallTimeout: cfg.StallTimeout,
 		retries:      cfg.Retries,
 		backoff:      cfg.Backoff,
+		lockDir:      cfg.LockDir,
 		openPartial:  openPartialFile,
+		syncDir:      syncDirectory,
 		flights:      make(map[string]*flight),
 	}
 	if c.endpoint == "" {

@@ -50,6 +50,7 @@ type partialFile interface {
 	io.ReadWriteSeeker
 	Truncate(size int64) error
 	Stat() (fs.FileInfo, error)
+	Sync() error
 	Close() error
 }
 
@@ -82,14 +83,17 @@ func (c *Client) Download(ctx context.Context, r *Resolved, dir string, progress
 	seen := map[string]bool{}
 	for _, f := range r.Files {
 		base := path.Base(f.Path)
-		if !safeRepoPath(f.Path) || strings.HasPrefix(base, ".") || !strings.HasSuffix(strings.ToLower(base), ".gguf") {
-			return nil, fmt.Errorf("download %s: unsafe file name %q", r.Ref.Repo, f.Path)
+		if !safeRepoPath(f.Path) || strings.HasPrefix(base, ".") || !strings.HasSuffix(strings.ToLower(base), ".gguf") || !filepath.IsLocal(base) {
+			return nil, fmt.Errorf("download %s: unsafe file name %q: %w", r.Ref.Repo, f.Path, ErrBadAnswer)
 		}
 		if seen[base] {
 			return nil, fmt.Errorf("download %s: two files named %s", r.Ref.Repo, base)
 		}
 		seen[base] = true
 		final := filepath.Join(dir, base)
+		if !inside(dir, final) {
+			return nil, fmt.Errorf("download %s: %q would be written outside %s: %w", r.Ref.Repo, f.Path, dir, ErrBadAnswer)
+		}
 		if err := c.shared(ctx, r.Ref.Repo, rev, f, final, progress); err != nil {
 			return nil, err
 		}
@@ -105,7 +109,11 @@ func (c *Client) fetch(ctx context.Context, repo, rev string, f RemoteFile, fina
 		prog.Digest = "sha256:" + f.SHA256
 	}
 	// Another process (a CLI pull beside a running server) may be writing the same partial.
-	unlock, err := lockFile(ctx, lockPath(final))
+	lock, err := c.lockPath(final)
+	if err != nil {
+		return err
+	}
+	unlock, err := lockFile(ctx, lock)
 	if err != nil {
 		return err
 	}
@@ -180,17 +188,27 @@ func (c *Client) fetch(ctx context.Context, repo, rev string, f RemoteFile, fina
 	ph.wait()
 	got := hex.EncodeToString(h.Sum(nil))
 	closed = true
-	cerr := pf.Close()
 	if dl.n != f.Size || (f.SHA256 != "" && got != f.SHA256) {
+		pf.Close()
 		os.Remove(partial)
 		return fmt.Errorf("%s: got %d bytes with sha256 %s, want %d bytes with sha256 %s; removed the download: %w",
 			dl.what, dl.n, got, f.Size, f.SHA256, ErrChecksum)
+	}
+	// The bytes reach the disk before the name does, and the name before the caller registers
+	// the model: a crash never leaves a catalog row over a file that is empty or absent.
+	serr := pf.Sync()
+	cerr := pf.Close()
+	if serr != nil {
+		return fmt.Errorf("sync %s: %w", partial, diskErr(serr, 0))
 	}
 	if cerr != nil {
 		return fmt.Errorf("close %s: %w", partial, diskErr(cerr, 0))
 	}
 	if err := os.Rename(partial, final); err != nil {
 		return fmt.Errorf("move %s into place: %w", partial, err)
+	}
+	if err := c.syncDir(filepath.Dir(final)); err != nil {
+		return fmt.Errorf("sync the folder of %s: %w", final, diskErr(err, 0))
 	}
 	prog.Status, prog.Digest = StatusDone, "sha256:"+got
 	emit(prog)
@@ -443,6 +461,26 @@ func parseContentRange(v string) (start, total int64, ok bool) {
 		return 0, 0, false
 	}
 	return start, total, true
+}
+
+// syncDirectory makes the entries of dir (a rename into it) durable. File systems that cannot
+// sync a folder (EINVAL, ENOTSUP) are let through: there is nothing more to do on them.
+func syncDirectory(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
+		return err
+	}
+	return nil
+}
+
+// inside reports whether p lies within root (and is not root itself).
+func inside(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != "." && filepath.IsLocal(rel)
 }
 
 // diskErr wraps a write error: ENOSPC becomes ErrDiskFull with how much

@@ -67,9 +67,29 @@ func (c *Client) Resolve(ctx context.Context, ref Ref) (*Resolved, error) {
 		return nil, err
 	}
 	if commit != "" {
-		res.Revision = commit
+		// The commit names the folder the files are written to: only a full commit id is
+		// taken, never a path ("../..") a hostile or broken endpoint might answer.
+		if !IsCommit(commit) {
+			return nil, fmt.Errorf("resolve %s: the endpoint answered X-Repo-Commit %s, which is not a 40-hex commit id; check --hf-endpoint: %w",
+				ref.Repo, quoteShort(commit), ErrBadAnswer)
+		}
+		res.Revision = strings.ToLower(commit)
 	}
 	return res, nil
+}
+
+// IsCommit reports whether s is a full git commit id: 40 hex digits.
+func IsCommit(s string) bool {
+	if len(s) != 40 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
 }
 
 // listTree fetches the recursive tree listing, following Link rel="next".

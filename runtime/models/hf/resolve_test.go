@@ -191,3 +191,29 @@ func TestNextLink(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveRefusesAHostileCommit: the endpoint's X-Repo-Commit becomes a folder name, so
+// only a 40-hex commit id is taken; anything else fails the resolve before a byte is written.
+func TestResolveRefusesAHostileCommit(t *testing.T) {
+	for _, commit := range []string{"../../..", "../../../../etc", "/tmp/x", `..\..\x`, "main", "5f1d2c3b4a5968778695a4b3c2d1e0f9a8b7c6d", // 39 hex
+		"5f1d2c3b4a5968778695a4b3c2d1e0f9a8b7c6d5/..", "zf1d2c3b4a5968778695a4b3c2d1e0f9a8b7c6d5"} {
+		t.Run(commit, func(t *testing.T) {
+			srv := hftest.New()
+			defer srv.Close()
+			srv.AddFile("o/m", "m-Q4_K_M.gguf", []byte("GGUF"))
+			srv.SetCommit("o/m", commit)
+			res, err := New(testConfig(srv)).Resolve(context.Background(), Ref{Repo: "o/m"})
+			if !errors.Is(err, ErrBadAnswer) {
+				t.Fatalf("Resolve = %+v, %v; want ErrBadAnswer", res, err)
+			}
+		})
+	}
+	srv := hftest.New()
+	defer srv.Close()
+	srv.AddFile("o/m", "m-Q4_K_M.gguf", []byte("GGUF"))
+	srv.SetCommit("o/m", strings.ToUpper(hftest.Commit))
+	res, err := New(testConfig(srv)).Resolve(context.Background(), Ref{Repo: "o/m"})
+	if err != nil || res.Revision != hftest.Commit {
+		t.Fatalf("an upper-case commit: %+v, %v; want revision %s", res, err, hftest.Commit)
+	}
+}

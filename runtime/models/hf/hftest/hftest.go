@@ -69,6 +69,7 @@ type Server struct {
 	mu       sync.Mutex
 	repos    map[string]map[string]*file // repo -> path -> file
 	tokens   map[string]string           // repo -> required token
+	commits  map[string]string           // repo -> X-Repo-Commit answered instead of Commit
 	pageSize int
 	authAPI  []string
 	authCDN  []string
@@ -76,7 +77,7 @@ type Server struct {
 
 // New starts the endpoint and CDN listeners.
 func New() *Server {
-	s := &Server{repos: map[string]map[string]*file{}, tokens: map[string]string{}, pageSize: DefaultPageSize}
+	s := &Server{repos: map[string]map[string]*file{}, tokens: map[string]string{}, commits: map[string]string{}, pageSize: DefaultPageSize}
 	s.api = httptest.NewServer(http.HandlerFunc(s.serveAPI))
 	s.cdn = httptest.NewServer(http.HandlerFunc(s.serveCDN))
 	return s
@@ -108,6 +109,24 @@ func (s *Server) RequireToken(repo, token string) {
 	s.mu.Lock()
 	s.tokens[repo] = token
 	s.mu.Unlock()
+}
+
+// SetCommit makes repo answer X-Repo-Commit: commit instead of Commit, and serve that
+// revision as well (a hostile or broken Hub: commit may be "../../x" or anything else).
+func (s *Server) SetCommit(repo, commit string) {
+	s.mu.Lock()
+	s.commits[repo] = commit
+	s.mu.Unlock()
+}
+
+// commit is what repo answers as X-Repo-Commit.
+func (s *Server) commit(repo string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.commits[repo]; ok {
+		return c
+	}
+	return Commit
 }
 
 // AddRepo creates an empty repository.
@@ -236,7 +255,13 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		s.authAPI = append(s.authAPI, a)
 		s.mu.Unlock()
 	}
-	segs := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	// Split the escaped path, so that a revision holding an escaped "/" stays one segment.
+	segs := strings.Split(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/")
+	for i, seg := range segs {
+		if u, err := url.PathUnescape(seg); err == nil {
+			segs[i] = u
+		}
+	}
 	switch {
 	case len(segs) >= 6 && segs[0] == "api" && segs[1] == "models" && segs[4] == "tree" && r.Method == http.MethodGet:
 		s.serveTree(w, r, segs[2]+"/"+segs[3], segs[5])
@@ -247,14 +272,16 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func validRevision(rev string) bool { return rev == "main" || rev == Commit }
+func (s *Server) validRevision(repo, rev string) bool {
+	return rev == "main" || rev == Commit || rev == s.commit(repo)
+}
 
 func (s *Server) serveTree(w http.ResponseWriter, r *http.Request, repo, rev string) {
 	files := s.repoFor(w, r, repo)
 	if files == nil {
 		return
 	}
-	if !validRevision(rev) {
+	if !s.validRevision(repo, rev) {
 		hubError(w, http.StatusNotFound, "Invalid rev id: "+rev)
 		return
 	}
@@ -299,7 +326,7 @@ func (s *Server) serveResolve(w http.ResponseWriter, r *http.Request, repo, rev,
 	if files == nil {
 		return
 	}
-	if !validRevision(rev) {
+	if !s.validRevision(repo, rev) {
 		hubError(w, http.StatusNotFound, "Invalid rev id: "+rev)
 		return
 	}
@@ -312,7 +339,7 @@ func (s *Server) serveResolve(w http.ResponseWriter, r *http.Request, repo, rev,
 		return
 	}
 	loc := s.cdn.URL + "/repos/" + repo + "/" + f.sha256 + "?path=" + url.QueryEscape(path) + "&X-Amz-Signature=fake"
-	w.Header().Set("X-Repo-Commit", Commit)
+	w.Header().Set("X-Repo-Commit", s.commit(repo))
 	w.Header().Set("X-Linked-Etag", `"`+f.sha256+`"`)
 	w.Header().Set("X-Linked-Size", strconv.FormatInt(f.size, 10))
 	w.Header().Set("ETag", `"`+f.blob+`"`)

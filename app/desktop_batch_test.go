@@ -1,0 +1,77 @@
+package app
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+
+	"github.com/superfluid/superfluid/assets"
+	"github.com/superfluid/superfluid/runtime/models"
+)
+
+// TestDesktopStopMidBatch: the desktop's Stop while a batch runs stops the batch too: no line
+// is recorded as failed, the model stays unloaded and the batch makes no progress while the
+// server is stopped; Start resumes it, and it completes with every line.
+func TestDesktopStopMidBatch(t *testing.T) {
+	cfg := testConfig(t, "")
+	cfg.Parallel = 1
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Port = free.Addr().(*net.TCPAddr).Port
+	free.Close()
+	a, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.startBackground(); err != nil { // as the desktop app starts
+		t.Fatal(err)
+	}
+	c := newController(a)
+	defer c.close()
+	if err := c.StartServer(); err != nil {
+		t.Fatal(err)
+	}
+	client := sdk("http://" + c.Server().Address)
+	const lines = 40
+	b := createBatch(t, client, batchInput(assets.BundledModelID, lines, 64))
+	mid := waitBatch(t, client, b.ID, "a few lines to finish", func(b *openai.Batch) bool {
+		return b.RequestCounts.Completed >= 3 || batchEnded(b)
+	})
+	if batchEnded(mid) {
+		t.Fatalf("the batch ended before Stop (%s); make its lines longer", mid.RawJSON())
+	}
+	if err := c.StopServer(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	e, err := a.Manager().Catalog().Lookup(assets.BundledModelID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped, err := a.Store().Batch(ctx, b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // a window in which a batch still running would make progress
+	later, err := a.Store().Batch(ctx, b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := a.Manager().Status(e).State; st != models.StateUnloaded || later.Failed != 0 || later.Completed != stopped.Completed {
+		t.Fatalf("after Stop: the model is %s, %d lines failed, %d lines done then %d; want unloaded, none failed, no progress",
+			st, later.Failed, stopped.Completed, later.Completed)
+	}
+	if err := c.StartServer(); err != nil {
+		t.Fatal(err)
+	}
+	done := waitBatch(t, client, b.ID, "the batch to end after Start", batchEnded)
+	if done.Status != openai.BatchStatusCompleted || done.RequestCounts.Completed != lines || done.RequestCounts.Failed != 0 {
+		t.Fatalf("after Start: %s", done.RawJSON())
+	}
+}
