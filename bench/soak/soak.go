@@ -237,7 +237,7 @@ func (s *soak) traffic(ctx context.Context, w io.Writer) {
 			s.tally.add(k, o, s.chaos.overlaps(from, time.Now()))
 		}()
 	}
-	total := 0
+	total, issued := 0, 0
 	for _, k := range kinds {
 		total += k.weight
 	}
@@ -296,7 +296,13 @@ func (s *soak) traffic(ctx context.Context, w io.Writer) {
 				s.tally.mu.Unlock()
 				continue
 			}
-			k := pick()
+			// The first round takes every kind once, in order, so that even a short run
+			// covers the whole mix; the draws follow the weights after it.
+			k := kinds[issued%len(kinds)]
+			if issued >= len(kinds) {
+				k = pick()
+			}
+			issued++
 			r := &req{rnd: rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64()))}
 			r.hangUp = k.hangs && rnd.Float64() < hangUpShare
 			launch(k, r)
