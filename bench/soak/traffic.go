@@ -2,6 +2,7 @@ package soak
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -251,26 +252,9 @@ func (c *chaos) opFailed(format string, args ...any) {
 // kill sends SIGKILL to a worker of the server: the story model's two times in three, the
 // BERT's otherwise (when it has one running).
 func (s *soak) kill(rnd *rand.Rand) {
-	var story, bert []procStat
-	for _, p := range children(s.srv.pid) {
-		model, vocab := workerModel(p)
-		switch {
-		case model == "" || vocab:
-		case model == s.bertPath:
-			bert = append(bert, p)
-		default:
-			story = append(story, p)
-		}
-	}
-	victims, name := story, onStory
-	if len(bert) > 0 && (rnd.IntN(3) == 0 || len(story) == 0) {
-		victims, name = bert, onBERT
-	}
-	if len(victims) == 0 {
-		s.chaos.mu.Lock()
-		s.chaos.noTarget++
-		s.chaos.mu.Unlock()
-		return
+	name := onStory
+	if rnd.IntN(3) == 0 || len(s.workersOf(onStory)) == 0 {
+		name = onBERT
 	}
 	token := s.chaos.begin()
 	defer s.chaos.end(token)
@@ -290,13 +274,38 @@ func (s *soak) kill(rnd *rand.Rand) {
 		case <-time.After(time.Minute):
 		}
 	}
-	if err := syscall.Kill(victims[0].pid, syscall.SIGKILL); err != nil {
-		s.chaos.opFailed("kill worker %d: %v", victims[0].pid, err)
+	// The victim is looked up last: a reload may have replaced the worker meanwhile.
+	victims := s.workersOf(name)
+	var err error = syscall.ESRCH
+	if len(victims) > 0 {
+		err = syscall.Kill(victims[0], syscall.SIGKILL)
+	}
+	if err != nil && !errors.Is(err, syscall.ESRCH) {
+		s.chaos.opFailed("kill worker %d: %v", victims[0], err)
 		return
 	}
 	s.chaos.mu.Lock()
+	defer s.chaos.mu.Unlock()
+	if err != nil {
+		s.chaos.noTarget++ // none running, or it exited between the look and the kill
+		return
+	}
 	s.chaos.kills[name]++
-	s.chaos.mu.Unlock()
+}
+
+// workersOf are the pids of the server's generation workers of a model (onStory or onBERT).
+func (s *soak) workersOf(name string) []int {
+	var pids []int
+	for _, p := range children(s.srv.pid) {
+		model, vocab := workerModel(p)
+		if model == "" || vocab {
+			continue
+		}
+		if (model == s.bertPath) == (name == onBERT) {
+			pids = append(pids, p.pid)
+		}
+	}
+	return pids
 }
 
 // reload unloads a model (POST /v1/models/unload) and loads it again (POST /v1/models/load);
