@@ -6,9 +6,12 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/superfluid/superfluid/assets"
 	"github.com/superfluid/superfluid/bench"
 )
 
@@ -16,12 +19,13 @@ import (
 // one model.
 func newBenchCommand() *cobra.Command {
 	cfg := DefaultConfig()
-	opts := bench.Options{Suite: "all", Repeat: 5, DecodeTokens: 128, PrefillTokens: 256, Lanes: 8}
+	opts := bench.Options{Suite: "all", Repeat: 5, DecodeTokens: 128, PrefillTokens: 256, Lanes: 8, Duration: time.Hour, Rate: 3}
 	cmd := &cobra.Command{
 		Use:   "bench MODEL.gguf",
-		Short: "measure decode and prefill speed, API vs engine, downloads and model loads",
-		Long:  "Run the benchmark suites against one model:\n" + suiteHelp(),
-		Args:  modelArgs(1, 1),
+		Short: "measure decode and prefill speed, API vs engine, downloads and model loads; soak the server",
+		Long: "Run the benchmark suites against one model (the soak's default is the bundled " + assets.BundledModelID + "):\n" + suiteHelp() +
+			"\n\nThe soak exits non-zero when a curve grows without bound, a record is lost or a reply is malformed.",
+		Args: modelArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !bench.Known(opts.Suite) {
 				return &commandLineError{fmt.Sprintf("unknown suite %q; choose %s", opts.Suite, bench.SuiteList())}
@@ -29,7 +33,17 @@ func newBenchCommand() *cobra.Command {
 			if opts.Repeat < 1 {
 				return &commandLineError{fmt.Sprintf("--repeat must be at least 1, got %d", opts.Repeat)}
 			}
-			return runBench(cfg, opts, args[0], cmd.OutOrStdout())
+			if opts.Duration <= 0 || opts.Rate <= 0 {
+				return &commandLineError{fmt.Sprintf("--duration and --rate must be positive, got %s and %g", opts.Duration, opts.Rate)}
+			}
+			if len(args) == 0 && opts.Suite != "soak" {
+				return modelArgs(1, 1)(cmd, args)
+			}
+			model := ""
+			if len(args) == 1 {
+				model = args[0]
+			}
+			return runBench(cfg, opts, model, cmd.OutOrStdout())
 		},
 	}
 	fs := cmd.Flags()
@@ -39,6 +53,8 @@ func newBenchCommand() *cobra.Command {
 	fs.IntVar(&opts.DecodeTokens, "decode-tokens", opts.DecodeTokens, "tokens generated per decode run")
 	fs.IntVar(&opts.PrefillTokens, "prefill-tokens", opts.PrefillTokens, "prompt tokens per prefill run")
 	fs.IntVar(&opts.Lanes, "lanes", opts.Lanes, "lanes of the server in the replay, streams and shared suites (--parallel sets the load suite's)")
+	fs.DurationVar(&opts.Duration, "duration", opts.Duration, "how long the soak's traffic runs")
+	fs.Float64Var(&opts.Rate, "rate", opts.Rate, "the soak's requests per second, all kinds together")
 	fs.BoolVar(&opts.WriteModel, "write-model", false, "first write a TinyLlama-1.1B-shaped Q8_0 model with random weights at MODEL (outside the repository)")
 	return cmd
 }
@@ -49,20 +65,30 @@ func suiteHelp() string {
 	for _, suite := range bench.Suites {
 		s += fmt.Sprintf("  %-8s %s\n", suite.Name, suite.About)
 	}
-	return s + "  all      every suite above, in this order"
+	return s + "  all      every suite above but soak, in this order"
 }
 
 // runBench runs the suites with servers of this app, each in a fresh data folder that is
-// removed afterwards.
+// removed afterwards. With no model (the soak) it runs on a copy of the bundled one. The soak
+// starts its server process with opts.Command (this binary unless set).
 func runBench(cfg Config, opts bench.Options, model string, stdout io.Writer) error {
 	dir, err := os.MkdirTemp("", "superfluid-bench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	cfg.DataDir = dir
+	if model == "" {
+		model = filepath.Join(dir, assets.BundledModelID+".gguf")
+		if err := os.WriteFile(model, assets.BundledModel, 0o644); err != nil {
+			return err
+		}
+	}
+	cfg.DataDir = filepath.Join(dir, "data")
 	opts.Parallel, opts.ContextLength, opts.Threads = cfg.Parallel, cfg.ContextLength, cfg.Threads
 	opts.Serve = benchServe(cfg)
+	if len(opts.Command) == 0 {
+		opts.Command = selfCommand("")[:1]
+	}
 	return bench.Run(model, opts, stdout)
 }
 

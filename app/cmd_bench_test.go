@@ -2,8 +2,10 @@ package app
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/superfluid/superfluid/bench"
 )
@@ -35,6 +37,11 @@ func TestBenchSuites(t *testing.T) {
 			[]string{"== batch:", "concurrent HTTP requests", "batch/HTTP (medians)", "idle server", "while a batch runs", "busy/idle (medians)"}},
 		{"qos", func(o *bench.Options) { o.Repeat, o.DecodeTokens = 1, 16 },
 			[]string{"== qos:", "idle server", "while 8 background streams run", "busy/idle (medians)", "no keys, no limits", "key checks and rate limits", "with/without (medians)"}},
+		// The soak's 30-second version: a server process of this binary's command line.
+		{"soak", func(o *bench.Options) {
+			o.Duration, o.Command, o.Env = 30*time.Second, []string{os.Args[0]}, []string{cliEnv + "=1"}
+		}, []string{"== soak:", "server RSS", "server open fds", "server goroutines", "workers' RSS", "openai chat stream",
+			"anthropic messages stream", "ollama generate stream", "openai embeddings", "file upload", "batch create", "worker kills", "verdict: PASS"}},
 	}
 	if len(cases) != len(bench.Suites) {
 		t.Errorf("%d suites, %d tested", len(bench.Suites), len(cases))
@@ -77,6 +84,8 @@ func TestBenchCommandLine(t *testing.T) {
 	}{
 		{[]string{"--suite", "bogus"}, `unknown suite "bogus"`},
 		{[]string{"--repeat", "0"}, "--repeat must be at least 1"},
+		{[]string{"--suite", "soak", "--duration", "0s"}, "--duration and --rate must be positive"},
+		{[]string{"--suite", "soak", "--rate", "-1"}, "--duration and --rate must be positive"},
 	} {
 		stdout.Reset()
 		stderr.Reset()
@@ -84,5 +93,10 @@ func TestBenchCommandLine(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("bench %v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr.String(), c.want)
 		}
+	}
+	// Only the soak has a default model (the bundled one).
+	stderr.Reset()
+	if code := Main([]string{"superfluid", "bench", "--suite", "single"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "no model given") {
+		t.Errorf("bench --suite single without a model: exit %d, stderr %q", code, stderr.String())
 	}
 }

@@ -2,17 +2,22 @@
 // HTTP API next to the engine called directly, multi-turn and concurrent serving, prefix
 // sharing, model downloads from a fake Hugging Face Hub, the time to first token of an
 // unloaded model, tool-calling grammars, the batch API, and the scheduling classes and rate
-// limits. It starts the app through Options.Serve, so it does not depend on package app.
+// limits; and the soak (package bench/soak), a long run of mixed traffic against a server
+// process. It starts the app through Options.Serve (the soak through Options.Command), so it
+// does not depend on package app.
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/superfluid/superfluid/bench/soak"
 	"github.com/superfluid/superfluid/runtime/gguf"
 )
 
@@ -45,6 +50,13 @@ type Options struct {
 	// Serve starts the app (HTTP server and worker processes) on a loopback port with the
 	// model loaded. The suites that go through the HTTP API need it.
 	Serve func(ServeOptions) (*Server, error)
+	// Duration and Rate are the soak's length and requests per second (0: 1 hour, 3/s).
+	Duration time.Duration
+	Rate     float64
+	// Command runs this program (the soak starts `superfluid serve` with it); Env is added to
+	// the environment of what it starts.
+	Command []string
+	Env     []string
 }
 
 // ServeOptions are what one server of the bench runs with.
@@ -69,19 +81,22 @@ type Server struct {
 type Suite struct {
 	Name, About string
 	run         func(model string, o Options, w io.Writer) error
+	// alone reports whether the suite runs only when named ("all" leaves it out).
+	alone bool
 }
 
 // Suites are the benchmarks in the order "all" runs them.
 var Suites = []Suite{
-	{"single", "one stream through the HTTP API vs the engine called directly", benchSingle},
-	{"replay", "an 8-turn conversation, time to first token warm vs with the cache off", benchReplay},
-	{"streams", "1, 4 and 8 concurrent streams", benchStreams},
-	{"shared", "32 concurrent chats sharing a 1,000-token system prompt", benchShared},
-	{"pull", "download throughput from a local fake Hugging Face Hub, with sha256, vs a plain HTTP GET", benchPull},
-	{"load", "time to first token of an unloaded model (worker start + load) vs a loaded one", benchLoad},
-	{"tools", "decode under the tool_choice required grammar and with top_logprobs 5, vs plain decode", benchTools},
-	{"batch", "a 64-line batch's throughput vs the same requests sent at once, and interactive TTFT while it runs vs idle", benchBatch},
-	{"qos", "interactive TTFT while 8 background streams run vs idle, and requests/s with key checks and rate limits vs without", benchQoS},
+	{"single", "one stream through the HTTP API vs the engine called directly", benchSingle, false},
+	{"replay", "an 8-turn conversation, time to first token warm vs with the cache off", benchReplay, false},
+	{"streams", "1, 4 and 8 concurrent streams", benchStreams, false},
+	{"shared", "32 concurrent chats sharing a 1,000-token system prompt", benchShared, false},
+	{"pull", "download throughput from a local fake Hugging Face Hub, with sha256, vs a plain HTTP GET", benchPull, false},
+	{"load", "time to first token of an unloaded model (worker start + load) vs a loaded one", benchLoad, false},
+	{"tools", "decode under the tool_choice required grammar and with top_logprobs 5, vs plain decode", benchTools, false},
+	{"batch", "a 64-line batch's throughput vs the same requests sent at once, and interactive TTFT while it runs vs idle", benchBatch, false},
+	{"qos", "interactive TTFT while 8 background streams run vs idle, and requests/s with key checks and rate limits vs without", benchQoS, false},
+	{"soak", "mixed traffic in every dialect with hang-ups, worker kills and reloads for --duration (1h): memory, fd and goroutine curves, nothing lost, nothing malformed; not in all", benchSoak, true},
 }
 
 // Known reports whether name is a suite or "all".
@@ -96,6 +111,18 @@ func SuiteList() string {
 		names[i] = s.Name
 	}
 	return strings.Join(names, ", ") + " or all"
+}
+
+// benchSoak runs the soak (package soak) on the model for o.Duration.
+func benchSoak(model string, o Options, w io.Writer) error {
+	if len(o.Command) == 0 {
+		return errors.New("the soak needs the program to start servers with (Options.Command is empty)")
+	}
+	if o.Duration == 0 {
+		o.Duration = time.Hour
+	}
+	return soak.Run(context.Background(), soak.Options{Command: o.Command, Env: o.Env, Model: model, Duration: o.Duration, Rate: o.Rate,
+		ContextLength: o.ContextLength, Threads: o.Threads, Parallel: o.Parallel, Dir: o.TempDir}, w)
 }
 
 // Run runs the suites o selects against the model file at model, printing to w.
@@ -115,7 +142,7 @@ func Run(model string, o Options, w io.Writer) error {
 		return fmt.Errorf("model file: %w", err)
 	}
 	for _, s := range Suites {
-		if o.Suite != "all" && o.Suite != s.Name {
+		if o.Suite != s.Name && (o.Suite != "all" || s.alone) {
 			continue
 		}
 		fmt.Fprintf(w, "\n== %s: %s\n", s.Name, s.About)

@@ -43,7 +43,7 @@ func TestKnown(t *testing.T) {
 		want bool
 	}{
 		{"all", true}, {"single", true}, {"replay", true}, {"streams", true}, {"shared", true},
-		{"pull", true}, {"load", true}, {"tools", true}, {"batch", true}, {"qos", true}, {"", false}, {"Pull", false}, {"everything", false},
+		{"pull", true}, {"load", true}, {"tools", true}, {"batch", true}, {"qos", true}, {"soak", true}, {"", false}, {"Pull", false}, {"everything", false},
 	} {
 		if got := Known(tc.name); got != tc.want {
 			t.Errorf("Known(%q) = %v, want %v", tc.name, got, tc.want)
@@ -117,6 +117,7 @@ func TestRunErrors(t *testing.T) {
 		{"no runs", path, Options{Suite: "pull", Repeat: 0}, "repeat must be at least 1"},
 		{"missing model", filepath.Join(t.TempDir(), "none.gguf"), Options{Suite: "pull", Repeat: 1}, "model file"},
 		{"no app", path, Options{Suite: "load", Repeat: 1}, "Options.Serve is nil"},
+		{"no program for the soak", path, Options{Suite: "soak", Repeat: 1}, "Options.Command is empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Run(tc.model, tc.opts, &bytes.Buffer{})

@@ -147,8 +147,8 @@ func (h *Handle) Embed(ctx context.Context, req *llm.EmbedRequest) (*llm.EmbedRe
 func (h *Handle) Close() error { return nil }
 
 // lease is the engine of an acquired model: generations go to the worker that was loaded when
-// the model was acquired, and a prompt that kills the worker twice is refused afterwards
-// instead of killing it again (SDKs retry 5xx).
+// the model was acquired, and a prompt that kills the worker twice, with no run to the end
+// between, is refused afterwards instead of killing it again (SDKs retry 5xx).
 type lease struct {
 	h      *Handle
 	runner Runner
@@ -221,9 +221,17 @@ func (l lease) Generate(ctx context.Context, req *llm.Request, emit func(llm.Eve
 		return fmt.Errorf("%w: this prompt stopped the model's worker %d times and is refused (quarantined) to keep the model serving others; change the prompt or the model", llm.ErrInvalidInput, deaths)
 	}
 	err := l.call(ctx, func(ctx context.Context) error { return l.runner.Generate(ctx, req, emit) })
-	if err != nil && m.cfg.Crashed(err) {
+	switch {
+	case err != nil && m.cfg.Crashed(err):
 		m.mu.Lock()
 		s.crashes[key]++
+		m.mu.Unlock()
+	case err == nil && deaths > 0:
+		// It ran to the end: the deaths it was blamed for had another cause (a SIGKILL from
+		// outside, another request's crash). Left counted, two such coincidences, however far
+		// apart, would refuse a common prompt for good.
+		m.mu.Lock()
+		delete(s.crashes, key)
 		m.mu.Unlock()
 	}
 	return err

@@ -361,6 +361,29 @@ func TestLoadingOneModelDoesNotStallAnother(t *testing.T) {
 	close(gate)
 }
 
+// TestPromptThatCompletesIsNotQuarantined: a prompt blamed for a worker's death (it was in
+// flight when the worker died: an external SIGKILL, the OOM killer, another request's crash)
+// that then runs to the end is cleared, so two such deaths hours apart do not refuse a common
+// prompt for good. The soak found it: tool prompts that repeat were quarantined after two kills.
+func TestPromptThatCompletesIsNotQuarantined(t *testing.T) {
+	f := newFixture(t, 1, Config{}, nil)
+	h := f.handle(t, "m0")
+	if err := generate(h); err != nil {
+		t.Fatal(err)
+	}
+	r := f.runner(h.Entry().Path)
+	for i := range 3 {
+		r.genErr = errCrash
+		if err := generate(h); !errors.Is(err, errCrash) {
+			t.Fatalf("death %d: %v", i+1, err)
+		}
+		r.genErr = nil
+		if err := generate(h); err != nil {
+			t.Fatalf("the run after death %d: %v, want it served", i+1, err)
+		}
+	}
+}
+
 func TestCrashingPromptIsQuarantined(t *testing.T) {
 	f := newFixture(t, 1, Config{}, func(_ string, r *fakeRunner) { r.genErr = errCrash })
 	h := f.handle(t, "m0")
