@@ -3,10 +3,12 @@ package chat
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fuzzTemplates are the templates FuzzRender renders with: the fallback, ChatML, and the real
@@ -122,19 +124,35 @@ func FuzzParse(f *testing.F) {
 		{Role: "tool", ToolCallID: "call_1", Content: "1"}}
 	tools := []Tool{{Name: "f", Parameters: json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer"}}}`)}}
 	f.Fuzz(func(t *testing.T, src string) {
-		tmpl, err := Parse(src)
-		if err != nil {
-			if !errors.Is(err, ErrTemplate) {
-				t.Fatalf("Parse error %v does not wrap ErrTemplate", err)
+		// A hang is a failure too: the fuzzer has no deadline of its own.
+		done := make(chan error, 1)
+		go func() { done <- parseAndRender(src, msgs, tools) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
 			}
-			return
-		}
-		for _, opts := range []Options{{AddGenerationPrompt: true}, {Tools: tools}} {
-			if _, err := tmpl.Render(msgs, opts); err != nil && !errors.Is(err, ErrTemplate) {
-				t.Fatalf("Render error %v does not wrap ErrTemplate", err)
-			}
+		case <-time.After(time.Minute):
+			t.Fatalf("Parse and Render of %q ran for a minute", Clip(src, 200))
 		}
 	})
+}
+
+// parseAndRender is FuzzParse's check of one source: nil, or what is wrong.
+func parseAndRender(src string, msgs []Message, tools []Tool) error {
+	tmpl, err := Parse(src)
+	if err != nil {
+		if !errors.Is(err, ErrTemplate) {
+			return fmt.Errorf("parse: %w, which does not wrap ErrTemplate", err)
+		}
+		return nil
+	}
+	for _, opts := range []Options{{AddGenerationPrompt: true}, {Tools: tools}} {
+		if _, err := tmpl.Render(msgs, opts); err != nil && !errors.Is(err, ErrTemplate) {
+			return fmt.Errorf("render: %w, which does not wrap ErrTemplate", err)
+		}
+	}
+	return nil
 }
 
 // fuzzParsers are the tool-call parsers FuzzToolParse and FuzzToolStream try on every input.

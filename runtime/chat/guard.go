@@ -10,8 +10,9 @@ import (
 // Limits on a template, which comes from the model file and is as untrusted as the file. The
 // jinja library has none: a macro that calls itself overflows the Go stack (a fatal error, not
 // a panic: the whole server goes down), range(10**12) or two nested loops over range(10**5)
-// never end, and deeply nested tags take minutes to parse. So Parse refuses sources nested
-// deeper than maxNesting, and the rewritten source (whitespace.go) counts as it runs: every
+// never end, deeply nested tags take minutes to parse and so do many tags in a row (the
+// library's parse time grows with the square of their number: 50,000 ifs take 20 s). So
+// Parse refuses sources nested deeper than maxNesting or with more than maxTags tags, and the rewritten source (whitespace.go) counts as it runs: every
 // loop iteration and macro call is a step, at most maxSteps per render, macros nest at most
 // maxMacroDepth deep, and range makes at most maxRange numbers. The real templates use a few
 // thousand steps for a long conversation, three levels of macros and ranges of a few items.
@@ -20,6 +21,7 @@ const (
 	maxMacroDepth = 64
 	maxRange      = 100_000
 	maxNesting    = 100
+	maxTags       = 10_000
 )
 
 // guardPrefix starts the names the rewrite adds to a template (the guard calls and the tojson
@@ -57,13 +59,16 @@ func firstWord(stmt string) string {
 	return w
 }
 
-// checkNesting refuses a template that uses guardPrefix, nests blocks deeper than maxNesting,
-// or nests brackets in one tag deeper than that.
+// checkNesting refuses a template that uses guardPrefix, has more than maxTags tags, nests
+// blocks deeper than maxNesting, or nests brackets in one tag deeper than that.
 func checkNesting(segs []segment) error {
-	depth := 0
+	depth, tags := 0, 0
 	for _, s := range segs {
 		if s.kind != segExpr && s.kind != segStmt {
 			continue
+		}
+		if tags++; tags > maxTags {
+			return fmt.Errorf("the template has more than %d tags", maxTags)
 		}
 		if strings.Contains(s.text, guardPrefix) {
 			return fmt.Errorf("the template uses the reserved name prefix %s", guardPrefix)

@@ -22,6 +22,7 @@ func TestTemplateLimits(t *testing.T) {
 		{"wide macro calls", `{% macro m() %}{% endmacro %}{% for i in range(100000) %}{% for j in range(20) %}{{ m() }}{% endfor %}{% endfor %}`, "more than 1048576"},
 		{"deep blocks", strings.Repeat("{% if true %}", 20000) + "x" + strings.Repeat("{% endif %}", 20000), "blocks nested more than 100 deep"},
 		{"deep brackets", "{{ " + strings.Repeat("[", 20000) + "1" + strings.Repeat("]", 20000) + " }}", "brackets nested 20000 deep"},
+		{"many tags", strings.Repeat("{% if true %}x{% endif %}", 5001), "more than 10000 tags"},
 		{"reserved name", `{% set __superfluid_step = 1 %}`, "reserved name prefix"},
 		{"range with a bad step", `{{ range(1, 2, 0) }}`, "step must not be zero"},
 	}
