@@ -47,7 +47,7 @@ export CGO_CPPFLAGS := -I$(INCLUDE) $(AMX_INC)
 
 GOFLAGS_BUILD := -tags '$(TAGS)'
 
-.PHONY: all setup build portable run test test-short gotest bench screenshots package clean
+.PHONY: all setup build portable run test test-short gotest fuzz bench screenshots package clean
 all: build
 
 setup:
@@ -79,6 +79,17 @@ PKG ?= ./...
 RUN ?=
 gotest: setup
 	$(GO) test $(GOFLAGS_BUILD) -count=1 $(if $(RUN),-run '$(RUN)') $(PKG)
+
+# fuzz: every Go fuzz target (func FuzzXxx in a _test.go file) for FUZZTIME each, one after
+# another (scripts/fuzz.sh); make test runs only their seed corpora. FUZZ=REGEXP picks targets
+# by name; FUZZPARALLEL is the fuzzing processes per target (default: every core). It builds
+# bin/superfluid first: FuzzTokenize drives that binary's real llama.cpp worker.
+FUZZTIME     ?= 10m
+FUZZPARALLEL ?= $(shell nproc 2>/dev/null || echo 1)
+FUZZ         ?= .
+fuzz: build
+	GO='$(GO)' TAGS='$(TAGS)' FUZZTIME='$(FUZZTIME)' FUZZPARALLEL='$(FUZZPARALLEL)' \
+	  FUZZ='$(FUZZ)' SUPERFLUID_WORKER_BIN='$(CURDIR)/bin/superfluid' bash scripts/fuzz.sh
 
 bench: build
 	./bin/superfluid bench $(ARGS) $(BENCH_MODEL)

@@ -223,9 +223,12 @@ func (t *Template) render(msgs []Message, opts Options) (out string, err error) 
 // every render because templates may mutate them (dict.update,
 // list.append). Render has checked the kwargs, tools and messages.
 func environment(msgs []Message, opts Options) (map[string]jinja.Value, error) {
-	env := make(map[string]jinja.Value, len(opts.Kwargs)+5)
+	env := make(map[string]jinja.Value, len(opts.Kwargs)+10)
 	for k, v := range opts.Kwargs {
 		env[k] = jinja.FromGoValue(v)
+	}
+	for k, v := range new(guard).values() {
+		env[k] = v
 	}
 	list := make([]jinja.Value, len(msgs))
 	for i, m := range msgs {

@@ -3,6 +3,8 @@ package chat
 import (
 	"errors"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/superfluid/superfluid/runtime/llm"
 )
@@ -65,8 +67,8 @@ func (s *ToolStream) Feed(piece string) (content string, calls []ToolCallDelta) 
 	for {
 		if !s.capturing {
 			if !s.started {
-				t := strings.TrimLeft(s.buf, " \t\r\n")
-				if t == "" {
+				t, whole := trimLeftSpace(s.buf)
+				if t == "" || !whole {
 					break // leading whitespace waits: a call may follow
 				}
 				if strings.ContainsAny(t[:1], "{[`<") {
@@ -225,7 +227,10 @@ func (s *ToolStream) markerPrefixLen() int { return llm.HeldSuffix(s.buf, s.mark
 // (unfence), one of wrapperTags (unwrapTag), then an opening callStart
 // matches.
 func jsonCallStart(buf string) int {
-	t := strings.TrimLeft(buf, " \t\r\n")
+	t, whole := trimLeftSpace(buf)
+	if !whole {
+		return 0
+	}
 	if strings.HasPrefix(t, "`") {
 		const fence = "```"
 		if len(t) < len(fence) {
@@ -248,14 +253,19 @@ func jsonCallStart(buf string) int {
 		if nl < 0 {
 			return 0
 		}
-		t = strings.TrimLeft(t[nl+1:], " \t\r\n")
+		if t, whole = trimLeftSpace(t[nl+1:]); !whole {
+			return 0
+		}
 	}
 	if strings.HasPrefix(t, "<") {
 		var opened bool
 		for _, tag := range wrapperTags {
 			open := "<" + tag + ">"
 			if strings.HasPrefix(t, open) {
-				t, opened = strings.TrimLeft(t[len(open):], " \t\r\n"), true
+				if t, whole = trimLeftSpace(t[len(open):]); !whole {
+					return 0
+				}
+				opened = true
 				break
 			}
 			if strings.HasPrefix(open, t) {
@@ -270,7 +280,7 @@ func jsonCallStart(buf string) int {
 		return 1
 	}
 	squeezed := strings.Map(func(r rune) rune {
-		if r == ' ' || r == '\t' || r == '\r' || r == '\n' {
+		if strings.ContainsRune(" \t\r\n\f", r) { // what \s in callStart matches
 			return -1
 		}
 		return r
@@ -281,4 +291,13 @@ func jsonCallStart(buf string) int {
 		}
 	}
 	return -1
+}
+
+// trimLeftSpace trims the whitespace strings.TrimSpace trims (the parsers trim a reply with it,
+// so a stream that trimmed less would not see a call after a \v or a no-break space) from the
+// start of s. whole is false when what is left starts with an incomplete character, which may
+// still turn out to be a space.
+func trimLeftSpace(s string) (t string, whole bool) {
+	t = strings.TrimLeftFunc(s, unicode.IsSpace)
+	return t, t == "" || utf8.FullRuneInString(t)
 }

@@ -42,6 +42,13 @@ func TestToolStream(t *testing.T) {
 		{GenericToolParser{}, `[{"name": "a", "parameters": {}}, {"name": "b", "arguments": "{\"z\":null}"}]`},
 		{GenericToolParser{}, `{"name": "Bob", "age": 3}`},
 		{GenericToolParser{}, `{"name": "a", "arguments": {"x": 1}`},
+		// Found by FuzzToolStream: the parsers trim what strings.TrimSpace trims, the stream
+		// trimmed only " \t\r\n" and \s only [\t\n\f\r ].
+		{HermesToolParser{}, "\v{\"name\":\"args\""},
+		{GenericToolParser{}, "\u00a0{\"name\": \"a\", \"arguments\": {}}"},
+		{GenericToolParser{}, "```json\n\u3000{\"name\": \"a\", \"arguments\": {}}\n```"},
+		{GenericToolParser{}, "<tools>\u2028{\"name\": \"a\", \"arguments\": {}}</tools>"},
+		{Llama3ToolParser{}, "{\f\"name\": \"a\", \"parameters\": {}}"},
 	}
 	squash := func(s string) string { return strings.Join(strings.Fields(s), "") }
 	for _, tt := range tests {

@@ -53,6 +53,9 @@ func rewrite(src string) (string, error) {
 		return "", err
 	}
 	applyWhitespace(segs)
+	if err := checkNesting(segs); err != nil {
+		return "", err
+	}
 
 	var b strings.Builder
 	for _, s := range segs {
@@ -70,7 +73,8 @@ func rewrite(src string) (string, error) {
 			// rewriteTojson: tojson(indent=N) as HF writes it (tojson.go).
 			b.WriteString("{{ " + rewriteTojson(s.text) + " }}")
 		case segStmt:
-			b.WriteString("{% " + s.text + " %}")
+			before, after := guardTag(s.text) // guard.go: the render's step and depth limits
+			b.WriteString(before + "{% " + s.text + " %}" + after)
 		}
 		if lost := strings.Count(s.orig, "\n") - strings.Count(b.String()[n:], "\n"); lost > 0 {
 			b.WriteString("{#" + strings.Repeat("\n", lost) + "#}")

@@ -53,6 +53,8 @@ type Engine struct {
 
 	// vocabOnly says only the vocabulary is loaded: no context, batch or loop.
 	vocabOnly bool
+	// chars refuses texts the SentencePiece tokenizer would take minutes over (fallback.go).
+	chars spmChars
 	// decode is lctx.Decode; tests replace it to play llama.cpp's failures.
 	decode func(*llama.Batch) error
 	// now and after are the clock of the gap between events (time.Now and time.After); tests
@@ -169,6 +171,7 @@ func Load(opts Options) (*Engine, error) {
 		done:      make(chan struct{}),
 		failed:    make(chan struct{}),
 		batchSize: opts.BatchSize,
+		chars:     meta.chars,
 	}
 	e.decode = lctx.Decode
 	e.now, e.after = time.Now, time.After
@@ -201,6 +204,7 @@ func loadVocab(opts Options, model *llama.Model, meta modelMeta) *Engine {
 		quit:   make(chan struct{}),
 		done:   make(chan struct{}),
 		failed: make(chan struct{}),
+		chars:  meta.chars,
 	}
 	e.eog, e.info.MaxTokenBytes = scanVocab(model)
 	close(e.done) // no loop to wait for on Close
@@ -242,6 +246,9 @@ func (e *Engine) Info() llm.ModelInfo { return e.info }
 func (e *Engine) Tokenize(_ context.Context, text string, addSpecial, parseSpecial bool) ([]int, error) {
 	if text == "" && !addSpecial {
 		return []int{}, nil
+	}
+	if err := e.chars.check(text); err != nil {
+		return nil, err
 	}
 	e.modelMu.RLock()
 	defer e.modelMu.RUnlock()

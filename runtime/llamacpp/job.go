@@ -146,6 +146,8 @@ type modelMeta struct {
 	trainContext int
 	// embeds says the model embeds (gguf.File.Embedding): it gets the embedding loop.
 	embeds bool
+	// chars guards a SentencePiece tokenizer (fallback.go).
+	chars spmChars
 }
 
 func readMeta(path string) (modelMeta, error) {
@@ -154,7 +156,7 @@ func readMeta(path string) (modelMeta, error) {
 		return modelMeta{}, err
 	}
 	_, embeds := f.Embedding()
-	return modelMeta{architecture: f.Architecture(), trainContext: f.ContextLength(), embeds: embeds}, nil
+	return modelMeta{architecture: f.Architecture(), trainContext: f.ContextLength(), embeds: embeds, chars: newSPMChars(f)}, nil
 }
 
 func mergeText(events []llm.Event) []llm.Event {

@@ -47,7 +47,7 @@ type fixture struct {
 	client anthropic.Client
 }
 
-func setup(t *testing.T, cfg config) *fixture {
+func setup(t testing.TB, cfg config) *fixture {
 	t.Helper()
 	if cfg.ctx == 0 {
 		cfg.ctx = 4096

@@ -86,7 +86,7 @@ type fixture struct {
 	client *api.Client
 }
 
-func setup(t *testing.T, cfg config) *fixture {
+func setup(t testing.TB, cfg config) *fixture {
 	t.Helper()
 	if cfg.reply == "" {
 		cfg.reply = defaultReply
@@ -124,7 +124,7 @@ func setup(t *testing.T, cfg config) *fixture {
 	return &fixture{srv: srv, st: st, eng: eng, model: m, client: api.NewClient(u, http.DefaultClient)}
 }
 
-func fileSize(t *testing.T, path string) int64 {
+func fileSize(t testing.TB, path string) int64 {
 	t.Helper()
 	st, err := os.Stat(path)
 	if err != nil {

@@ -3,8 +3,11 @@
 package servertest
 
 import (
+	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,7 +16,7 @@ import (
 )
 
 // Store opens a fresh store under t.TempDir(), closed when the test ends.
-func Store(t *testing.T) *store.Store {
+func Store(t testing.TB) *store.Store {
 	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "db.sqlite"))
 	if err != nil {
@@ -88,3 +91,48 @@ const ToolTemplate = `{%- if tools %}<|im_start|>system
 {%- endfor %}
 {%- if add_generation_prompt %}<|im_start|>assistant
 {% endif %}`
+
+// Serve sends body to h in-process, as a request from a loopback client with a JSON content
+// type and the extra headers given as key, value pairs, and returns the recorded response.
+// Fuzz targets use it: no socket in the way.
+func Serve(h http.Handler, method, path string, body []byte, headers ...string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, bytes.NewReader(body))
+	req.RemoteAddr = "127.0.0.1:40000"
+	req.Host = "127.0.0.1:8453"
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// CheckReply fails t when rec is a 5xx, or a 2xx whose body does not parse as its content type
+// says: one JSON value, SSE whose data lines are JSON (or [DONE]), or NDJSON lines of JSON
+// objects. The dialect checks a 4xx's error shape itself.
+func CheckReply(t *testing.T, rec *httptest.ResponseRecorder) {
+	t.Helper()
+	b, ct := rec.Body.Bytes(), rec.Header().Get("Content-Type")
+	switch {
+	case rec.Code >= 500:
+		t.Fatalf("status %d: %s", rec.Code, b)
+	case rec.Code >= 300:
+		return
+	case strings.HasPrefix(ct, "text/event-stream"):
+		for _, line := range strings.Split(string(b), "\n") {
+			data, ok := strings.CutPrefix(line, "data: ")
+			if ok && data != "[DONE]" && !json.Valid([]byte(data)) {
+				t.Fatalf("SSE data is not JSON: %q", data)
+			}
+		}
+	case strings.HasPrefix(ct, "application/x-ndjson"):
+		for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			if !strings.HasPrefix(line, "{") || !json.Valid([]byte(line)) {
+				t.Fatalf("NDJSON line is not a JSON object: %q", line)
+			}
+		}
+	case !json.Valid(b):
+		t.Fatalf("status %d, Content-Type %q: body is not JSON: %q", rec.Code, ct, b)
+	}
+}

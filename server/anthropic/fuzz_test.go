@@ -1,0 +1,43 @@
+package anthropic_test
+
+import (
+	"testing"
+
+	"github.com/superfluid/superfluid/server/servertest"
+)
+
+// FuzzMessages fuzzes POST /v1/messages bodies on the real router over the fake engine:
+// whatever the bytes, the reply is never a 5xx, a 2xx parses, and a 4xx is Anthropic's error
+// object with a request id.
+func FuzzMessages(f *testing.F) {
+	fx := setup(f, config{template: servertest.ToolTemplate})
+	h := fx.srv.Config.Handler
+	tools := `"tools":[{"name":"get_weather","description":"d","input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}]`
+	for _, s := range []string{
+		body(""),
+		body(`"stream":true`),
+		body(`"system":"Be brief.","temperature":0.2,"top_p":0.9,"top_k":5,"stop_sequences":["wor"]`),
+		body(`"system":[{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral"}}],"metadata":{"user_id":"u"}`),
+		body(tools + `,"tool_choice":{"type":"any"}`),
+		body(tools + `,"tool_choice":{"type":"tool","name":"get_weather"},"stream":true`),
+		body(`"thinking":{"type":"enabled","budget_tokens":1024}`),
+		`{"model":"fake","max_tokens":50,"messages":[{"role":"user","content":[{"type":"text","text":"weather?"}]},` +
+			`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}}]},` +
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"21C"}]}]}],` + tools + `}`,
+		`{"model":"fake","max_tokens":10,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA"}}]}]}`,
+		`{"model":"fake","max_tokens":10,"messages":[{"role":"assistant","content":"prefill"}]}`,
+		`{"model":"fake","max_tokens":0,"messages":[{"role":"user","content":"x"}]}`,
+		`{"model":"nope","max_tokens":10,"messages":[]}`,
+		`{"model":"fake","messages":[{"role":"user","content":"x"}]}`,
+		`[]`, `{`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rec := servertest.Serve(h, "POST", "/v1/messages", b, "x-api-key", "x", "anthropic-version", "2023-06-01")
+		servertest.CheckReply(t, rec)
+		if rec.Code >= 400 {
+			parseError(t, rec.Body.Bytes())
+		}
+	})
+}
