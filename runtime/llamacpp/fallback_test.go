@@ -33,6 +33,11 @@ func TestTokenizeSpelledCharacters(t *testing.T) {
 		"long run of a token":        strings.Repeat(token, 256<<10),
 		"lines with spelled newline": strings.Repeat("Once upon a time\n", 8000),
 		"short spelled text":         strings.Repeat("\x00", 4096),
+		// Spelled characters one to a few at a time cost nearly nothing, however many: 1.4 MB
+		// of lines and 1.1 MB of tab-indented code tokenize in under a second.
+		"a long document of lines": strings.Repeat("Once upon a time\n", 80000),
+		"tab-indented code":        strings.Repeat("\n\t\t\tx := y\n\t\t}", 80000),
+		"short runs of spelled":    strings.Repeat(strings.Repeat("\x00", 100)+token, 10000),
 	} {
 		if ids, err := e.Tokenize(ctx, text, true, false); err != nil || len(ids) == 0 {
 			t.Errorf("%s (%d bytes): %d ids, %v", name, len(text), len(ids), err)
