@@ -59,7 +59,8 @@ type Config struct {
 	KeepAlive time.Duration
 	// WriteTimeout bounds each write of a reply (a streamed frame, a whole JSON reply, a chunk
 	// of a file download); a client that stops reading for longer is dropped and a stream's
-	// generation stopped. Request bodies get server.DefaultReadTimeout per read.
+	// generation stopped. Request bodies get server.DefaultReadTimeout per read, and must keep
+	// up server.MinBodyRate on average after the first.
 	WriteTimeout time.Duration
 	// TrustedProxies are the reverse proxies (addresses or CIDR ranges) whose X-Forwarded-For
 	// names the client (--trusted-proxies); empty trusts no such header.

@@ -16,6 +16,12 @@ import (
 // Config names no bound.
 const DefaultReadTimeout = 30 * time.Second
 
+// MinBodyRate is the slowest a request body may arrive on average, in bytes per second, once
+// its first read timeout has passed: a client that trickles a byte before each read timeout
+// would otherwise hold its connection and goroutine for as long as the body limit allows
+// (32 MB at a byte every 29 s is decades). 4 KiB/s is a 2G mobile link.
+const MinBodyRate = 4 << 10
+
 // deadlines bounds the connection's I/O for every request, so that a client that stalls holds
 // no handler forever:
 //
@@ -24,7 +30,9 @@ const DefaultReadTimeout = 30 * time.Second
 //     connection and a goroutine. The bound is per read, not for the whole body, so a large
 //     upload on a slow link still arrives. Once the body ends the connection has no read
 //     deadline: net/http's own background read, which notices a client hanging up during a
-//     long generation, must never time out.
+//     long generation, must never time out. The body as a whole must also keep up
+//     MinBodyRate after its first read timeout, so that a trickle of bytes does not evade
+//     the bound.
 //   - Each write of the reply (a whole JSON body, a chunk of a file download, a padding space, a
 //     stream's frame) must be taken within write: a client that stops reading is dropped.
 //     Deadlines are set per write, never for the whole reply, which would cut long
@@ -59,32 +67,58 @@ type deadlineBody struct {
 	rc      *http.ResponseController
 	timeout time.Duration
 
-	mu   sync.Mutex
-	done bool // the body ended (or failed): no more deadlines
+	mu       sync.Mutex
+	done     bool      // the body ended (or failed): no more deadlines
+	start    time.Time // the first read
+	received int64     // bytes read so far
+	slow     bool      // the deadline in force is the average rate's, not the read timeout's
 }
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
 	b.mu.Lock()
 	done := b.done
+	deadline := b.deadline(time.Now())
 	b.mu.Unlock()
 	if done {
 		return b.ReadCloser.Read(p)
 	}
-	if err := b.rc.SetReadDeadline(time.Now().Add(b.timeout)); err != nil {
+	if err := b.rc.SetReadDeadline(deadline); err != nil {
 		unbounded("read", err)
 	}
 	n, err := b.ReadCloser.Read(p)
+	b.mu.Lock()
+	b.received += int64(n)
+	slow := b.slow
+	b.mu.Unlock()
 	if err != nil {
 		// At the body's end net/http starts its background read (and clears the deadline
 		// itself); setting one again would time that read out and cancel the request.
 		b.mu.Lock()
 		b.done = true
 		b.mu.Unlock()
+		if isTimeout(err) && slow {
+			return n, fmt.Errorf("the request body stalled: it arrived slower than %d bytes per second: %w", MinBodyRate, err)
+		}
 		if isTimeout(err) {
 			return n, fmt.Errorf("the request body stalled: nothing arrived for %s: %w", b.timeout, err)
 		}
 	}
 	return n, err
+}
+
+// deadline is the next read's: now plus the read timeout, or sooner when the body has fallen
+// behind MinBodyRate since its first read (allowing one read timeout of slack); b.mu is held.
+func (b *deadlineBody) deadline(now time.Time) time.Time {
+	if b.start.IsZero() {
+		b.start = now
+	}
+	d := now.Add(b.timeout)
+	rate := b.start.Add(b.timeout + time.Duration(float64(b.received)/MinBodyRate*float64(time.Second)))
+	b.slow = rate.Before(d)
+	if b.slow {
+		return rate
+	}
+	return d
 }
 
 // finish runs when the handler returns: a body not read to its end is drained by net/http

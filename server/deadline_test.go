@@ -218,3 +218,76 @@ func TestSlowBodiesAreDropped(t *testing.T) {
 }
 
 func ctxErr(c *gin.Context) error { return c.Request.Context().Err() }
+
+// TestTrickledBodiesAreDropped: a client that sends a byte just before each read timeout
+// (a slowloris) gets the dialect's 400 once the body falls behind MinBodyRate, instead of
+// holding its connection for as long as the body's length allows.
+func TestTrickledBodiesAreDropped(t *testing.T) {
+	const readTimeout = 200 * time.Millisecond
+	var conns *closedConns
+	srv, _ := stallServer(t, Config{ReadTimeout: readTimeout}, func(s *httptest.Server) { conns = watchConns(s) })
+	addr := srv.Listener.Addr().String()
+	body := `{"model":"fake","messages":[{"role":"user","content":"` + strings.Repeat("hi ", 2000) + `"}]}`
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", addr, len(body)); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // a byte every quarter of the read timeout: each read gets something in time
+		for i := range len(body) {
+			select {
+			case <-stop:
+				return
+			case <-time.After(readTimeout / 4):
+			}
+			if _, err := c.Write([]byte{body[i]}); err != nil {
+				return
+			}
+		}
+	}()
+	// The whole body would take len(body) × 50 ms (over 5 minutes); the server must answer
+	// long before.
+	_ = c.SetReadDeadline(time.Now().Add(time.Minute))
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer to a trickled body: %v", err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `"type":"invalid_request_error"`) || !strings.Contains(string(b), "bytes per second") {
+		t.Fatalf("%d %s", res.StatusCode, b)
+	}
+	conns.waitClosed(t, c, "a trickled body")
+
+	// A body that arrives steadily above the rate is taken, though it takes several read
+	// timeouts: 48 KB at about 40 KB/s.
+	long := `{"model":"fake","max_tokens":1,"messages":[{"role":"user","content":"` + strings.Repeat("hi ", 16000) + `"}]}`
+	pr, pw := io.Pipe()
+	go func() {
+		for rest := long; rest != ""; {
+			n := min(1024, len(rest))
+			if _, err := pw.Write([]byte(rest[:n])); err != nil {
+				return
+			}
+			rest = rest[n:]
+			time.Sleep(25 * time.Millisecond)
+		}
+		pw.Close()
+	}()
+	req, _ := http.NewRequest("POST", srv.URL+"/v1/chat/completions", pr)
+	req.Header.Set("Content-Type", "application/json")
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("a steady body of %d bytes (chunked): %d %s", len(long), res.StatusCode, b)
+	}
+}
