@@ -31,8 +31,8 @@ func keepalive(every time.Duration) gin.HandlerFunc {
 		w := &paddedWriter{ResponseWriter: c.Writer, every: every}
 		c.Writer = w
 		c.Request = c.Request.WithContext(core.WithAdmitted(c.Request.Context(), w.commit))
+		defer w.stop() // deferred: a handler that panics after the commit must stop the ticker too
 		c.Next()
-		w.stop()
 	}
 }
 
@@ -46,6 +46,7 @@ type paddedWriter struct {
 	mu        sync.Mutex
 	committed bool          // 200 and the first space are sent
 	body      bool          // the handler began its body: no more spaces
+	stopped   bool          // the handler returned (or panicked): no commit, no more spaces
 	done      chan struct{} // closed to stop the ticker
 	ticker    sync.WaitGroup
 }
@@ -55,7 +56,7 @@ type paddedWriter struct {
 func (w *paddedWriter) commit() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.committed || w.body || w.ResponseWriter.Written() {
+	if w.committed || w.body || w.stopped || w.ResponseWriter.Written() {
 		return
 	}
 	w.committed = true
@@ -80,7 +81,7 @@ func (w *paddedWriter) tick(done <-chan struct{}) {
 		case <-t.C:
 		}
 		w.mu.Lock()
-		if !w.body {
+		if !w.body && !w.stopped {
 			w.pad()
 		}
 		w.mu.Unlock()
@@ -95,10 +96,11 @@ func (w *paddedWriter) pad() {
 	}
 }
 
-// stop ends the padding and waits for the ticker.
+// stop ends the padding and waits for the ticker. It leaves body alone: after a panic the
+// recovery, which runs later, must still see the reply unwritten and send its error.
 func (w *paddedWriter) stop() {
 	w.mu.Lock()
-	w.body = true
+	w.stopped = true
 	if w.done != nil {
 		close(w.done)
 		w.done = nil

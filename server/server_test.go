@@ -8,9 +8,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -143,5 +145,51 @@ func TestPanicValueStaysInTheLog(t *testing.T) {
 	// The server is still up.
 	if res, err := http.Get(srv.URL + "/health"); err != nil || res.StatusCode != http.StatusOK {
 		t.Fatalf("after the panics: %v %v", res, err)
+	}
+}
+
+// TestPanicAfterKeepaliveCommit: with --nonstream-keepalive, a handler that panics after its
+// request was admitted (200 and the padding sent) ends with the error JSON after the spaces,
+// and the padding's ticker stops with it: nothing is left running per panic.
+func TestPanicAfterKeepaliveCommit(t *testing.T) {
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	tmpl, _ := chat.Parse("")
+	svc := core.New(core.Config{}, nil, &core.Model{ID: "fake", Path: "/m/fake.gguf", Engine: enginetest.New(64, "x"), Template: tmpl})
+	r := New(Config{NonstreamKeepalive: 5 * time.Millisecond}, svc).(*gin.Engine)
+	r.POST("/v1/test/panic", func(c *gin.Context) {
+		pw, ok := c.Writer.(*paddedWriter)
+		if !ok {
+			c.String(http.StatusTeapot, "the writer is a %T, not the padding's", c.Writer)
+			return
+		}
+		pw.commit() // what the core's admission hook does
+		time.Sleep(20 * time.Millisecond)
+		panic("boom")
+	})
+	srv := httptest.NewServer(r)
+	defer srv.Close()
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	defer client.CloseIdleConnections()
+	base := runtime.NumGoroutine()
+	const n = 20
+	for range n {
+		res, err := client.Post(srv.URL+"/v1/test/panic", "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || !strings.HasPrefix(string(b), " ") || !strings.Contains(string(b), "internal error (id panic-") {
+			t.Fatalf("%d %q", res.StatusCode, b)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second) // generous: a pass returns at once
+	for runtime.NumGoroutine() > base+n/2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("goroutines %d → %d after %d panics: the padding's tickers outlived their requests", base, runtime.NumGoroutine(), n)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
