@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"strings"
 	"testing"
@@ -606,5 +607,37 @@ func TestLoopbackAdminNotForWebPages(t *testing.T) {
 	var created struct{ Key string }
 	if err := page().Post(ctx, "keys", map[string]any{"name": "mine", "admin": true}, &created); err != nil || !strings.HasPrefix(created.Key, auth.KeyPrefix) {
 		t.Fatalf("POST /v1/keys from this machine: %v %+v", err, created)
+	}
+}
+
+// TestLoopbackAdminNotForProxiedClients: without keys, a client that reaches the server
+// through a reverse proxy on this machine (here net/http/httputil's, which adds
+// X-Forwarded-For) arrives from 127.0.0.1 but is not admin, --trusted-proxies or not: its
+// POST /v1/keys gets 403 admin_required and makes no key.
+func TestLoopbackAdminNotForProxiedClients(t *testing.T) {
+	ctx := context.Background()
+	cat := servertest.NewCatalog(t, models.Config{})
+	keys, err := auth.New(ctx, auth.Config{Store: cat.Store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(server.New(server.Config{Keys: keys, Bind: server.NewBind("127.0.0.1")}, cat.Svc))
+	t.Cleanup(srv.Close)
+	target, _ := url.Parse(srv.URL)
+	proxy := httptest.NewServer(httputil.NewSingleHostReverseProxy(target))
+	t.Cleanup(proxy.Close)
+	c := openai.NewClient(option.WithBaseURL(proxy.URL+"/v1"), option.WithMaxRetries(0))
+	var e *openai.Error
+	var created map[string]any
+	err = c.Post(ctx, "keys", map[string]any{"name": "stolen", "admin": true}, &created)
+	if !errors.As(err, &e) || e.StatusCode != 403 || e.Code != "admin_required" || !strings.Contains(e.Message, "reverse proxy") {
+		t.Fatalf("POST /v1/keys through a proxy: %v %v", err, created)
+	}
+	if stored, err := cat.Store.Keys(ctx, true); err != nil || len(stored) != 0 || keys.HasKeys() {
+		t.Fatalf("a refused request made a key: %+v %v", stored, err)
+	}
+	// Requests that are not model management still pass through the proxy.
+	if _, err := c.Models.List(ctx); err != nil {
+		t.Fatalf("GET /v1/models through a proxy: %v", err)
 	}
 }

@@ -36,6 +36,9 @@ func TestAdmin(t *testing.T) {
 		{"no keys, a page of another port (no Origin)", "[::1]:1", nil, false, BrowserMessage, []string{"Sec-Fetch-Site", "same-site"}},
 		{"no keys, a cross-site page", "127.0.0.1:1", nil, false, BrowserMessage, []string{"Sec-Fetch-Site", "cross-site"}},
 		{"no keys, typed in the address bar", "127.0.0.1:1", nil, true, "", []string{"Sec-Fetch-Site", "none"}},
+		{"no keys, through a local proxy", "127.0.0.1:1", nil, false, ProxiedMessage, []string{"X-Forwarded-For", "203.0.113.9"}},
+		{"no keys, through a proxy that sends Forwarded", "127.0.0.1:1", nil, false, ProxiedMessage, []string{"Forwarded", "for=203.0.113.9"}},
+		{"admin key through a proxy", "127.0.0.1:1", &auth.Identity{Admin: true}, true, "", []string{"X-Forwarded-For", "203.0.113.9"}},
 		{"admin key from a page", "127.0.0.1:1", &auth.Identity{Admin: true}, true, "", []string{"Origin", "http://localhost:3000"}},
 	}
 	for _, c := range cases {
