@@ -72,6 +72,17 @@ func batchEnded(b *openai.Batch) bool {
 }
 
 // outputLines reads a batch output file through the SDK.
+// customIDs are the custom_id of each output line, in order.
+func customIDs(lines []map[string]json.RawMessage) []string {
+	var ids []string
+	for _, l := range lines {
+		var id string
+		json.Unmarshal(l["custom_id"], &id)
+		ids = append(ids, id)
+	}
+	return ids
+}
+
 func outputLines(t *testing.T, client *openai.Client, fileID string) ([]byte, []map[string]json.RawMessage) {
 	t.Helper()
 	resp, err := client.Files.Content(context.Background(), fileID)
@@ -209,12 +220,7 @@ func TestBatchSurvivesKill9(t *testing.T) {
 		t.Fatalf("after the restart: %s", done.RawJSON())
 	}
 	_, lines := outputLines(t, client, done.OutputFileID)
-	var ids []string
-	for _, l := range lines {
-		var id string
-		json.Unmarshal(l["custom_id"], &id)
-		ids = append(ids, id)
-	}
+	ids := customIDs(lines)
 	want := make([]string, 20)
 	for i := range want {
 		want[i] = fmt.Sprintf("line-%02d", i)

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -121,12 +120,7 @@ func TestCloseMidBatchLeavesNothingRunning(t *testing.T) {
 		t.Fatalf("after the restarts: %s", done.RawJSON())
 	}
 	_, out := outputLines(t, client, done.OutputFileID)
-	var ids []string
-	for _, l := range out {
-		var id string
-		json.Unmarshal(l["custom_id"], &id)
-		ids = append(ids, id)
-	}
+	ids := customIDs(out)
 	slices.Sort(ids)
 	want := make([]string, lines)
 	for i := range want {

@@ -214,15 +214,8 @@ func (m *Manager) unloadSlot(ctx context.Context, s *slot, how unloadHow) error 
 			s.state, s.done = StateUnloading, make(chan struct{})
 			s.stopTimer()
 			s.reconfigure = how.entry
-			done := s.done
 			m.spawnLocked(func() { m.finishUnload(s, drain) })
-			m.mu.Unlock()
-			select {
-			case <-done:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+			return m.waitTransition(ctx, s)
 		case StateLoading, StateUnloading:
 			if err := m.waitTransition(ctx, s); err != nil {
 				return err
