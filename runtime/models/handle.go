@@ -82,17 +82,30 @@ func (h *Handle) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 // Tokenize uses the loaded worker, or a tokenizer-only worker when the model is not loaded, so
 // counting tokens never loads the weights.
 func (h *Handle) Tokenize(ctx context.Context, text string, addSpecial, parseSpecial bool) ([]int, error) {
+	for {
+		ids, retired, err := h.tokenize(ctx, text, addSpecial, parseSpecial)
+		if !retired {
+			return ids, err
+		}
+		// The load finished while this call was on the tokenizer-only worker, which is retired
+		// once the model is up: ask the loaded model instead.
+	}
+}
+
+// tokenize is one try of Tokenize; retired reports that it ran on a tokenizer-only worker
+// retired meanwhile (its error is then the retirement's, not the text's).
+func (h *Handle) tokenize(ctx context.Context, text string, addSpecial, parseSpecial bool) (ids []int, retired bool, err error) {
 	m, s := h.m, h.s
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		return nil, ErrClosed
+		return nil, false, ErrClosed
 	}
 	if s.removed {
 		// Its slot is gone from the manager: a tokenizer made for it now would be a worker
 		// that nothing closes.
 		m.mu.Unlock()
-		return nil, fmt.Errorf("%w: the model %q was deleted", llm.ErrModelNotFound, h.entry.ID)
+		return nil, false, fmt.Errorf("%w: the model %q was deleted", llm.ErrModelNotFound, h.entry.ID)
 	}
 	if s.state != StateLoaded {
 		if s.vocab == nil {
@@ -100,7 +113,13 @@ func (h *Handle) Tokenize(ctx context.Context, text string, addSpecial, parseSpe
 		}
 		r := s.vocab
 		m.mu.Unlock()
-		return r.Tokenize(ctx, text, addSpecial, parseSpecial)
+		ids, err := r.Tokenize(ctx, text, addSpecial, parseSpecial)
+		if err != nil && ctx.Err() == nil {
+			m.mu.Lock()
+			retired = s.vocab != r && !m.closed && !s.removed
+			m.mu.Unlock()
+		}
+		return ids, retired, err
 	}
 	s.inflight++ // an unload waits for it; the keep-alive restarts as it was
 	s.stopTimer()
@@ -111,7 +130,8 @@ func (h *Handle) Tokenize(ctx context.Context, text string, addSpecial, parseSpe
 		m.releaseLocked(s)
 		m.mu.Unlock()
 	}()
-	return l.Tokenize(ctx, text, addSpecial, parseSpecial)
+	ids, err = l.Tokenize(ctx, text, addSpecial, parseSpecial)
+	return ids, false, err
 }
 
 // Slots is the loaded worker's lane snapshot; a model that is not loaded has none. It does not

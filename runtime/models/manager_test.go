@@ -34,7 +34,25 @@ type fakeRunner struct {
 	// was (a real worker's unload would have killed it), lost the generations that found the
 	// runner unloaded (a real worker client would have started a worker on demand).
 	active, cutShort, lost atomic.Int32
+	// tokGate, when set, holds Tokenize until it closes; a runner closed meanwhile then fails
+	// the call as a worker client that was shut down does.
+	tokGate    chan struct{}
+	tokWaiting atomic.Int32
+	closed     atomic.Bool
 }
+
+func (r *fakeRunner) Tokenize(ctx context.Context, text string, addSpecial, parseSpecial bool) ([]int, error) {
+	if r.tokGate != nil {
+		r.tokWaiting.Add(1)
+		<-r.tokGate
+	}
+	if r.closed.Load() {
+		return nil, errors.New("the worker is shut down")
+	}
+	return r.Engine.Tokenize(ctx, text, addSpecial, parseSpecial)
+}
+
+func (r *fakeRunner) Close() error { r.closed.Store(true); return nil }
 
 func (r *fakeRunner) Start(ctx context.Context) error {
 	if r.loaded.Load() {
@@ -418,6 +436,42 @@ func TestTokenizeUnloadedUsesTheVocabulary(t *testing.T) {
 	}
 	if f.runner(h.Entry().Path+"#vocab") == nil {
 		t.Fatal("no vocabulary-only runner answered")
+	}
+}
+
+// TestTokenizeDuringALoad: a count that started on the tokenizer-only worker while the model
+// loaded, which retires that worker once the model is up, is answered by the loaded model, not
+// with the retired worker's "shut down".
+func TestTokenizeDuringALoad(t *testing.T) {
+	f := newFixture(t, 1, Config{}, nil)
+	h := f.handle(t, "m0")
+	if _, err := h.Tokenize(context.Background(), "abc", true, true); err != nil {
+		t.Fatal(err)
+	}
+	vocab := f.runner(h.Entry().Path + "#vocab")
+	gate := make(chan struct{})
+	vocab.tokGate = gate
+	type result struct {
+		ids []int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ids, err := h.Tokenize(context.Background(), "abc", true, true)
+		done <- result{ids, err}
+	}()
+	for vocab.tokWaiting.Load() == 0 { // the count is on the tokenizer-only worker
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := f.mgr.Load(context.Background(), "m0"); err != nil {
+		t.Fatal(err)
+	}
+	for !vocab.closed.Load() { // the load retires the tokenizer-only worker
+		time.Sleep(time.Millisecond)
+	}
+	close(gate)
+	if r := <-done; r.err != nil || len(r.ids) != 4 {
+		t.Fatalf("a count during the load: %v, %v", r.ids, r.err)
 	}
 }
 
