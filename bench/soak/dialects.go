@@ -85,21 +85,10 @@ func (s *soak) messagesBody(r *req, stream, tools bool) map[string]any {
 // messages is POST /v1/messages, not streamed.
 func (s *soak) messages(ctx context.Context, r *req, tools bool) outcome {
 	body := s.messagesBody(r, false, tools)
-	c, err := do(ctx, s.http, http.MethodPost, s.url+"/v1/messages", body, false)
-	if err != nil {
-		return broken(err)
-	}
-	if c.res.StatusCode != http.StatusOK {
-		return errorReply(anthropicDialect, c.res.StatusCode, c.body)
-	}
-	var m anthropicMessage
-	if err := strictJSON(c.body, &m); err != nil {
-		return malformed("message: %v: %s", err, clip(c.body))
-	}
-	if err := m.check(body["max_tokens"].(int), tools); err != nil {
-		return malformed("message: %v: %s", err, clip(c.body))
-	}
-	return outcome{status: http.StatusOK, answered: true}
+	_, _, o, _ := postJSON(ctx, s, anthropicDialect, "/v1/messages", "message", body, func(m *anthropicMessage) error {
+		return m.check(body["max_tokens"].(int), tools)
+	})
+	return o
 }
 
 // anthropicOrder is the event names each event may follow ("" is the start).

@@ -133,21 +133,10 @@ func (s *soak) chatBody(r *req, stream, tools bool) map[string]any {
 // chat is POST /v1/chat/completions, not streamed.
 func (s *soak) chat(ctx context.Context, r *req, tools bool) outcome {
 	body := s.chatBody(r, false, tools)
-	c, err := do(ctx, s.http, http.MethodPost, s.url+"/v1/chat/completions", body, false)
-	if err != nil {
-		return broken(err)
-	}
-	if c.res.StatusCode != http.StatusOK {
-		return errorReply(openAI, c.res.StatusCode, c.body)
-	}
-	var cc chatCompletion
-	if err := strictJSON(c.body, &cc); err != nil {
-		return malformed("chat completion: %v: %s", err, clip(c.body))
-	}
-	if err := checkChat(&cc, body["max_tokens"].(int), tools); err != nil {
-		return malformed("chat completion: %v: %s", err, clip(c.body))
-	}
-	return outcome{status: http.StatusOK, answered: true}
+	_, _, o, _ := postJSON(ctx, s, openAI, "/v1/chat/completions", "chat completion", body, func(cc *chatCompletion) error {
+		return checkChat(cc, body["max_tokens"].(int), tools)
+	})
+	return o
 }
 
 func checkChat(cc *chatCompletion, most int, tools bool) error {
@@ -323,21 +312,9 @@ func (s *soak) embeddings(ctx context.Context, r *req) outcome {
 	for i := range inputs {
 		inputs[i] = r.prompt()
 	}
-	c, err := do(ctx, s.http, http.MethodPost, s.url+"/v1/embeddings", map[string]any{"model": s.embedModel, "input": inputs}, false)
-	if err != nil {
-		return broken(err)
-	}
-	if c.res.StatusCode != http.StatusOK {
-		return errorReply(openAI, c.res.StatusCode, c.body)
-	}
-	var e embeddingList
-	if err := strictJSON(c.body, &e); err != nil {
-		return malformed("embeddings: %v: %s", err, clip(c.body))
-	}
-	if err := checkEmbeddings(&e, len(inputs)); err != nil {
-		return malformed("embeddings: %v: %s", err, clip(c.body))
-	}
-	return outcome{status: http.StatusOK, answered: true}
+	_, _, o, _ := postJSON(ctx, s, openAI, "/v1/embeddings", "embeddings", map[string]any{"model": s.embedModel, "input": inputs},
+		func(e *embeddingList) error { return checkEmbeddings(e, len(inputs)) })
+	return o
 }
 
 func checkEmbeddings(e *embeddingList, n int) error {

@@ -102,22 +102,13 @@ func (s *soak) responsesBody(r *req, stream, tools bool) map[string]any {
 // responseGet.
 func (s *soak) response(ctx context.Context, r *req, tools bool) outcome {
 	body := s.responsesBody(r, false, tools)
-	c, err := do(ctx, s.http, http.MethodPost, s.url+"/v1/responses", body, false)
-	if err != nil {
-		return broken(err)
+	ro, raw, o, ok := postJSON(ctx, s, openAI, "/v1/responses", "response", body, func(ro *responseObject) error {
+		return ro.check(body["max_output_tokens"].(int), tools)
+	})
+	if ok {
+		s.records.storeResponse(*ro.ID, raw)
 	}
-	if c.res.StatusCode != http.StatusOK {
-		return errorReply(openAI, c.res.StatusCode, c.body)
-	}
-	var ro responseObject
-	if err := strictJSON(c.body, &ro); err != nil {
-		return malformed("response: %v: %s", err, clip(c.body))
-	}
-	if err := ro.check(body["max_output_tokens"].(int), tools); err != nil {
-		return malformed("response: %v: %s", err, clip(c.body))
-	}
-	s.records.storeResponse(*ro.ID, c.body)
-	return outcome{status: http.StatusOK, answered: true}
+	return o
 }
 
 // responseStream is POST /v1/responses with stream: typed events numbered from 0, ending in

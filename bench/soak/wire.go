@@ -42,6 +42,27 @@ func malformed(format string, args ...any) outcome {
 	return outcome{malformed: fmt.Sprintf(format, args...)}
 }
 
+// postJSON posts body to path and decodes a 200 reply strictly into a T that check accepts;
+// done is false with the outcome to return when the reply is anything else (what names the
+// reply in a malformed outcome).
+func postJSON[T any](ctx context.Context, s *soak, d dialect, path, what string, body any, check func(*T) error) (v *T, raw []byte, o outcome, done bool) {
+	c, err := do(ctx, s.http, http.MethodPost, s.url+path, body, false)
+	if err != nil {
+		return nil, nil, broken(err), false
+	}
+	if c.res.StatusCode != http.StatusOK {
+		return nil, nil, errorReply(d, c.res.StatusCode, c.body), false
+	}
+	v = new(T)
+	if err := strictJSON(c.body, v); err != nil {
+		return nil, nil, malformed("%s: %v: %s", what, err, clip(c.body)), false
+	}
+	if err := check(v); err != nil {
+		return nil, nil, malformed("%s: %v: %s", what, err, clip(c.body)), false
+	}
+	return v, c.body, outcome{status: http.StatusOK, answered: true}, true
+}
+
 // call is one HTTP request's reply: the status and, unless streamed, the whole body.
 type call struct {
 	res  *http.Response
