@@ -104,6 +104,10 @@ func benchServe(cfg Config) func(bench.ServeOptions) (*bench.Server, error) {
 		// New registered the file; registering it again returns its entry (the bundled model's
 		// when the file is the same).
 		e, err := a.Manager().Catalog().AddLocal(ctx, so.Model, "")
+		// New started loading the model on a goroutine of its own; a suite's first unload must
+		// not come before that load does (it would find the model unloaded, and the load would
+		// start after it).
+		a.preloading.Wait()
 		if err == nil {
 			_, err = a.Manager().Load(ctx, e.ID)
 		}
