@@ -47,7 +47,15 @@ export CGO_CPPFLAGS := -I$(INCLUDE) $(AMX_INC)
 
 GOFLAGS_BUILD := -tags '$(TAGS)'
 
-.PHONY: all setup build portable run test test-short gotest fuzz bench screenshots package clean
+# The coding agents app/agents_e2e_test.go runs (Claude Code, Codex CLI), pinned in
+# scripts/agents; installed outside the checkout, in a folder named by the pins' hash, so an
+# installed set costs nothing and a clone shares it. The tests find them through SUPERFLUID_AGENTS
+# (and skip, saying why, when they are absent).
+AGENTS_HASH := $(shell cat scripts/agents/package.json scripts/agents/package-lock.json 2>/dev/null | sha256sum | cut -c1-16)
+AGENTS_DIR  := $(HOME)/.cache/superfluid/agents/$(AGENTS_HASH)
+export SUPERFLUID_AGENTS := $(AGENTS_DIR)/node_modules/.bin
+
+.PHONY: all setup agents build portable run test test-short gotest fuzz bench screenshots package clean
 all: build
 
 setup:
@@ -64,7 +72,12 @@ portable:
 run: build
 	./bin/superfluid $(if $(MODEL),serve $(MODEL)) $(ARGS)
 
-test: setup
+# agents: install the pinned coding agents (a no-op when installed; never fails: without npm or
+# a network their tests skip).
+agents:
+	@bash scripts/agents/install.sh $(AGENTS_DIR)
+
+test: setup agents
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "not gofmt-formatted: $$unformatted"; exit 1; fi
 	$(GO) vet $(GOFLAGS_BUILD) ./...
