@@ -160,6 +160,11 @@ func build(cfg Config, st *store.Store) (*App, error) {
 
 // newRunner starts workers of this binary for a catalog model.
 func (a *App) newRunner(e *models.Entry, vocabOnly bool) models.Runner {
+	if a.cfg.NewRunner != nil {
+		if r := a.cfg.NewRunner(e, vocabOnly); r != nil {
+			return r
+		}
+	}
 	opts := worker.Options{
 		Command: a.cfg.WorkerCommand, Env: a.cfg.WorkerEnv, ModelPath: e.Path, VocabOnly: vocabOnly,
 		ContextLength: a.cfg.ContextLength, Parallel: a.cfg.Parallel, Threads: a.cfg.Threads, Log: a.cfg.WorkerLog,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/runtime/models/hf"
 )
 
@@ -91,6 +92,10 @@ type Config struct {
 	WorkerEnv []string
 	// WorkerLog receives the workers' stderr (llama.cpp's log); nil discards it.
 	WorkerLog io.Writer
+	// NewRunner, when set, may make a catalog model's runner in place of a worker process
+	// (nil: the worker). A test seam: it serves a scripted engine through the whole server.
+	// Production leaves it nil.
+	NewRunner func(e *models.Entry, vocabOnly bool) models.Runner
 }
 
 // DefaultConfig is the configuration before flags.
