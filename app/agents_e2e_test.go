@@ -120,6 +120,7 @@ func loopScript(tool string, args map[string]any, done string) func(string) stri
 func mustGenerate(t *testing.T, s *agentServer, from int, path, model string) {
 	t.Helper()
 	xs := s.log.since(from)
+	t.Logf("requests:\n%s", describe(xs))
 	gens := generations(xs, path)
 	asked := false
 	for _, x := range gens {
@@ -143,6 +144,7 @@ func mustGenerate(t *testing.T, s *agentServer, from int, path, model string) {
 func checkLoop(t *testing.T, s *agentServer, from int, run agentRun, path, file, done string) {
 	t.Helper()
 	xs := s.log.since(from)
+	t.Logf("requests:\n%s--- stdout\n%s", describe(xs), clipText(run.stdout, 2000))
 	gens := generations(xs, path)
 	if len(gens) < 2 {
 		t.Errorf("%d generations at %s, want the call and the reply to its result\n%s", len(gens), path, describe(xs))

@@ -1,0 +1,141 @@
+package anthropic_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/superfluid/superfluid/server/servertest"
+)
+
+// loopDone is what the scripted model answers the tool result with in the replays.
+const loopDone = "The file is written."
+
+// TestClaudeCodeLoopReplay replays every request Claude Code sent in app.TestAgents' tool loop
+// (recorded unmodified, with their headers, by SUPERFLUID_AGENTS_RECORD=1) on the fake engine
+// behind a Qwen-style <tool_call> template, so a regression in what the agent sends shows
+// without npm: each gets 200 and a well-formed stream, the first a Bash tool_use block with
+// stop_reason tool_use (what the loop's model answered), the one carrying the tool result a
+// text block with end_turn.
+func TestClaudeCodeLoopReplay(t *testing.T) {
+	files, err := filepath.Glob("testdata/agents/claude-code-*-loop-*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bodies []string
+	for _, f := range files {
+		if !strings.HasSuffix(f, ".headers.json") {
+			bodies = append(bodies, f)
+		}
+	}
+	if len(bodies) < 2 {
+		t.Fatalf("want the loop's requests (the first and the one with the tool result) in testdata/agents, found %q", files)
+	}
+	for _, file := range bodies {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			body, headers := loopRequest(t, file)
+			result := strings.Contains(body, `"tool_result"`)
+			reply := "<tool_call>\n" + `{"name": "Bash", "arguments": {"command": "echo hello > made-by-claude.txt"}}` + "\n</tool_call>"
+			if result {
+				reply = loopDone
+			}
+			// One token per byte: the agent's ~50 KB prompt needs a window past it.
+			f := setup(t, config{ctx: 1 << 20, reply: reply, template: servertest.ToolTemplate})
+			resp, b := servertest.Do(t, http.MethodPost, f.srv.URL+"/v1/messages?beta=true", body, headers...)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+				t.Fatalf("Content-Type %q, want a stream (the agent asked for one)", ct)
+			}
+			evs := parseSSE(t, b)
+			blocks := checkBlocks(t, evs)
+			want, stop := "tool_use", "tool_use"
+			if result {
+				want, stop = "text", "end_turn"
+			}
+			var got []string
+			found := false
+			for _, bl := range blocks {
+				typ := str(bl.start["type"])
+				got = append(got, typ)
+				if typ != want {
+					continue
+				}
+				found = true
+				var joined strings.Builder
+				for _, d := range bl.deltas {
+					joined.WriteString(str(d["text"]) + str(d["partial_json"]))
+				}
+				switch {
+				case typ == "text" && joined.String() != loopDone:
+					t.Errorf("text block %q, want %q", joined.String(), loopDone)
+				case typ == "tool_use" && (str(bl.start["name"]) != "Bash" || !json.Valid([]byte(joined.String()))):
+					t.Errorf("tool_use block %s with input %q, want Bash with a JSON object", bl.start["name"], joined.String())
+				}
+			}
+			if !found {
+				t.Errorf("blocks %v, want a %s block", got, want)
+			}
+			if last := messageDelta(t, evs); last != stop {
+				t.Errorf("stop_reason %q, want %q", last, stop)
+			}
+		})
+	}
+}
+
+// loopRequest reads a recorded request: its body with the model renamed to the fixture's
+// "fake", and its headers as key, value pairs.
+func loopRequest(t *testing.T, file string) (string, []string) {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &req); err != nil {
+		t.Fatal(err)
+	}
+	req["model"] = json.RawMessage(`"fake"`)
+	body, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hraw, err := os.ReadFile(strings.TrimSuffix(file, ".json") + ".headers.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hm map[string]string
+	if err := json.Unmarshal(hraw, &hm); err != nil {
+		t.Fatal(err)
+	}
+	var headers []string
+	for k, v := range hm {
+		headers = append(headers, k, v)
+	}
+	return string(body), append(headers, "x-api-key", "x")
+}
+
+// messageDelta is the stop_reason of a stream's message_delta.
+func messageDelta(t *testing.T, evs []event) string {
+	t.Helper()
+	for _, e := range evs {
+		if e.name != "message_delta" {
+			continue
+		}
+		var d struct {
+			Delta struct {
+				StopReason string `json:"stop_reason"`
+			} `json:"delta"`
+		}
+		if err := json.Unmarshal([]byte(e.data), &d); err != nil {
+			t.Fatal(err)
+		}
+		return d.Delta.StopReason
+	}
+	t.Fatal("no message_delta")
+	return ""
+}
