@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/openai/openai-go/v3"
+
 	"github.com/superfluid/superfluid/runtime/gguf"
 )
 
@@ -109,5 +111,48 @@ func writeEOTModel(t *testing.T, path string) {
 	w.AddTensorF32("output.weight", []uint64{e, vocab}, out)
 	if err := w.WriteFile(path); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestEOTModelEndsEveryReply: the agents' model, on a real worker, ends its reply at once,
+// greedy or sampled, with or without tools, and renders the tools into a prompt within its
+// 64k window (the free turns rely on all of it; a reply cut at the cap fails the agents).
+func TestEOTModelEndsEveryReply(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agents-eot.gguf")
+	writeEOTModel(t, path)
+	cfg := testConfig(t, path)
+	cfg.ContextLength = agentWindow
+	_, srv := startServer(t, cfg, true)
+	client := sdk(srv.URL)
+	for _, tt := range []struct {
+		name  string
+		edit  func(*openai.ChatCompletionNewParams)
+		tools bool
+	}{
+		{"greedy", func(p *openai.ChatCompletionNewParams) { p.Temperature = openai.Float(0) }, false},
+		{"sampled", func(p *openai.ChatCompletionNewParams) { p.Temperature, p.Seed = openai.Float(2), openai.Int(3) }, false},
+		{"tools", func(p *openai.ChatCompletionNewParams) { p.Tools = []openai.ChatCompletionToolUnionParam{cityTool} }, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			params := openai.ChatCompletionNewParams{
+				Model: "agents-eot", MaxTokens: openai.Int(20),
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Say hi")},
+			}
+			tt.edit(&params)
+			res, err := client.Chat.Completions.New(t.Context(), params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := res.Choices[0]
+			if c.FinishReason != "stop" || c.Message.Content != "" || len(c.Message.ToolCalls) != 0 || res.Usage.CompletionTokens > 1 {
+				t.Errorf("finish %q, content %q, %d calls, %d completion tokens; want an empty reply ended at once",
+					c.FinishReason, c.Message.Content, len(c.Message.ToolCalls), res.Usage.CompletionTokens)
+			}
+			// Qwen 2.5's default system turn is ~20 tokens; with a tool its instructions and schema
+			// come to more than 100.
+			if min := map[bool]int64{false: 10, true: 100}[tt.tools]; res.Usage.PromptTokens < min {
+				t.Errorf("prompt of %d tokens, want at least %d", res.Usage.PromptTokens, min)
+			}
+		})
 	}
 }
