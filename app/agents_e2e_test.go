@@ -102,7 +102,8 @@ stream_max_retries = 0
 
 // loopScript answers a prompt without a tool result with a call of tool (in the template's
 // <tool_call> syntax, which the server's parser turns into the dialect's tool call), and one
-// holding the call's result with done.
+// holding the call's result with done; each reply thinks first (<think>, which the server
+// turns into the dialect's thinking or reasoning, and the agent sends back).
 func loopScript(tool string, args map[string]any, done string) func(string) string {
 	call, err := json.Marshal(map[string]any{"name": tool, "arguments": args})
 	if err != nil {
@@ -110,9 +111,9 @@ func loopScript(tool string, args map[string]any, done string) func(string) stri
 	}
 	return func(prompt string) string {
 		if strings.Contains(prompt, "<tool_response>") {
-			return done
+			return "<think>\nThe command ran; the file is there.\n</think>\n\n" + done
 		}
-		return "<tool_call>\n" + string(call) + "\n</tool_call>"
+		return "<think>\nA shell command writes the file.\n</think>\n\n<tool_call>\n" + string(call) + "\n</tool_call>"
 	}
 }
 

@@ -10,12 +10,15 @@ import (
 	"github.com/superfluid/superfluid/runtime/gguf"
 )
 
-// The model the agents' free turns run on: Qwen 2.5's chat template (tools in the system turn,
-// calls as <tool_call> blocks), a 64k window, and weights that end every reply at once.
+// The model the agents' free turns run on: a Qwen chat template (tools in the system turn, calls
+// as <tool_call> blocks), a 64k window, and weights that end every reply at once.
 const (
 	agentWindow    = 64 * 1024
 	agentEmbd      = 32
-	agentTemplate  = "../runtime/chat/testdata/templates/qwen2.5.jinja"
+	// Qwen 2.5 for the free turns; Qwen 3 (the same tool syntax, and <think> reasoning) for the
+	// scripted loops, whose replies think first so the agents' thinking blocks round-trip too.
+	qwen25Template = "../runtime/chat/testdata/templates/qwen2.5.jinja"
+	qwen3Template  = "../runtime/chat/testdata/templates/qwen3.jinja"
 	agentVocabFile = "../../shared/models/ggml-vocab-llama-spm.gguf"
 )
 
@@ -27,9 +30,9 @@ const (
 //
 // The tokenizer is the Llama-2 SPM vocabulary from ../shared/models when present, else the tiny
 // one gguf.WriteTinyLlama writes; ChatML's two markers are added to it as control tokens.
-func writeEOTModel(t *testing.T, path string) {
+func writeEOTModel(t *testing.T, path, template string) {
 	t.Helper()
-	tmpl, err := os.ReadFile(agentTemplate)
+	tmpl, err := os.ReadFile(template)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +122,7 @@ func writeEOTModel(t *testing.T, path string) {
 // 64k window (the free turns rely on all of it; a reply cut at the cap fails the agents).
 func TestEOTModelEndsEveryReply(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "agents-eot.gguf")
-	writeEOTModel(t, path)
+	writeEOTModel(t, path, qwen25Template)
 	cfg := testConfig(t, path)
 	cfg.ContextLength = agentWindow
 	_, srv := startServer(t, cfg, true)

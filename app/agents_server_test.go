@@ -34,15 +34,15 @@ type agentServer struct {
 	log    exchangeLog
 }
 
-// startAgentServer serves eotModel (a real worker of this test binary) and scriptedModel (the
-// same GGUF header, so the same chat template and tool-call syntax, over a scripted engine
-// reached through Config.NewRunner) until the test ends.
+// startAgentServer serves eotModel (a real worker of this test binary) and scriptedModel (a
+// GGUF header with Qwen 3's template, so a real chat template, tool-call syntax and reasoning
+// markers, over a scripted engine reached through Config.NewRunner) until the test ends.
 func startAgentServer(t *testing.T) *agentServer {
 	t.Helper()
 	dir := t.TempDir()
 	eotPath, scriptedPath := filepath.Join(dir, eotModel+".gguf"), filepath.Join(dir, scriptedModel+".gguf")
-	writeEOTModel(t, eotPath)
-	writeEOTModel(t, scriptedPath)
+	writeEOTModel(t, eotPath, qwen25Template)
+	writeEOTModel(t, scriptedPath, qwen3Template)
 	s := &agentServer{}
 	cfg := testConfig(t, "")
 	cfg.ContextLength = agentWindow

@@ -14,12 +14,31 @@ import (
 // loopDone is what the scripted model answers the tool result with in the replays.
 const loopDone = "The file is written."
 
+// loopTemplate is the scripted model's template in app.TestAgents: Qwen 3's, whose tool calls
+// are <tool_call> blocks and whose reasoning is <think>.
+const loopTemplate = "../../runtime/chat/testdata/templates/qwen3.jinja"
+
+// loopReply is what the loop's model answered: thinking, then the tool call or the final text.
+func loopReply(t *testing.T, call string, result bool) (template, reply string) {
+	t.Helper()
+	b, err := os.ReadFile(loopTemplate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply = "<think>\nA shell command writes the file.\n</think>\n\n<tool_call>\n" + call + "\n</tool_call>"
+	if result {
+		reply = "<think>\nThe command ran.\n</think>\n\n" + loopDone
+	}
+	return string(b), reply
+}
+
 // TestClaudeCodeLoopReplay replays every request Claude Code sent in app.TestAgents' tool loop
 // (recorded unmodified, with their headers, by SUPERFLUID_AGENTS_RECORD=1) on the fake engine
-// behind a Qwen-style <tool_call> template, so a regression in what the agent sends shows
-// without npm: each gets 200 and a well-formed stream, the first a Bash tool_use block with
-// stop_reason tool_use (what the loop's model answered), the one carrying the tool result a
-// text block with end_turn.
+// behind the loop's template (Qwen 3), answered as the loop's model answered, so a regression
+// in what the agent sends shows without npm: each gets 200 and a well-formed stream starting
+// with a signed thinking block, the first then a Bash tool_use block with stop_reason
+// tool_use, the one carrying the tool result (and the thinking block sent back) a text block
+// with end_turn.
 func TestClaudeCodeLoopReplay(t *testing.T) {
 	files, err := filepath.Glob("testdata/agents/claude-code-*-loop-*.json")
 	if err != nil {
@@ -38,12 +57,9 @@ func TestClaudeCodeLoopReplay(t *testing.T) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			body, headers := loopRequest(t, file)
 			result := strings.Contains(body, `"tool_result"`)
-			reply := "<tool_call>\n" + `{"name": "Bash", "arguments": {"command": "echo hello > made-by-claude.txt"}}` + "\n</tool_call>"
-			if result {
-				reply = loopDone
-			}
+			tmpl, reply := loopReply(t, `{"name": "Bash", "arguments": {"command": "echo hello > made-by-claude.txt"}}`, result)
 			// One token per byte: the agent's ~50 KB prompt needs a window past it.
-			f := setup(t, config{ctx: 1 << 20, reply: reply, template: servertest.ToolTemplate})
+			f := setup(t, config{ctx: 1 << 20, reply: reply, template: tmpl})
 			resp, b := servertest.Do(t, http.MethodPost, f.srv.URL+"/v1/messages?beta=true", body, headers...)
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("status %d: %s", resp.StatusCode, b)
@@ -62,6 +78,9 @@ func TestClaudeCodeLoopReplay(t *testing.T) {
 			for _, bl := range blocks {
 				typ := str(bl.start["type"])
 				got = append(got, typ)
+				if typ == "thinking" && !signed(bl) {
+					t.Errorf("thinking block without a signature: %v", bl.deltas)
+				}
 				if typ != want {
 					continue
 				}
@@ -77,8 +96,8 @@ func TestClaudeCodeLoopReplay(t *testing.T) {
 					t.Errorf("tool_use block %s with input %q, want Bash with a JSON object", bl.start["name"], joined.String())
 				}
 			}
-			if !found {
-				t.Errorf("blocks %v, want a %s block", got, want)
+			if !found || got[0] != "thinking" {
+				t.Errorf("blocks %v, want thinking first and a %s block", got, want)
 			}
 			if last := messageDelta(t, evs); last != stop {
 				t.Errorf("stop_reason %q, want %q", last, stop)
@@ -117,6 +136,16 @@ func loopRequest(t *testing.T, file string) (string, []string) {
 		headers = append(headers, k, v)
 	}
 	return string(body), append(headers, "x-api-key", "x")
+}
+
+// signed reports whether a thinking block got its signature (Claude Code sends it back).
+func signed(bl wireBlock) bool {
+	for _, d := range bl.deltas {
+		if str(d["type"]) == "signature_delta" && str(d["signature"]) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // messageDelta is the stop_reason of a stream's message_delta.

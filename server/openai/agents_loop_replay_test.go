@@ -16,13 +16,32 @@ import (
 // loopDone is what the scripted model answers the tool result with in the replays.
 const loopDone = "The file is written."
 
+// loopTemplate is the scripted model's template in app.TestAgents: Qwen 3's, whose tool calls
+// are <tool_call> blocks and whose reasoning is <think>.
+const loopTemplate = "../../runtime/chat/testdata/templates/qwen3.jinja"
+
+// loopReply is what the loop's model answered: thinking, then the tool call or the final text.
+func loopReply(t *testing.T, call string, result bool) (template, reply string) {
+	t.Helper()
+	b, err := os.ReadFile(loopTemplate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply = "<think>\nA shell command writes the file.\n</think>\n\n<tool_call>\n" + call + "\n</tool_call>"
+	if result {
+		reply = "<think>\nThe command ran.\n</think>\n\n" + loopDone
+	}
+	return string(b), reply
+}
+
 // TestCodexLoopReplay replays every request the Codex CLI sent in app.TestAgents' tool loop
 // (recorded unmodified, with their headers, by SUPERFLUID_AGENTS_RECORD=1) on the fake engine
-// behind a Qwen-style <tool_call> template, so a regression in what the agent sends shows
-// without npm: each gets 200 and a well-formed Responses stream (every event one the SDK
-// decodes, named by its type, numbered in order, response.created first and
-// response.completed last), the first ending in an exec_command function_call (what the loop's
-// model answered), the one carrying the call's output in a message with the final text.
+// behind the loop's template (Qwen 3), answered as the loop's model answered, so a regression
+// in what the agent sends shows without npm: each gets 200 and a well-formed Responses stream
+// (every event one the SDK decodes, named by its type, numbered in order, response.created
+// first and response.completed last) whose output starts with a reasoning item, the first
+// then an exec_command function_call, the one carrying the call's output (and the reasoning
+// item sent back) a message with the final text.
 func TestCodexLoopReplay(t *testing.T) {
 	files, err := filepath.Glob("testdata/agents/codex-*-loop-*.json")
 	if err != nil {
@@ -41,12 +60,9 @@ func TestCodexLoopReplay(t *testing.T) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			body, headers := loopRequest(t, file)
 			result := strings.Contains(body, `"function_call_output"`)
-			reply := "<tool_call>\n" + `{"name": "exec_command", "arguments": {"cmd": "echo hello > made-by-codex.txt"}}` + "\n</tool_call>"
-			if result {
-				reply = loopDone
-			}
+			tmpl, reply := loopReply(t, `{"name": "exec_command", "arguments": {"cmd": "echo hello > made-by-codex.txt"}}`, result)
 			// One token per byte: the agent's ~40 KB prompt needs a window past it.
-			f := setup(t, config{ctx: 1 << 20, reply: reply, template: servertest.ToolTemplate})
+			f := setup(t, config{ctx: 1 << 20, reply: reply, template: tmpl})
 			resp, b := servertest.Do(t, http.MethodPost, f.srv.URL+"/v1/responses", body, headers...)
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("status %d: %s", resp.StatusCode, b)
@@ -76,8 +92,8 @@ func TestCodexLoopReplay(t *testing.T) {
 					}
 				}
 			}
-			if !found {
-				t.Errorf("output items %v, want a function_call (first request) or a message (after the tool output)", kinds)
+			if !found || kinds[0] != "reasoning" {
+				t.Errorf("output items %v, want reasoning first, then a function_call (first request) or a message (after the tool output)", kinds)
 			}
 		})
 	}
