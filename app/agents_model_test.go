@@ -13,8 +13,8 @@ import (
 // The model the agents' free turns run on: a Qwen chat template (tools in the system turn, calls
 // as <tool_call> blocks), a 64k window, and weights that end every reply at once.
 const (
-	agentWindow    = 64 * 1024
-	agentEmbd      = 32
+	agentWindow = 64 * 1024
+	agentEmbd   = 32
 	// Qwen 2.5 for the free turns; Qwen 3 (the same tool syntax, and <think> reasoning) for the
 	// scripted loops, whose replies think first so the agents' thinking blocks round-trip too.
 	qwen25Template = "../runtime/chat/testdata/templates/qwen2.5.jinja"
