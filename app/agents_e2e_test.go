@@ -24,8 +24,12 @@ func TestAgents(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the coding agents (seconds each)")
 	}
-	claude, noClaude := findAgent("claude")
-	codex, noCodex := findAgent("codex")
+	dir, why := agentsDir()
+	if dir == "" {
+		t.Skip(why)
+	}
+	claude, noClaude := findAgent(dir, "claude")
+	codex, noCodex := findAgent(dir, "codex")
 	if claude == "" && codex == "" {
 		t.Skipf("%s; %s", noClaude, noCodex)
 	}

@@ -18,15 +18,21 @@ import (
 // pinned install); the Makefile sets it. Without it the tests look where make agents installs.
 const agentsEnv = "SUPERFLUID_AGENTS"
 
-// findAgent is the path of an installed agent, or "" and why it is absent.
-func findAgent(name string) (path, why string) {
-	dir := os.Getenv(agentsEnv)
-	if dir == "" {
-		var err error
-		if dir, err = defaultAgentsDir(); err != nil {
-			return "", err.Error()
-		}
+// agentsDir is the folder of the agents' executables: agentsEnv's, else the Makefile's cache
+// folder; "" and why when neither can be named.
+func agentsDir() (string, string) {
+	if dir := os.Getenv(agentsEnv); dir != "" {
+		return dir, ""
 	}
+	dir, err := defaultAgentsDir()
+	if err != nil {
+		return "", err.Error()
+	}
+	return dir, ""
+}
+
+// findAgent is the path of an installed agent in dir, or "" and why it is absent.
+func findAgent(dir, name string) (path, why string) {
 	path = filepath.Join(dir, name)
 	if _, err := os.Stat(path); err != nil {
 		return "", fmt.Sprintf("%s is not installed (%v): make agents installs the pinned coding agents with npm (it needs a network); make test does it first", name, err)

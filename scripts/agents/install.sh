@@ -5,7 +5,7 @@
 # nothing). It never fails the build: without npm or a network the agent tests skip and say why.
 set -u
 dir=$1
-here=$(cd "$(dirname "$0")" && pwd)
+here=$(cd "${0%/*}" && pwd)
 if [ -x "$dir/node_modules/.bin/claude" ] && [ -x "$dir/node_modules/.bin/codex" ]; then
   exit 0
 fi
