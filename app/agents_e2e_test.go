@@ -46,7 +46,7 @@ func TestAgents(t *testing.T) {
 		const file, done = "made-by-claude.txt", "The file made-by-claude.txt is written."
 		s.setScript(loopScript("Bash", map[string]any{"command": "echo hello > " + file, "description": "Write the file"}, done))
 		dir, from := t.TempDir(), s.log.len()
-		run := runClaude(t, s, dir, claude, scriptedModel, "Write hello into "+file+" with the Bash tool.")
+		run := runClaude(t, s, dir, claude, scriptedModel, "Write hello into "+file+" with the Bash tool.", "--allowedTools", "Bash")
 		run.check(t, s, from)
 		checkLoop(t, s, from, run, "/v1/messages", filepath.Join(dir, file), done)
 		record(t, "../server/anthropic/testdata/agents", claudeCodeVersion+"-loop", generations(s.log.since(from), "/v1/messages"))
@@ -75,10 +75,11 @@ func skipWithout(t *testing.T, bin, why string) {
 	}
 }
 
-// runClaude is `claude -p PROMPT --model MODEL` against the server. --allowedTools lets it run
-// Bash without asking (--dangerously-skip-permissions refuses root outside a sandbox).
-func runClaude(t *testing.T, s *agentServer, dir, bin, model, prompt string) agentRun {
-	return runAgent(t, dir, bin, []string{"-p", prompt, "--model", model, "--allowedTools", "Bash"},
+// runClaude is `claude -p PROMPT --model MODEL [ARGS]` against the server. The loop passes
+// --allowedTools Bash, which lets it run Bash without asking (--dangerously-skip-permissions
+// refuses root outside a sandbox).
+func runClaude(t *testing.T, s *agentServer, dir, bin, model, prompt string, args ...string) agentRun {
+	return runAgent(t, dir, bin, append([]string{"-p", prompt, "--model", model}, args...),
 		"ANTHROPIC_BASE_URL="+s.URL, "ANTHROPIC_API_KEY=sk-ant-test",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1",
 		"CLAUDE_CODE_MAX_RETRIES=0", "API_TIMEOUT_MS=60000")
