@@ -16,10 +16,10 @@ const (
 
 // TestAgents runs Claude Code and the Codex CLI, unmodified, against a real App on a real
 // listener: a free turn each on a real worker whose model ends every reply, then a full tool
-// loop each on the scripted model: the first reply is a <tool_call> the agent really runs (a
-// shell command writing a file in its working directory), the reply to the tool result a final
-// text. It proves the agents' whole protocol (tool calls out, results back, streaming, stop
-// reasons), not just a first reply. Each skips, saying why, when its agent is not installed.
+// loop each on the scripted model: the first reply thinks, then makes a <tool_call> the agent
+// really runs (a shell command writing a file in its working directory); the reply to the tool
+// result is a final text. It proves the agents' whole protocol (tool calls out, results and
+// thinking back, streaming, stop reasons), not just a first reply. Each skips, saying why, when its agent is not installed.
 func TestAgents(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the coding agents (seconds each)")
