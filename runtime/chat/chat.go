@@ -181,7 +181,9 @@ func (t *Template) Source() string { return t.src }
 // message, e.g. "chat template: Conversation roles must alternate ...";
 // so does a chat_template_kwarg named like a reserved variable. Tools that
 // CheckTools refuses return its ErrToolSchema error, history tool calls
-// that CheckMessages refuses its ErrToolArguments error.
+// that CheckMessages refuses its ErrToolArguments error. A template that refuses
+// (or drops) a system message after the first gets it folded into a user turn
+// (system.go).
 func (t *Template) Render(msgs []Message, opts Options) (string, error) {
 	if err := checkKwargs(opts.Kwargs); err != nil {
 		return "", err
@@ -192,6 +194,19 @@ func (t *Template) Render(msgs []Message, opts Options) (string, error) {
 	if err := CheckMessages(msgs); err != nil {
 		return "", err
 	}
+	out, err := t.renderTools(msgs, opts)
+	if hasLateSystem(msgs) && (err != nil && errors.Is(err, ErrTemplate) || err == nil && !lateSystemShown(out, msgs)) {
+		// A template that refuses, or silently drops, a system turn after the first message
+		// (system.go).
+		if folded, ferr := t.renderTools(foldLateSystem(msgs), opts); ferr == nil {
+			return folded, nil
+		}
+	}
+	return out, err
+}
+
+// renderTools renders msgs with the template's own tool syntax or the tool polyfill.
+func (t *Template) renderTools(msgs []Message, opts Options) (string, error) {
 	if t.NativeTools() {
 		return t.render(msgs, opts)
 	}

@@ -1,0 +1,59 @@
+package chat
+
+import (
+	"errors"
+	"testing"
+)
+
+// TestLateSystem: a system message after the first renders at its place where the template
+// takes it, and is folded into a user turn where the template refuses it (llama2 requires
+// alternating roles after the first system message).
+func TestLateSystem(t *testing.T) {
+	sys := Message{Role: "system", Content: "Be brief."}
+	user := Message{Role: "user", Content: "Hi"}
+	reminder := Message{Role: "system", Content: "Reminder."}
+	asst := Message{Role: "assistant", Content: "Hello"}
+	next := Message{Role: "user", Content: "Bye"}
+	gen := Options{AddGenerationPrompt: true, BOSToken: "<s>", EOSToken: "</s>"}
+	tests := []struct {
+		name, tmpl string
+		msgs       []Message
+		want       string
+	}{
+		{"ChatML: at its place", chatML, []Message{sys, user, reminder},
+			"<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>system\nReminder.<|im_end|>\n<|im_start|>assistant\n"},
+		// Claude Code's first request: the reminder ends the conversation, so it joins the
+		// user turn before it.
+		{"llama2 drops it: trailing, into the user turn before", llama2, []Message{sys, user, reminder},
+			"<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi\n\nReminder. [/INST]"},
+		{"llama2: into the next user turn", llama2, []Message{sys, user, asst, reminder, next},
+			"<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST] Hello </s><s>[INST] Reminder.\n\nBye [/INST]"},
+		{"llama2: two in a row fold together", llama2, []Message{sys, user, asst, reminder, reminder, next},
+			"<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST] Hello </s><s>[INST] Reminder.\n\nReminder.\n\nBye [/INST]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tmpl, err := Parse(tt.tmpl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := tmpl.Render(tt.msgs, gen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("got  %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+
+	// A template that refuses the conversation anyway keeps its own error.
+	tmpl, err := Parse(llama2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tmpl.Render([]Message{sys, asst, reminder}, gen)
+	if !errors.Is(err, ErrTemplate) || err.Error() != "chat template: Conversation roles must alternate user/assistant/user/assistant/..." {
+		t.Errorf("err = %v", err)
+	}
+}
