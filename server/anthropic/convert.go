@@ -12,16 +12,19 @@ import (
 // Endpoint names the route in request records.
 const Endpoint = "/v1/messages"
 
-// toCore validates a Messages request and converts it to the core's form.
-func toCore(req *messagesRequest) (*core.ChatRequest, error) {
+// toCore validates a Messages request and converts it to the core's form, with warnings about
+// what it dropped or ignored. A max_tokens beyond what the window leaves after the prompt is
+// not refused: the engine stops where the window ends (the spec's "fill the context"), with
+// stop_reason max_tokens.
+func toCore(req *messagesRequest) (*core.ChatRequest, warnings, error) {
 	if err := req.conversation.check(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if req.MaxTokens == nil {
-		return nil, invalid("max_tokens: Field required")
+		return nil, nil, invalid("max_tokens: Field required")
 	}
 	if *req.MaxTokens < 1 {
-		return nil, invalid("max_tokens: Input should be greater than or equal to 1, got %d", *req.MaxTokens)
+		return nil, nil, invalid("max_tokens: Input should be greater than or equal to 1, got %d", *req.MaxTokens)
 	}
 	gen := llm.Request{MaxTokens: *req.MaxTokens, Stop: req.StopSequences, IgnoreEOS: req.IgnoreEOS}
 	s := &gen.Sampling
@@ -34,59 +37,67 @@ func toCore(req *messagesRequest) (*core.ChatRequest, error) {
 			continue
 		}
 		if *p.v < 0 || *p.v > 1 {
-			return nil, invalid("%s: Input should be between 0 and 1, got %g", p.name, *p.v)
+			return nil, nil, invalid("%s: Input should be between 0 and 1, got %g", p.name, *p.v)
 		}
 		*p.dst = p.v
 	}
 	if req.TopK != nil {
 		if *req.TopK < 0 {
-			return nil, invalid("top_k: Input should be greater than or equal to 0, got %d", *req.TopK)
+			return nil, nil, invalid("top_k: Input should be greater than or equal to 0, got %d", *req.TopK)
 		}
 		s.TopK = req.TopK
 	}
 	if req.Seed != nil {
 		s.Seed = uint64(*req.Seed) // 0 stays "unseeded", as on the OpenAI routes
 	}
-	if oc := req.OutputConfig; oc != nil && isSet(oc.Format) {
-		return nil, invalid("output_config.format: structured output is not supported by this server yet; remove output_config.format")
+	var err error
+	if gen.Format, gen.Schema, err = req.toFormat(); err != nil {
+		return nil, nil, err
 	}
 	if th := req.Thinking; th != nil && th.Type == "enabled" && *th.BudgetTokens >= *req.MaxTokens {
-		return nil, invalid("max_tokens: must be greater than thinking.budget_tokens (%d); raise max_tokens or lower the budget", *th.BudgetTokens)
+		return nil, nil, invalid("max_tokens: must be greater than thinking.budget_tokens (%d); raise max_tokens or lower the budget", *th.BudgetTokens)
 	}
-	conv, err := req.conversation.toCore()
+	conv, warn, err := req.conversation.toCore()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ka, err := models.ParseKeepAlive(req.KeepAlive)
 	if err != nil {
-		return nil, invalid("keep_alive: %v", err)
+		return nil, nil, invalid("keep_alive: %v", err)
 	}
 	conv.ID, conv.Endpoint, conv.Stream = newID("msg_"), Endpoint, req.Stream
 	conv.Generation, conv.KeepAlive = gen, ka
-	return conv, nil
+	return conv, warn, nil
 }
 
-// toCore converts what both routes share: the model, the conversation, tools and thinking.
-func (c *conversation) toCore() (*core.ChatRequest, error) {
-	msgs, err := c.messages()
+// toCore converts what both routes share: the model, the conversation (with its context
+// edits), tools and thinking, with warnings about what it dropped or ignored.
+func (c *conversation) toCore() (*core.ChatRequest, warnings, error) {
+	var warn warnings
+	declared, searchDropped, err := toTools(c.Tools, &warn)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	tools, err := toTools(c.Tools)
+	h := &history{warn: &warn}
+	msgs, err := h.messages(c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	if err := c.contextEdits(msgs, &warn); err != nil {
+		return nil, nil, err
+	}
+	tools := offered(declared, h.loaded, searchDropped)
 	choice, parallel, err := toToolChoice(c.ToolChoice)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := checkToolChoice(choice, tools); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return &core.ChatRequest{
 		Model: *c.Model, Messages: msgs, TemplateKwargs: c.kwargs(),
 		Tools: tools, ToolChoice: choice, ParallelToolCalls: parallel,
-	}, nil
+	}, warn, nil
 }
 
 // check validates what both routes need: a model, messages, and a thinking config.
@@ -99,6 +110,9 @@ func (c *conversation) check() error {
 	}
 	if len(c.Messages) == 0 {
 		return invalid("messages: at least one message is required")
+	}
+	if err := checkOutputConfig(c.OutputConfig); err != nil {
+		return err
 	}
 	return checkThinking(c.Thinking)
 }

@@ -61,7 +61,7 @@ func (h *handlers) messages(c *gin.Context) error {
 	if err := decode(c.Request, &req); err != nil {
 		return err
 	}
-	creq, err := toCore(&req)
+	creq, warn, err := toCore(&req)
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func (h *handlers) messages(c *gin.Context) error {
 		if m, err := h.svc.ModelFor(c.Request.Context(), model); err == nil {
 			model = m.ID
 		}
-		return h.stream(c, creq, model, omit)
+		return h.stream(c, creq, model, omit, warn)
 	}
 	var r core.Reply
 	res, err := h.svc.Chat(c.Request.Context(), creq, func(_ int, ev llm.Event) error {
@@ -93,12 +93,22 @@ func (h *handlers) messages(c *gin.Context) error {
 		Content: replyContent(&r, omit), StopReason: &reason, StopSequence: seq,
 		Usage: toUsage(done.Usage.PromptTokens, done.Usage.CachedTokens, done.Usage.CompletionTokens),
 	}
-	if done.Warning != "" {
-		out.Superfluid = &replyExtra{Warnings: []string{done.Warning}}
-	}
+	out.Superfluid = extra(warn, done.Warning)
 	c.Header(WarmHeader, strconv.Itoa(done.Usage.CachedTokens))
 	c.JSON(http.StatusOK, out)
 	return nil
+}
+
+// extra is the reply's superfluid object: the request's warnings, then the reply's; nil
+// when there are none.
+func extra(warn warnings, reply string) *replyExtra {
+	if reply != "" {
+		warn = append(warn[:len(warn):len(warn)], reply)
+	}
+	if len(warn) == 0 {
+		return nil
+	}
+	return &replyExtra{Warnings: warn}
 }
 
 // replyContent is a whole reply's content blocks: thinking (when the model reasoned), text
@@ -158,7 +168,7 @@ func (h *handlers) countTokens(c *gin.Context) error {
 	if err := req.check(); err != nil {
 		return err
 	}
-	creq, err := req.toCore()
+	creq, _, err := req.toCore() // warnings are a reply's; a count has none
 	if err != nil {
 		return err
 	}

@@ -9,10 +9,20 @@ import (
 	"github.com/superfluid/superfluid/runtime/chat"
 )
 
+// history is the state of one conversation's conversion.
+type history struct {
+	calls  map[string]string // the last assistant turn's tool_use ids → tool names
+	loaded map[string]bool   // tools that tool_reference blocks loaded (deferred tools)
+	warn   *warnings
+}
+
 // messages renders system and the turns as chat messages: system first, then the turns, with
 // consecutive turns of one role combined into one turn (as Anthropic combines them). A user
 // turn holding tool results becomes tool messages (and user messages for its text), in order.
-func (c *conversation) messages() ([]chat.Message, error) {
+// A system message inside messages (Claude Code's reminders) stays a system turn at its place;
+// right after the top-level system it joins it. Templates that refuse a system turn there get
+// it folded into a user turn (runtime/chat's Render, as llama.cpp's server does).
+func (h *history) messages(c *conversation) ([]chat.Message, error) {
 	var out []chat.Message
 	system, err := systemText(c.System)
 	if err != nil {
@@ -21,33 +31,34 @@ func (c *conversation) messages() ([]chat.Message, error) {
 	if system != "" {
 		out = append(out, chat.Message{Role: "system", Content: system})
 	}
-	turns := len(out)
-	calls := map[string]string{} // tool_use id → tool name, to name the results
+	h.calls = map[string]string{}
 	for i, m := range c.Messages {
 		var msgs []chat.Message
 		switch m.Role {
 		case "user":
-			msgs, err = userTurn(i, m.Content, calls)
+			msgs, err = h.userTurn(i, m.Content)
 		case "assistant":
 			var msg chat.Message
 			msg, err = assistantTurn(i, m.Content)
+			h.calls = map[string]string{} // results answer the calls of the assistant turn before them
 			for _, call := range msg.ToolCalls {
-				calls[call.ID] = call.Name
+				h.calls[call.ID] = call.Name
 			}
 			msgs = []chat.Message{msg}
 		case "system":
-			return nil, invalid(`messages.%d.role: Unexpected role "system". The Messages API accepts a top-level `+
-				"`system` parameter, not \"system\" as an input message role", i)
+			var text string
+			text, err = blocksText(fmt.Sprintf("messages.%d.content", i), m.Content)
+			msgs = []chat.Message{{Role: "system", Content: text}}
 		case "":
-			return nil, invalid("messages.%d.role: Field required; use user or assistant", i)
+			return nil, invalid("messages.%d.role: Field required; use user, assistant or system", i)
 		default:
-			return nil, invalid("messages.%d.role: Input should be 'user' or 'assistant', got %q", i, m.Role)
+			return nil, invalid("messages.%d.role: Input should be 'user', 'assistant' or 'system', got %q", i, m.Role)
 		}
 		if err != nil {
 			return nil, err
 		}
 		for _, msg := range msgs {
-			if len(out) > turns && mergeable(out[len(out)-1], msg) {
+			if len(out) > 0 && mergeable(out[len(out)-1], msg) {
 				merge(&out[len(out)-1], msg)
 				continue
 			}
@@ -83,7 +94,7 @@ func merge(prev *chat.Message, next chat.Message) {
 
 // userTurn converts a user message: its text, and each tool_result as a tool message. Text
 // blocks between results become user messages of their own, so the order is kept.
-func userTurn(i int, raw json.RawMessage, calls map[string]string) ([]chat.Message, error) {
+func (h *history) userTurn(i int, raw json.RawMessage) ([]chat.Message, error) {
 	path := fmt.Sprintf("messages.%d.content", i)
 	blocks, text, err := contentBlocks(path, raw)
 	if err != nil || blocks == nil {
@@ -106,11 +117,10 @@ func userTurn(i int, raw json.RawMessage, calls map[string]string) ([]chat.Messa
 			sb.WriteString(*b.Text)
 			texts++
 		case "tool_result":
-			msg, err := toolResult(bp, b)
+			msg, err := h.toolResult(bp, b)
 			if err != nil {
 				return nil, err
 			}
-			msg.Name = calls[msg.ToolCallID] // "" for a result of no known call: passed through
 			flush()
 			out = append(out, msg)
 		case "tool_use", "thinking", "redacted_thinking":
@@ -125,23 +135,63 @@ func userTurn(i int, raw json.RawMessage, calls map[string]string) ([]chat.Messa
 	return out, nil
 }
 
-// toolResult converts a tool_result block. A failed tool's result is prefixed "Error: ", as
-// the chat templates have no field for it and the model should know the call failed.
-func toolResult(path string, b block) (chat.Message, error) {
+// toolResult converts a tool_result block, which must answer a tool_use of the assistant turn
+// before it (Anthropic refuses any other with this message). A failed tool's result is
+// prefixed "Error: ", as the chat templates have no field for it and the model should know
+// the call failed.
+func (h *history) toolResult(path string, b block) (chat.Message, error) {
 	if b.ToolUseID == nil || *b.ToolUseID == "" {
 		return chat.Message{}, invalid("%s.tool_use_id: Field required; name the tool_use block this result answers", path)
+	}
+	id := *b.ToolUseID
+	name, ok := h.calls[id]
+	if !ok {
+		return chat.Message{}, invalid("%s: unexpected `tool_use_id` found in `tool_result` blocks: %s. "+
+			"Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", path, truncate(id, 80))
 	}
 	var content string
 	if isSet(b.Content) { // content is optional
 		var err error
-		if content, err = blocksText(path+".content", b.Content); err != nil {
+		if content, err = h.resultText(path+".content", b.Content); err != nil {
 			return chat.Message{}, err
 		}
 	}
 	if b.IsError {
 		content = strings.TrimSpace("Error: " + content)
 	}
-	return chat.Message{Role: "tool", ToolCallID: *b.ToolUseID, Content: content}, nil
+	return chat.Message{Role: "tool", ToolCallID: id, Name: name, Content: content}, nil
+}
+
+// resultText is a tool result's content as text: its text blocks joined, each tool_reference
+// (a tool search's hit, which loads that deferred tool) as a line naming the tool, and images
+// and documents dropped with a warning, as this server serves no vision model.
+func (h *history) resultText(path string, raw json.RawMessage) (string, error) {
+	blocks, text, err := contentBlocks(path, raw)
+	if err != nil || blocks == nil {
+		return text, err
+	}
+	var sb strings.Builder
+	for j, b := range blocks {
+		bp := fmt.Sprintf("%s.%d", path, j)
+		switch b.Type {
+		case "text":
+			sb.WriteString(*b.Text)
+		case "tool_reference":
+			if b.ToolName == nil || *b.ToolName == "" {
+				return "", invalid("%s.tool_name: Field required", bp)
+			}
+			if h.loaded == nil {
+				h.loaded = map[string]bool{}
+			}
+			h.loaded[*b.ToolName] = true
+			sb.WriteString("Tool loaded: " + *b.ToolName + "\n")
+		case "image", "document":
+			h.warn.add("%s: the %s block was dropped: this server's models take text only", bp, b.Type)
+		default:
+			return "", unsupported(bp, b.Type)
+		}
+	}
+	return sb.String(), nil
 }
 
 // assistantTurn converts an assistant message: text, thinking (as reasoning) and tool_use
