@@ -468,8 +468,8 @@ func TestToolsBadInput(t *testing.T) {
 			wantError{400, invalidReq, "messages.1.content.0.name: Input should be a valid string"}},
 		{"tool_result without tool_use_id", msgs(`[{"role":"user","content":[{"type":"tool_result","content":"y"}]}]`),
 			wantError{400, invalidReq, "messages.0.content.0.tool_use_id: Field required"}},
-		{"tool_result with a video", msgs(`[{"role":"user","content":"x"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{}}]},`+
-				`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"video"}]}]}]`),
+		{"tool_result with a video", msgs(`[{"role":"user","content":"x"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{}}]},` +
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"video"}]}]}]`),
 			wantError{400, invalidReq, `messages.2.content.0.content.0.type: unknown content block type "video"`}},
 		{"tool_use in a user message", msgs(`[{"role":"user","content":[{"type":"tool_use","id":"t","name":"f","input":{}}]}]`),
 			wantError{400, invalidReq, "messages.0.content.0: tool_use blocks belong in assistant messages"}},
