@@ -1,11 +1,8 @@
 package anthropic
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"hash"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -218,26 +215,4 @@ func (c *conversation) omitsThinking() bool {
 // OpenAI's ("call_..."). The hex part is kept, so both dialects' ids name the same call.
 func toolUseID(id string) string {
 	return "toolu_" + strings.TrimPrefix(id, "call_")
-}
-
-// signer computes a thinking block's signature. Anthropic clients require the field and pass
-// it back unchanged; this server reads nothing from it, so it is an opaque digest of the text
-// (base64 of a SHA-256), the same streamed or not.
-type signer struct{ h hash.Hash }
-
-func newSigner() *signer {
-	s := &signer{h: sha256.New()}
-	s.h.Write([]byte("superfluid thinking\x00"))
-	return s
-}
-
-func (s *signer) add(text string) { s.h.Write([]byte(text)) }
-
-func (s *signer) signature() string { return base64.StdEncoding.EncodeToString(s.h.Sum(nil)) }
-
-// signature is the signature of a whole thinking text.
-func signature(text string) string {
-	s := newSigner()
-	s.add(text)
-	return s.signature()
 }

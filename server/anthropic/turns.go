@@ -215,7 +215,11 @@ func assistantTurn(i int, raw json.RawMessage) (chat.Message, error) {
 			if b.Thinking == nil {
 				return msg, invalid("%s.thinking: Field required", bp)
 			}
-			msg.Reasoning = chat.JoinText(msg.Reasoning, *b.Thinking)
+			text := *b.Thinking
+			if restored, ok := unsign(b.Signature); text == "" && ok {
+				text = restored
+			}
+			msg.Reasoning = chat.JoinText(msg.Reasoning, text)
 		case "redacted_thinking":
 		case "tool_use":
 			call, err := toolUse(bp, b)

@@ -115,8 +115,10 @@ type block struct {
 	ToolUseID *string         `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
 	IsError   bool            `json:"is_error"`
-	// thinking (its signature is accepted and not checked)
-	Thinking *string `json:"thinking"`
+	// thinking; a block sent without its text (display "omitted") gets it back from a
+	// signature this server made (unsign)
+	Thinking  *string `json:"thinking"`
+	Signature string  `json:"signature"`
 	// tool_reference (in a tool_result: a deferred tool the client's tool search loaded)
 	ToolName *string `json:"tool_name"`
 }
