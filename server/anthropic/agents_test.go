@@ -111,6 +111,25 @@ func TestClaudeCodeFirstRequest(t *testing.T) {
 				if strings.Contains(p, "DeferredToolPlaceholder") {
 					t.Error("the deferred tool is in the prompt")
 				}
+
+				// count_tokens counts the same prompt (the fields it does not read are ignored).
+				var start struct {
+					Message struct {
+						Usage struct {
+							InputTokens int `json:"input_tokens"`
+						} `json:"usage"`
+					} `json:"message"`
+				}
+				if err := json.Unmarshal([]byte(evs[0].data), &start); err != nil {
+					t.Fatal(err)
+				}
+				resp, b = servertest.Do(t, http.MethodPost, f.srv.URL+"/v1/messages/count_tokens?beta=true", body, headers...)
+				var count struct {
+					InputTokens int `json:"input_tokens"`
+				}
+				if err := json.Unmarshal(b, &count); err != nil || resp.StatusCode != http.StatusOK || count.InputTokens != start.Message.Usage.InputTokens {
+					t.Errorf("count_tokens %d %s (%v); message_start counted %d", resp.StatusCode, b, err, start.Message.Usage.InputTokens)
+				}
 			})
 		}
 	}

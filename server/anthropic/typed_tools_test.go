@@ -120,8 +120,10 @@ func TestToolResultEdges(t *testing.T) {
 		t.Errorf("refused results reached the engine %d times", n)
 	}
 
-	r := f.ok(t, msgs(`[`+user+`,`+call("toolu_1")+`,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","is_error":true,`+
-		`"content":[{"type":"text","text":"see the chart"},`+image+`]}]}]`))
+	// cache_control on the tool_use, the tool_result and the image is accepted and ignored.
+	cached := strings.Replace(call("toolu_1"), `"input":{"city":"Oslo"}`, `"input":{"city":"Oslo"},"cache_control":{"type":"ephemeral"}`, 1)
+	r := f.ok(t, msgs(`[`+user+`,`+cached+`,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","is_error":true,"cache_control":{"type":"ephemeral"},`+
+		`"content":[{"type":"text","text":"see the chart"},`+strings.TrimSuffix(image, "}")+`,"cache_control":{"type":"ephemeral"}}]}]}]`))
 	if p := f.lastPrompt(t); !strings.Contains(p, "<tool_response name=\"get_weather\" id=\"toolu_1\">\nError: see the chart\n</tool_response>") || strings.Contains(p, "iVBOR") {
 		t.Errorf("prompt %q", p)
 	}
