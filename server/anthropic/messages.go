@@ -93,7 +93,7 @@ func (h *handlers) messages(c *gin.Context) error {
 		Content: replyContent(&r, omit), StopReason: &reason, StopSequence: seq,
 		Usage: toUsage(done.Usage.PromptTokens, done.Usage.CachedTokens, done.Usage.CompletionTokens),
 	}
-	out.Superfluid = extra(warn, done.Warning)
+	out.Superfluid = extra(withWindow(warn, done, creq.Generation.MaxTokens), done.Warning)
 	c.Header(WarmHeader, strconv.Itoa(done.Usage.CachedTokens))
 	c.JSON(http.StatusOK, out)
 	return nil
@@ -109,6 +109,18 @@ func extra(warn warnings, reply string) *replyExtra {
 		return nil
 	}
 	return &replyExtra{Warnings: warn}
+}
+
+// withWindow adds a note when the reply stopped at the end of the context window before
+// max_tokens (a max_tokens past what the window leaves is capped there, not refused): the
+// client sees stop_reason max_tokens with fewer tokens than it allowed, and why.
+func withWindow(warn warnings, d llm.Done, maxTokens int) warnings {
+	if d.FinishReason != llm.FinishLength || d.Expired || d.Usage.CompletionTokens >= maxTokens {
+		return warn
+	}
+	u := d.Usage
+	return append(warn[:len(warn):len(warn)], fmt.Sprintf("the reply filled the model's context window (%d tokens: %d of prompt, %d generated) "+
+		"before max_tokens %d; load the model with a larger context length for longer replies", u.PromptTokens+u.CompletionTokens, u.PromptTokens, u.CompletionTokens, maxTokens))
 }
 
 // replyContent is a whole reply's content blocks: thinking (when the model reasoned), text

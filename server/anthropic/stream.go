@@ -18,7 +18,7 @@ import (
 func (h *handlers) stream(c *gin.Context, creq *core.ChatRequest, model string, omitThinking bool, warn warnings) error {
 	s := sse.New(c.Writer, h.opts.KeepAlive, h.opts.WriteTimeout)
 	defer s.Close()
-	w := &blockWriter{s: s, omitThinking: omitThinking, warn: warn}
+	w := &blockWriter{s: s, omitThinking: omitThinking, warn: warn, maxTokens: creq.Generation.MaxTokens}
 	_, err := h.svc.Chat(c.Request.Context(), creq, func(_ int, ev llm.Event) error {
 		switch {
 		case ev.Started != nil:
@@ -59,6 +59,7 @@ type blockWriter struct {
 	s            *sse.Stream
 	omitThinking bool
 	warn         warnings // the request's, sent with message_delta
+	maxTokens    int      // the request's max_tokens
 	open         string   // the open block's kind; "" when none
 	index        int      // the open block's index, or the next block's when none is open
 	call         int      // the open tool_use block's call index
@@ -131,7 +132,7 @@ func (w *blockWriter) finish(ev llm.Event) error {
 	u := ev.Done.Usage
 	md := messageDelta{Type: "message_delta", Delta: stopDelta{StopReason: &reason, StopSequence: seq},
 		Usage: toUsage(u.PromptTokens, u.CachedTokens, u.CompletionTokens)}
-	md.Superfluid = extra(w.warn, ev.Done.Warning)
+	md.Superfluid = extra(withWindow(w.warn, *ev.Done, w.maxTokens), ev.Done.Warning)
 	return send(w.s, frame{"message_delta", md}, frame{"message_stop", messageStop{Type: "message_stop"}})
 }
 

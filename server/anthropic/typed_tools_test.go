@@ -187,6 +187,14 @@ func TestMaxTokensBeyondWindow(t *testing.T) {
 		if !strings.Contains(string(b), want) || !strings.Contains(string(b), wantOut) {
 			t.Errorf("stream %v: want %s and %s in %s", stream, want, wantOut, b[max(0, len(b)-400):])
 		}
+		note := fmt.Sprintf("the reply filled the model's context window (2048 tokens: %d of prompt, %d generated) before max_tokens 128000", prompt, 2048-prompt)
+		if !strings.Contains(string(b), note) {
+			t.Errorf("stream %v: no note %q in %s", stream, note, b[max(0, len(b)-600):])
+		}
+	}
+	// Cut by max_tokens itself: no note.
+	if r := f.ok(t, body(`"max_tokens":5`)); r.StopReason != "max_tokens" || r.Superfluid != nil {
+		t.Errorf("cut at max_tokens: %+v", r)
 	}
 	if req := f.eng.Requests()[0]; req.MaxTokens != 128000 {
 		t.Errorf("engine max_tokens %d", req.MaxTokens)
