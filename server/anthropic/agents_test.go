@@ -134,3 +134,62 @@ func TestClaudeCodeFirstRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestClaudeCodeToolLoop: Claude Code's second request, built as it builds it from the first
+// reply (a thinking block without its text, a Bash tool_use), with the tool's result and a
+// reminder in the next user message: 200, and the prompt holds the restored reasoning, the
+// call and its result, in the template's tool syntax.
+func TestClaudeCodeToolLoop(t *testing.T) {
+	const reply = "<think>\nI will write the file.\n</think>\n\n<tool_call>\n{\"name\": \"Bash\", \"arguments\": {\"command\": \"echo hi > out.txt\"}}\n</tool_call>"
+	first, headers := agentRequest(t, claudeCode[1])
+	f := setup(t, config{ctx: 256 << 10, template: hermesTemplate, reply: reply})
+	resp, b := servertest.Do(t, http.MethodPost, f.srv.URL+"/v1/messages?beta=true", first, headers...)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	evs := parseSSE(t, b)
+	blocks := checkBlocks(t, evs)
+	if len(blocks) != 2 || str(blocks[1].start["type"]) != "tool_use" || !strings.Contains(evs[len(evs)-2].data, `"stop_reason":"tool_use"`) {
+		t.Fatalf("first reply %s", b)
+	}
+	sig := str(blocks[0].deltas[len(blocks[0].deltas)-1]["signature"])
+	id, name := str(blocks[1].start["id"]), str(blocks[1].start["name"])
+	var input strings.Builder
+	for _, d := range blocks[1].deltas {
+		input.WriteString(str(d["partial_json"]))
+	}
+
+	var req map[string]any
+	if err := json.Unmarshal([]byte(first), &req); err != nil {
+		t.Fatal(err)
+	}
+	var args map[string]any
+	if err := json.Unmarshal([]byte(input.String()), &args); err != nil {
+		t.Fatalf("tool input %q: %v", input.String(), err)
+	}
+	req["messages"] = append(req["messages"].([]any),
+		map[string]any{"role": "assistant", "content": []any{
+			map[string]any{"type": "thinking", "thinking": "", "signature": sig},
+			map[string]any{"type": "tool_use", "id": id, "name": name, "input": args},
+		}},
+		map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "tool_result", "tool_use_id": id, "content": "(Bash completed with no output)", "is_error": false},
+			map[string]any{"type": "text", "text": "<system-reminder>The file was written.</system-reminder>", "cache_control": map[string]any{"type": "ephemeral"}},
+		}})
+	second, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, b = servertest.Do(t, http.MethodPost, f.srv.URL+"/v1/messages?beta=true", string(second), headers...)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("second request: status %d: %s", resp.StatusCode, b)
+	}
+	checkBlocks(t, parseSSE(t, b))
+	p := f.lastPrompt(t)
+	want := "<|im_start|>assistant\n<think>I will write the file.</think>\n<tool_call>\n{\"name\": \"Bash\", \"arguments\": {\"command\": \"echo hi > out.txt\"}}\n</tool_call><|im_end|>\n" +
+		"<|im_start|>user\n<tool_response name=\"Bash\" id=\"" + id + "\">\n(Bash completed with no output)\n</tool_response><|im_end|>\n" +
+		"<|im_start|>user\n<system-reminder>The file was written.</system-reminder><|im_end|>\n<|im_start|>assistant\n"
+	if !strings.HasSuffix(p, want) {
+		t.Errorf("prompt ends %q\nwant %q", p[max(0, len(p)-len(want)-200):], want)
+	}
+}
