@@ -74,6 +74,9 @@ func toCore(req *messagesRequest) (*core.ChatRequest, warnings, error) {
 // edits), tools and thinking, with warnings about what it dropped or ignored.
 func (c *conversation) toCore() (*core.ChatRequest, warnings, error) {
 	var warn warnings
+	if len(c.MCPServers) > 0 {
+		warn.add("mcp_servers: this server connects to no MCP servers; the tools of %d were not offered to the model", len(c.MCPServers))
+	}
 	declared, searchDropped, err := toTools(c.Tools, &warn)
 	if err != nil {
 		return nil, nil, err

@@ -39,7 +39,7 @@ func (h *history) messages(c *conversation) ([]chat.Message, error) {
 			msgs, err = h.userTurn(i, m.Content)
 		case "assistant":
 			var msg chat.Message
-			msg, err = assistantTurn(i, m.Content)
+			msg, err = h.assistantTurn(i, m.Content)
 			h.calls = map[string]string{} // results answer the calls of the assistant turn before them
 			for _, call := range msg.ToolCalls {
 				h.calls[call.ID] = call.Name
@@ -196,8 +196,9 @@ func (h *history) resultText(path string, raw json.RawMessage) (string, error) {
 
 // assistantTurn converts an assistant message: text, thinking (as reasoning) and tool_use
 // blocks (as tool calls). Redacted thinking is encrypted by Anthropic and means nothing here:
-// it is dropped.
-func assistantTurn(i int, raw json.RawMessage) (chat.Message, error) {
+// it is dropped. So are the blocks of server tools that another server ran (a conversation
+// begun on Anthropic's API), with a warning.
+func (h *history) assistantTurn(i int, raw json.RawMessage) (chat.Message, error) {
 	path := fmt.Sprintf("messages.%d.content", i)
 	msg := chat.Message{Role: "assistant"}
 	blocks, text, err := contentBlocks(path, raw)
@@ -229,6 +230,9 @@ func assistantTurn(i int, raw json.RawMessage) (chat.Message, error) {
 			msg.ToolCalls = append(msg.ToolCalls, call)
 		case "tool_result":
 			return msg, invalid("%s: tool_result blocks belong in user messages, after the assistant message with the tool_use", bp)
+		case "server_tool_use", "mcp_tool_use", "mcp_tool_result", "web_search_tool_result", "web_fetch_tool_result",
+			"code_execution_tool_result", "bash_code_execution_tool_result", "text_editor_code_execution_tool_result", "tool_search_tool_result":
+			h.warn.add("%s: the %s block was dropped: this server runs no server tools", bp, b.Type)
 		default:
 			return msg, unsupported(bp, b.Type)
 		}

@@ -58,6 +58,20 @@ func TestServerTools(t *testing.T) {
 		t.Errorf("message_delta %s", md)
 	}
 
+	// mcp_servers are not connected to, and server tool blocks of an earlier turn (run by
+	// another server) are dropped: each a warning.
+	r = f.ok(t, `{"model":"fake","max_tokens":10,"mcp_servers":[{"type":"url","url":"https://example.com/sse","name":"ex"}],"messages":[`+
+		`{"role":"user","content":"Search."},{"role":"assistant","content":[{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"q"}},`+
+		`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[]},{"type":"text","text":"Found it."}]},{"role":"user","content":"Thanks."}]}`)
+	if w := warningsOf(r); w != "mcp_servers: this server connects to no MCP servers; the tools of 1 were not offered to the model; "+
+		"messages.1.content.0: the server_tool_use block was dropped: this server runs no server tools; "+
+		"messages.1.content.1: the web_search_tool_result block was dropped: this server runs no server tools" {
+		t.Errorf("warnings %q", w)
+	}
+	if p := f.lastPrompt(t); !strings.Contains(p, "<|im_start|>assistant\nFound it.<|im_end|>") || strings.Contains(p, "srvtoolu") {
+		t.Errorf("prompt %q", p)
+	}
+
 	// A tool_choice naming a dropped tool names the tools there are.
 	resp, b = f.do(t, http.MethodPost, "/v1/messages", withTools(tools, `"tool_choice":{"type":"tool","name":"web_search"}`))
 	checkError(t, resp, b, wantError{400, invalidReq, `tool_choice.name: "web_search" is not one of the tools given (str_replace_based_edit_tool, get_weather)`})

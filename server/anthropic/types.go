@@ -24,8 +24,11 @@ type conversation struct {
 	OutputConfig *outputConfig `json:"output_config"`
 	// OutputFormat is the structured-outputs beta's top-level spelling of output_config.format.
 	OutputFormat json.RawMessage `json:"output_format"`
-	// ContextManagement edits the history before it is rendered (see context.go).
+	// ContextManagement edits the history before it is rendered (see config.go).
 	ContextManagement *contextManagement `json:"context_management"`
+	// MCPServers are remote MCP servers Anthropic would connect to; this server connects to
+	// none, so their tools are not offered (a warning says so).
+	MCPServers []json.RawMessage `json:"mcp_servers"`
 }
 
 // messagesRequest is the wire form of POST /v1/messages. Unknown fields are ignored.
