@@ -40,7 +40,11 @@ func (h *history) messages(c *conversation) ([]chat.Message, error) {
 		case "assistant":
 			var msg chat.Message
 			msg, err = h.assistantTurn(i, m.Content)
-			h.calls = map[string]string{} // results answer the calls of the assistant turn before them
+			if i == 0 || c.Messages[i-1].Role != "assistant" {
+				// Results answer the calls of the assistant turn before them (consecutive
+				// assistant messages are one turn, as Anthropic combines them).
+				h.calls = map[string]string{}
+			}
 			for _, call := range msg.ToolCalls {
 				h.calls[call.ID] = call.Name
 			}

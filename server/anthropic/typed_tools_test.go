@@ -134,6 +134,10 @@ func TestToolResultEdges(t *testing.T) {
 		t.Errorf("refused results reached the engine %d times", n)
 	}
 
+	// Two assistant messages in a row are one turn: results may answer the calls of both.
+	f.ok(t, msgs(`[`+user+`,`+call("toolu_1")+`,`+call("toolu_2")+`,{"role":"user","content":[`+
+		`{"type":"tool_result","tool_use_id":"toolu_1","content":"a"},{"type":"tool_result","tool_use_id":"toolu_2","content":"b"}]}]`))
+
 	// cache_control on the tool_use, the tool_result and the image is accepted and ignored.
 	cached := strings.Replace(call("toolu_1"), `"input":{"city":"Oslo"}`, `"input":{"city":"Oslo"},"cache_control":{"type":"ephemeral"}`, 1)
 	r := f.ok(t, msgs(`[`+user+`,`+cached+`,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","is_error":true,"cache_control":{"type":"ephemeral"},`+
