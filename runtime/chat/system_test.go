@@ -2,6 +2,7 @@ package chat
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -55,5 +56,30 @@ func TestLateSystem(t *testing.T) {
 	_, err = tmpl.Render([]Message{sys, asst, reminder}, gen)
 	if !errors.Is(err, ErrTemplate) || err.Error() != "chat template: Conversation roles must alternate user/assistant/user/assistant/..." {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestLateSystemModels: Claude Code's first conversation (system, user, system reminder) and
+// a reminder between turns reach the prompt with every shared model's own template.
+func TestLateSystemModels(t *testing.T) {
+	convs := [][]Message{
+		{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Say hi"}, {Role: "system", Content: "# Environment"}},
+		{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Say hi"}, {Role: "assistant", Content: "Hi"},
+			{Role: "system", Content: "# Environment"}, {Role: "user", Content: "Bye"}},
+	}
+	for _, model := range []string{"ggml-vocab-phi-3.gguf", "ggml-vocab-deepseek-coder-6.7b-instruct.gguf", "ggml-vocab-llama-spm.gguf", "llama-2-tiny-random.gguf", "stories260K.gguf"} {
+		t.Run(model, func(t *testing.T) {
+			tmpl, opts := loadModel(t, model)
+			opts.AddGenerationPrompt = true
+			for i, msgs := range convs {
+				p, err := tmpl.Render(msgs, opts)
+				if err != nil {
+					t.Fatalf("conversation %d: %v", i, err)
+				}
+				if !strings.Contains(p, "# Environment") || !strings.Contains(p, "Say hi") {
+					t.Errorf("conversation %d: prompt %q", i, p)
+				}
+			}
+		})
 	}
 }
