@@ -182,8 +182,7 @@ func (t *Template) Source() string { return t.src }
 // so does a chat_template_kwarg named like a reserved variable. Tools that
 // CheckTools refuses return its ErrToolSchema error, history tool calls
 // that CheckMessages refuses its ErrToolArguments error. A template that refuses
-// (or drops) a system message after the first gets it folded into a user turn
-// (system.go).
+// (or drops) a system message gets it folded into a user turn (system.go).
 func (t *Template) Render(msgs []Message, opts Options) (string, error) {
 	if err := checkKwargs(opts.Kwargs); err != nil {
 		return "", err
@@ -194,15 +193,7 @@ func (t *Template) Render(msgs []Message, opts Options) (string, error) {
 	if err := CheckMessages(msgs); err != nil {
 		return "", err
 	}
-	out, err := t.renderTools(msgs, opts)
-	if hasLateSystem(msgs) && (err != nil && errors.Is(err, ErrTemplate) || err == nil && !lateSystemShown(out, msgs)) {
-		// A template that refuses, or silently drops, a system turn after the first message
-		// (system.go).
-		if folded, ferr := t.renderTools(foldLateSystem(msgs), opts); ferr == nil {
-			return folded, nil
-		}
-	}
-	return out, err
+	return t.renderSystem(msgs, opts)
 }
 
 // renderTools renders msgs with the template's own tool syntax or the tool polyfill.

@@ -83,3 +83,27 @@ func TestLateSystemModels(t *testing.T) {
 		})
 	}
 }
+
+// TestDroppedSystem: a template that drops every system message (Phi-3's) still gets the
+// system text and the tool instruction, in the first user turn; a template that shows the
+// system message keeps it there.
+func TestDroppedSystem(t *testing.T) {
+	tmpl, opts := loadModel(t, "ggml-vocab-phi-3.gguf")
+	opts.AddGenerationPrompt = true
+	opts.Tools = []Tool{weatherTool}
+	msgs := []Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"}}
+	p, err := tmpl.Render(msgs, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "<s><|user|>\n" + weatherInstruction + "\n\nBe brief.\n\nHi<|end|>\n<|assistant|>\n"; p != want {
+		t.Errorf("got  %q\nwant %q", p, want)
+	}
+	ml, err := Parse(chatML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := ml.Render(msgs, opts); err != nil || p != "<|im_start|>system\nBe brief.\n\n"+weatherInstruction+"<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n" {
+		t.Errorf("ChatML: %q %v", p, err)
+	}
+}
