@@ -261,3 +261,20 @@ func TestResponsesCustomTools(t *testing.T) {
 		})
 	}
 }
+
+// TestChatDeveloperAndStore: chat completions take a developer message as a system turn and
+// accept the Responses-era fields agents send there too (store, metadata, prompt_cache_key,
+// safety_identifier, service_tier), with nothing kept.
+func TestChatDeveloperAndStore(t *testing.T) {
+	f := setup(t, config{template: chatML})
+	body := `{"model":"fake","messages":[{"role":"developer","content":"Be terse."},{"role":"user","content":"hi"}],` +
+		`"store":true,"metadata":{"k":"v"},"prompt_cache_key":"s1","safety_identifier":"u","service_tier":"auto","verbosity":"low"}`
+	resp, b := f.do(t, http.MethodPost, "/v1/chat/completions", body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), defaultReply) {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	reqs := f.eng.Requests()
+	if p := reqs[len(reqs)-1].Prompt; !strings.HasPrefix(p, "<|im_start|>system\nBe terse.<|im_end|>\n<|im_start|>user\nhi") {
+		t.Errorf("prompt %q", p)
+	}
+}
