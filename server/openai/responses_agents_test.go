@@ -278,3 +278,25 @@ func TestChatDeveloperAndStore(t *testing.T) {
 		t.Errorf("prompt %q", p)
 	}
 }
+
+// TestResponsesCustomToolChain: a custom call forced by tool_choice, stored, then answered
+// with a custom_tool_call_output through previous_response_id.
+func TestResponsesCustomToolChain(t *testing.T) {
+	tool := `{"type":"custom","name":"apply_patch","description":"Edit files."}`
+	s := startResponsesWith(t, filepath.Join(t.TempDir(), "db.sqlite"), respConfig{template: servertest.ToolTemplate,
+		reply: `{"name": "apply_patch", "arguments": {"input": "*** Begin Patch"}}`})
+	r, _ := postResponse(t, s, respBody(`"go"`, []string{tool}, `"tool_choice":{"type":"custom","name":"apply_patch"}`))
+	if got := outputViews(&r); !slices.Equal(got, []string{`custom_tool_call: apply_patch "*** Begin Patch"`}) {
+		t.Fatalf("output %q", got)
+	}
+	if req := s.eng.Requests()[0]; req.Format != llm.FormatSchema || !strings.Contains(string(req.Schema), "apply_patch") {
+		t.Errorf("forced custom call: format %q schema %s", req.Format, req.Schema)
+	}
+	c := r.Output[0].AsCustomToolCall()
+	next := `[{"type":"custom_tool_call_output","call_id":"` + c.CallID + `","output":"patched"}]`
+	postResponse(t, s, respBody(next, []string{tool}, `"previous_response_id":"`+r.ID+`"`))
+	want := hermesCall("apply_patch", `{"input": "*** Begin Patch"}`) + "<|im_end|>\n<|im_start|>user\n<tool_response>\npatched\n</tool_response>"
+	if !strings.Contains(lastPrompt(s), want) {
+		t.Errorf("prompt lacks %q:\n%s", want, lastPrompt(s))
+	}
+}
