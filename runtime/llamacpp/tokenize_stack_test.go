@@ -294,3 +294,26 @@ func TestTokenizeLongRunInWorker(t *testing.T) {
 		t.Errorf("Tokenize afterwards = %v, %v (pid %d, was %d)", ids, err, c.PID(), pid)
 	}
 }
+
+// TestTokenizePastLastCodepoint: bytes that llama.cpp's UTF-8 decoder reads as a code point
+// past U+10FFFF (a lead byte F5-F7, or F4 with a high second byte) make it throw
+// std::invalid_argument out of llama_tokenize, which aborts the process; Engine.Tokenize
+// refuses them with llm.ErrInvalidInput, and other invalid UTF-8 (which llama.cpp replaces)
+// still tokenizes. (The worker's socket carries text as JSON, which already replaces invalid
+// UTF-8; this guards the engine itself.)
+func TestTokenizePastLastCodepoint(t *testing.T) {
+	ctx := context.Background()
+	for _, tk := range stackTokenizers(t) {
+		for _, text := range []string{"\xf7\xbf\xbf\xbf", "ok \xf4\x90\x80\x80 ok", strings.Repeat("a", 100) + "\xf5\x80\x80\x80"} {
+			_, err := tk.e.Tokenize(ctx, text, true, false)
+			if !errors.Is(err, llm.ErrInvalidInput) || !strings.Contains(err.Error(), "not valid UTF-8") {
+				t.Errorf("%s: Tokenize(%q) = %v; want llm.ErrInvalidInput", tk.name, text, err)
+			}
+		}
+		for _, text := range []string{"\xff\xfe", "\xf4\x8f\xbf\xbf", "a\x80b", "\xf0\x9f\x98"} {
+			if _, err := tk.e.Tokenize(ctx, text, true, false); err != nil {
+				t.Errorf("%s: Tokenize(%q) = %v; want ids", tk.name, text, err)
+			}
+		}
+	}
+}
