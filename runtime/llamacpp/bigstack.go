@@ -127,7 +127,7 @@ func tokenizeOnStack(m *llama.Model, text string, addSpecial, parseSpecial bool,
 	cText := C.CString(text) // llama.cpp reads it on another thread: C memory, not Go's
 	defer C.free(unsafe.Pointer(cText))
 	n := len(text) + 2
-	for try := 0; try < 2; try++ {
+	for range 2 {
 		ids, need, err := tokenizeInto(m, cText, len(text), n, addSpecial, parseSpecial, stackBytes, used)
 		if err != nil || need == 0 {
 			return ids, err
