@@ -75,3 +75,19 @@ func TestNaNLogits(t *testing.T) {
 		t.Errorf("the good model generated nothing: %+v", r.done)
 	}
 }
+
+// TestGrammarWithEveryTokenBanned: a greedy JSON request whose logit_bias bans every token
+// leaves the grammar's probe no candidate; it ends (nothing may be drawn) instead of handing
+// llama.cpp's grammar an empty list, which panicked in Grammar.Apply and killed the worker.
+func TestGrammarWithEveryTokenBanned(t *testing.T) {
+	req := greedy("Once upon a time", 8)
+	req.Format = llm.FormatJSON
+	req.Sampling.LogitBias = map[int]float64{}
+	for id := range testEngine.Info().VocabSize {
+		req.Sampling.LogitBias[id] = -100
+	}
+	r, err := generate(t, testEngine, req)
+	if err != nil || r.done.Usage.CompletionTokens != 0 {
+		t.Errorf("Generate with every token banned = %q, %+v, %v; want an empty reply", r.text, r.done, err)
+	}
+}
