@@ -97,10 +97,11 @@ const (
 	// and a short text's recursion, with room to spare.
 	stackBase = 16 << 20
 	// stackPerByte is the stack reserved per byte of text. The worst run measured on the
-	// pinned llama.cpp (TestTokenizeStackPerByte) takes 320 bytes of stack per byte of text
-	// (DeepSeek-Coder's std::regex pre-tokenizer on a run of letters or punctuation); this is
-	// four times that, for the other std::regex pre-tokenizers (Qwen2, Falcon, ...) no test
-	// here has a vocabulary of.
+	// pinned llama.cpp (TestTokenizeStackPerByte: every tokenizer in ../shared/models and
+	// every BPE pre-tokenizer on a written vocabulary) takes 320 bytes of stack per byte of
+	// text: libstdc++'s std::regex executor recursing once per character of a "[...]+" match
+	// (a run of letters, punctuation, or for some pre-tokenizers whitespace and digits). This
+	// is four times that.
 	stackPerByte = 1280
 	// maxTokenizeBytes is the longest text tokenized: 4 MiB, about 5 GiB of address space
 	// reserved (not memory: pages cost only when the recursion reaches them; 1 MB of "!" touches
