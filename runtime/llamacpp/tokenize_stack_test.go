@@ -195,3 +195,19 @@ func TestTokenizePastLastCodepoint(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTokenizeShort is the cost of the tokenizer thread on a short text, against
+// llama.Model.Tokenize on the calling thread.
+func BenchmarkTokenizeShort(b *testing.B) {
+	text := "Once upon a time, there was a little girl who liked to play outside."
+	b.Run("plain", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = testEngine.model.Tokenize(text, true, true)
+		}
+	})
+	b.Run("own thread", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = tokenizeOnStack(testEngine.model, text, true, true, stackFor(len(text)), nil)
+		}
+	})
+}
