@@ -61,9 +61,45 @@ func writeBPELlama(t *testing.T) string {
 		run := strings.Repeat("!", n)
 		merges, tokens, types = append(merges, run+" "+run), append(tokens, run+run), append(types, 1)
 	}
+	return writeTinyWithTokenizer(t, "bpe-llama", len(tokens), func(w *gguf.Writer) {
+		w.AddString("tokenizer.ggml.model", "gpt2")
+		w.AddString("tokenizer.ggml.pre", "deepseek-coder")
+		w.AddStrings("tokenizer.ggml.tokens", tokens)
+		w.AddInt32s("tokenizer.ggml.token_type", types)
+		w.AddStrings("tokenizer.ggml.merges", merges)
+		w.AddUint32("tokenizer.ggml.bos_token_id", 0)
+		w.AddUint32("tokenizer.ggml.eos_token_id", 1)
+		w.AddBool("tokenizer.ggml.add_bos_token", true)
+	})
+}
+
+// writeLlamaWithVocab writes a tiny random-weight llama that carries the whole tokenizer
+// (tokenizer.* metadata: vocabulary, merges, pre-tokenizer, chat template) of the GGUF at
+// vocabPath, which may be a vocabulary-only file: a real tokenizer on a model that generates.
+func writeLlamaWithVocab(t *testing.T, vocabPath string) string {
+	t.Helper()
+	v, err := gguf.ReadFile(vocabPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens, _ := v.Strings("tokenizer.ggml.tokens")
+	name := strings.TrimSuffix(filepath.Base(vocabPath), ".gguf")
+	return writeTinyWithTokenizer(t, name, len(tokens), func(w *gguf.Writer) {
+		for _, k := range v.Keys {
+			if strings.HasPrefix(k, "tokenizer.") {
+				w.AddValue(k, v.KV[k])
+			}
+		}
+	})
+}
+
+// writeTinyWithTokenizer writes a tiny random-weight llama of vocab tokens whose tokenizer
+// metadata addTokenizer writes.
+func writeTinyWithTokenizer(t *testing.T, name string, vocab int, addTokenizer func(*gguf.Writer)) string {
+	t.Helper()
 	dir := t.TempDir()
 	plain := filepath.Join(dir, "plain.gguf")
-	if err := gguf.WriteTinyLlama(plain, gguf.TinyLlamaOptions{Vocab: len(tokens), Name: "bpe-llama"}); err != nil {
+	if err := gguf.WriteTinyLlama(plain, gguf.TinyLlamaOptions{Vocab: vocab, Name: name}); err != nil {
 		t.Fatal(err)
 	}
 	f, err := gguf.ReadFile(plain)
@@ -76,14 +112,7 @@ func writeBPELlama(t *testing.T) string {
 			w.AddValue(k, f.KV[k])
 		}
 	}
-	w.AddString("tokenizer.ggml.model", "gpt2")
-	w.AddString("tokenizer.ggml.pre", "deepseek-coder")
-	w.AddStrings("tokenizer.ggml.tokens", tokens)
-	w.AddInt32s("tokenizer.ggml.token_type", types)
-	w.AddStrings("tokenizer.ggml.merges", merges)
-	w.AddUint32("tokenizer.ggml.bos_token_id", 0)
-	w.AddUint32("tokenizer.ggml.eos_token_id", 1)
-	w.AddBool("tokenizer.ggml.add_bos_token", true)
+	addTokenizer(w)
 	data, err := os.ReadFile(plain)
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +121,7 @@ func writeBPELlama(t *testing.T) string {
 		at := f.DataOffset + int64(ti.Offset)
 		w.AddTensor(ti.Name, ti.Type, ti.Dims, data[at:at+ti.Size])
 	}
-	path := filepath.Join(dir, "bpe.gguf")
+	path := filepath.Join(dir, name+".gguf")
 	if err := w.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}

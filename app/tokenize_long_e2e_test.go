@@ -1,10 +1,15 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
+	"math/rand"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestLongRunsEveryDialect: replies of 32,000 and 1,000,000 repeated characters (a coding
@@ -49,5 +54,76 @@ func TestLongRunsEveryDialect(t *testing.T) {
 	status, _, b := post(t, srv.URL+"/v1/chat/completions", chatJSON(model, "Once upon a time", `,"max_tokens":4`))
 	if status != http.StatusOK || a.Worker().PID() != pid {
 		t.Fatalf("a normal chat afterwards: %d %.300s (worker pid %d, was %d)", status, b, a.Worker().PID(), pid)
+	}
+}
+
+// runClasses are the kinds of repeated character the long-run tests send.
+var runClasses = []string{"a", "!", ".", "-", " ", "\n", "\t", "7", "中"}
+
+// randomText is n characters drawn from the whole of Unicode below U+30000 (valid UTF-8).
+func randomText(n int) string {
+	rng := rand.New(rand.NewSource(int64(n)))
+	var b strings.Builder
+	for i := 0; i < n; {
+		if r := rune(rng.Intn(0x30000)); utf8.ValidRune(r) {
+			b.WriteRune(r)
+			i++
+		}
+	}
+	return b.String()
+}
+
+// TestLongRunsEveryTokenizer: 32,000 and 1,000,000 repeated characters of each class, and
+// random text, through chat, counting and tokenizing routes on every tokenizer in
+// ../shared/models but BERT's, each carried by a tiny random-weight llama (the catalog takes
+// only models with weights; BERT's WordPiece, an encoder's, is covered in the engine by
+// TestTokenizeLongRuns): each answers 200, or a 400 (a prompt over the window, or characters
+// the vocabulary spells byte by byte too many in a row), never a 500, and each model answers
+// a normal chat afterwards. (TestLongRunsEveryDialect runs on a model the test writes.)
+func TestLongRunsEveryTokenizer(t *testing.T) {
+	dir := filepath.Join("..", "..", "shared", "models")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("%s is absent (a fresh clone): TestLongRunsEveryDialect covers a written BPE model", dir)
+	}
+	cfg := testConfig(t, testModel)
+	cfg.ContextLength, cfg.Parallel = 4096, 1
+	a, srv := startServer(t, cfg, false)
+	for _, name := range []string{"ggml-vocab-deepseek-coder-6.7b-instruct.gguf", "ggml-vocab-llama-spm.gguf", "ggml-vocab-phi-3.gguf",
+		"llama-2-tiny-random.gguf", "stories260K.gguf"} {
+		path := filepath.Join(dir, name)
+		if strings.HasPrefix(name, "ggml-vocab-") {
+			path = writeLlamaWithVocab(t, path) // the catalog takes only models with weights
+		}
+		e, err := a.Manager().Catalog().AddLocal(context.Background(), path, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		model := e.ID
+		texts := []string{randomText(32000)}
+		for _, c := range runClasses {
+			texts = append(texts, strings.Repeat(c, 32000), strings.Repeat(c, 1_000_000))
+		}
+		for _, text := range texts {
+			q, _ := json.Marshal(text)
+			msgs := `"messages":[{"role":"user","content":` + string(q) + `}]`
+			routes := []struct{ name, path, body string }{
+				{"OpenAI tokenize", "/v1/tokenize", `{"model":"` + model + `","input":` + string(q) + `}`},
+				{"Anthropic count_tokens", "/v1/messages/count_tokens", `{"model":"` + model + `",` + msgs + `}`},
+				{"Ollama tokenize", "/api/tokenize", `{"model":"` + model + `","content":` + string(q) + `}`},
+				{"OpenAI chat", "/v1/chat/completions", `{"model":"` + model + `","max_tokens":2,` + msgs + `}`},
+				{"Anthropic messages", "/v1/messages", `{"model":"` + model + `","max_tokens":2,` + msgs + `}`},
+			}
+			for _, r := range routes {
+				status, _, b := post(t, srv.URL+r.path, r.body)
+				if status != http.StatusOK && status != http.StatusBadRequest {
+					t.Errorf("%s, %s, %d bytes of %q: %d %.300s; want 200 or 400", name, r.name, len(text), text[:1], status, b)
+				}
+			}
+		}
+		status, _, b := post(t, srv.URL+"/v1/tokenize", `{"model":"`+model+`","input":"Once upon a time"}`)
+		if status != http.StatusOK {
+			t.Errorf("%s: a normal tokenize afterwards: %d %.300s", name, status, b)
+		}
+		chatOnce(t, srv.URL, model) // fails the test unless the chat succeeds
 	}
 }
