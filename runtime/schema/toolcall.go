@@ -32,16 +32,25 @@ type Tool struct {
 // "#/anyOf/1/properties/arguments/$defs/x"), so recursive and shared definitions keep working.
 // The result passes Check; the caller sends it as the request's schema.
 func ToolCall(tools []Tool, name string, parallel bool) (json.RawMessage, error) {
+	s, _, err := ToolCallGrammar(tools, name, parallel)
+	return s, err
+}
+
+// ToolCallGrammar is ToolCall that also says what of the chosen tools' parameters the grammar
+// cannot express: those keywords are left out or loosened as Grammar does, so that the result
+// compiles, and each Relaxation names its tool. Check the arguments of the calls the model makes
+// with Validate against the tool's own parameters.
+func ToolCallGrammar(tools []Tool, name string, parallel bool) (json.RawMessage, []Relaxation, error) {
 	if len(tools) == 0 {
-		return nil, &Error{Reason: "a tool call was required but the request has no tools; send tools or let the model answer freely (tool_choice auto or none)"}
+		return nil, nil, &Error{Reason: "a tool call was required but the request has no tools; send tools or let the model answer freely (tool_choice auto or none)"}
 	}
 	seen := map[string]bool{}
 	for _, t := range tools {
 		if t.Name == "" {
-			return nil, &Error{Reason: "a tool has no name; give every tool a name"}
+			return nil, nil, &Error{Reason: "a tool has no name; give every tool a name"}
 		}
 		if seen[t.Name] {
-			return nil, &Error{Tool: t.Name, Reason: "two tools have this name; give each tool its own name"}
+			return nil, nil, &Error{Tool: t.Name, Reason: "two tools have this name; give each tool its own name"}
 		}
 		seen[t.Name] = true
 	}
@@ -49,7 +58,7 @@ func ToolCall(tools []Tool, name string, parallel bool) (json.RawMessage, error)
 	if name != "" {
 		i := indexOf(tools, name)
 		if i < 0 {
-			return nil, &Error{Tool: name, Reason: fmt.Sprintf("the requested tool is not among the request's tools (%s); name one of them", toolNames(tools))}
+			return nil, nil, &Error{Tool: name, Reason: fmt.Sprintf("the requested tool is not among the request's tools (%s); name one of them", toolNames(tools))}
 		}
 		chosen = tools[i : i+1]
 	}
@@ -64,6 +73,7 @@ func ToolCall(tools []Tool, name string, parallel bool) (json.RawMessage, error)
 	if len(chosen) > 1 {
 		buf.WriteString(`{"anyOf":[`)
 	}
+	var relaxed []Relaxation
 	for i, t := range chosen {
 		if i > 0 {
 			buf.WriteByte(',')
@@ -72,9 +82,11 @@ func ToolCall(tools []Tool, name string, parallel bool) (json.RawMessage, error)
 		if len(chosen) > 1 {
 			at += "/anyOf/" + strconv.Itoa(i)
 		}
-		if err := writeCall(enc, t, at+"/properties/arguments"); err != nil {
-			return nil, err
+		r, err := writeCall(enc, t, at+"/properties/arguments")
+		if err != nil {
+			return nil, nil, err
 		}
+		relaxed = append(relaxed, r...)
 	}
 	if len(chosen) > 1 {
 		buf.WriteString(`]}`)
@@ -84,37 +96,42 @@ func ToolCall(tools []Tool, name string, parallel bool) (json.RawMessage, error)
 	}
 	out := json.RawMessage(buf.Bytes())
 	if err := Check(out); err != nil {
-		return nil, fmt.Errorf("force a tool call: the schema built from the tools is too large or complex, send fewer tools or simpler parameters: %w", err)
+		return nil, nil, fmt.Errorf("force a tool call: the schema built from the tools is too large or complex, send fewer tools or simpler parameters: %w", err)
 	}
-	return out, nil
+	return out, relaxed, nil
 }
 
-// writeCall writes one call object; at is the JSON pointer its arguments schema will have.
-func writeCall(enc *encoder, t Tool, at string) error {
+// writeCall writes one call object, its parameters relaxed for the grammar; at is the JSON
+// pointer its arguments schema will have.
+func writeCall(enc *encoder, t Tool, at string) ([]Relaxation, error) {
 	params := bytes.TrimSpace(t.Parameters)
 	if len(params) == 0 || string(params) == "null" {
 		params = []byte(`{"type":"object"}`)
 	}
-	doc, err := check(params)
+	doc, relaxed, edits, err := checkEdits(params)
 	if err != nil {
 		var e *Error
 		if errors.As(err, &e) {
 			e.Tool = t.Name
 		}
-		return err
+		return nil, err
 	}
 	if doc.root.kind != kindObject {
-		return &Error{Tool: t.Name, Path: "#", Reason: "the parameters schema must be an object, like {\"type\":\"object\",\"properties\":{...}}"}
+		return nil, &Error{Tool: t.Name, Path: "#", Reason: "the parameters schema must be an object, like {\"type\":\"object\",\"properties\":{...}}"}
 	}
 	enc.buf.WriteString(`{"type":"object","properties":{"name":{"const":`)
 	enc.string(t.Name)
 	enc.buf.WriteString(`},"arguments":`)
 	// check accepted only "#" and "#/..." refs, so every ref moves by prefixing the new place.
+	apply(edits) // after the checks: the paths in relaxed are the client's
 	enc.rewrite = func(ref string) string { return "#" + at + ref[1:] }
 	enc.value(doc.root)
 	enc.rewrite = nil
 	enc.buf.WriteString(`},"required":["name","arguments"],"additionalProperties":false}`)
-	return nil
+	for i := range relaxed {
+		relaxed[i].Tool = t.Name
+	}
+	return relaxed, nil
 }
 
 func indexOf(tools []Tool, name string) int {
