@@ -1,0 +1,129 @@
+package chat
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCloseJSON(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"location":"Par`, `{"location":"Par"}`},
+		{`{"location":"Paris","unit":"c`, `{"location":"Paris","unit":"c"}`},
+		{`{"location":"Paris","un`, `{"location":"Paris"}`},
+		{`{"location":"Paris",`, `{"location":"Paris"}`},
+		{`{"location":`, `{}`},
+		{`{"n":12`, `{}`},
+		{`{"n":12,"m":3`, `{"n":12}`},
+		{`{"ok":tr`, `{}`},
+		{`{"a":[1,2,{"b":"x\`, `{"a":[1,2,{"b":"x"}]}`},
+		{`{"a":"\u00`, `{"a":""}`},
+		{`{"a":{"b":[`, `{"a":{"b":[]}}`},
+		{`{`, `{}`},
+		{``, `{}`},
+		{`not json`, `{}`},
+		{`{"a":1}`, `{"a":1}`},
+	}
+	for _, tt := range tests {
+		got, complete := CloseJSON(tt.in)
+		if string(got) != tt.want {
+			t.Errorf("CloseJSON(%q) = %s, want %s", tt.in, got, tt.want)
+		}
+		if complete != (tt.in == tt.want) {
+			t.Errorf("CloseJSON(%q) complete = %v", tt.in, complete)
+		}
+	}
+}
+
+// cutStream feeds text to a stream of p and cuts it.
+func cutStream(p ToolParser, text string, complete func(string) string) (string, []ToolCallDelta, *CutCall, error) {
+	s := NewToolStream(p)
+	var content strings.Builder
+	var calls []ToolCallDelta
+	for _, r := range text { // one character at a time, the worst case for holding
+		c, d := s.Feed(string(r))
+		content.WriteString(c)
+		calls = append(calls, d...)
+	}
+	c, d, cut, _, err := s.Cut(complete)
+	content.WriteString(c)
+	return content.String(), append(calls, d...), cut, err
+}
+
+// TestToolStreamCut: a reply cut by the cap inside a call gives the complete calls whole and
+// the cut one with its partial arguments, in every family's JSON shape.
+func TestToolStreamCut(t *testing.T) {
+	only := func(p string) string {
+		if strings.HasPrefix("get_weather", p) {
+			return "get_weather"
+		}
+		return ""
+	}
+	tests := []struct {
+		name    string
+		p       ToolParser
+		text    string
+		content string
+		calls   []string // name:arguments
+		cut     string   // the cut call's name
+	}{
+		{"forced, cut in the arguments", GenericToolParser{}, `{"name":"get_weather","arguments":{"loc`, "", []string{`get_weather:{"loc`}, "get_weather"},
+		{"forced, cut before the arguments", GenericToolParser{}, `{"name":"get_weather","arg`, "", []string{`get_weather:`}, "get_weather"},
+		{"forced, cut in the name, completed", GenericToolParser{}, `{"name":"get_w`, "", []string{`get_weather:`}, "get_weather"},
+		{"parallel, one whole and one cut", GenericToolParser{}, `[{"name":"now","arguments":{}},{"name":"get_weather","arguments":{"location":"Pa`,
+			"", []string{`now:{}`, `get_weather:{"location":"Pa`}, "get_weather"},
+		{"hermes, a whole block then a cut one", HermesToolParser{}, "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Pa",
+			"", []string{`now:{}`, `get_weather:{"location": "Pa`}, "get_weather"},
+		{"mistral", MistralToolParser{}, `[TOOL_CALLS]get_weather[ARGS]{"location": "Pa`, "", []string{`get_weather:{"location": "Pa`}, "get_weather"},
+		{"llama 3", Llama3ToolParser{}, `<|python_tag|>{"name": "get_weather", "parameters": {"location": "Pa`, "", []string{`get_weather:{"location": "Pa`}, "get_weather"},
+		{"openai shape", GenericToolParser{}, `{"type":"function","function":{"name":"get_weather","arguments":{"a":1`, "", []string{`get_weather:{"a":1`}, "get_weather"},
+		{"text, not a call", GenericToolParser{}, `Hello, the weather`, "Hello, the weather", nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			content, deltas, cut, err := cutStream(tt.p, tt.text, only)
+			if err != nil {
+				t.Errorf("err = %v", err)
+			}
+			if content != tt.content {
+				t.Errorf("content = %q, want %q", content, tt.content)
+			}
+			var calls []string
+			args := map[int]*strings.Builder{}
+			var order []int
+			names := map[int]string{}
+			for _, d := range deltas {
+				if d.Name != "" {
+					if d.ID == "" {
+						t.Errorf("opening delta without an id: %+v", d)
+					}
+					names[d.Index] = d.Name
+					args[d.Index] = &strings.Builder{}
+					order = append(order, d.Index)
+				}
+				args[d.Index].WriteString(d.Arguments)
+			}
+			for _, i := range order {
+				calls = append(calls, names[i]+":"+args[i].String())
+			}
+			if strings.Join(calls, "|") != strings.Join(tt.calls, "|") {
+				t.Errorf("calls = %q, want %q", calls, tt.calls)
+			}
+			if got := ""; cut != nil {
+				got = cut.Name
+				if got != tt.cut {
+					t.Errorf("cut = %q, want %q", got, tt.cut)
+				}
+			} else if tt.cut != "" {
+				t.Errorf("no cut call, want %q", tt.cut)
+			}
+		})
+	}
+}
+
+// TestToolStreamCutNoName: a call cut before its name is known stays content.
+func TestToolStreamCutNoName(t *testing.T) {
+	content, calls, cut, _ := cutStream(GenericToolParser{}, `{"name":"get_w`, nil)
+	if cut != nil || len(calls) > 0 || content != `{"name":"get_w` {
+		t.Errorf("got content %q calls %v cut %v; want the text as content", content, calls, cut)
+	}
+}
