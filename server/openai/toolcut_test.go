@@ -159,7 +159,6 @@ func TestChatForcedCallUnexpressible(t *testing.T) {
 	}
 }
 
-
 // TestResponsesForcedCallCut: on /v1/responses a forced call cut at 10 tokens is a
 // function_call item with status incomplete, in an incomplete response (max_output_tokens),
 // streamed or not.
