@@ -11,6 +11,9 @@ type CutCall struct {
 	// NameDone reports whether the name was written whole; when false, Name is only its start.
 	NameDone  bool
 	Arguments string
+	// hasArgs reports whether the arguments key was reached: without it (or a forced tool's
+	// name) a cut object is taken for JSON content, as Parse takes a whole one.
+	hasArgs bool
 }
 
 // salvage reads the start of a call (or of a list of calls) that the token cap cut short, in
@@ -18,8 +21,11 @@ type CutCall struct {
 // calls that were complete and the cut one; ok is false when the text does not open like a call.
 func salvage(text string) (calls []ToolCall, cut *CutCall, ok bool) {
 	t := strings.TrimSpace(text)
+	marked := false // a family marker says this is a call
 	for _, m := range []string{hermesOpen, pythonTag, mistralCalls} {
-		t = strings.TrimSpace(strings.TrimPrefix(t, m))
+		if strings.HasPrefix(t, m) {
+			t, marked = strings.TrimSpace(t[len(m):]), true
+		}
 	}
 	if strings.HasPrefix(t, "```") {
 		nl := strings.IndexByte(t, '\n')
@@ -32,7 +38,7 @@ func salvage(text string) (calls []ToolCall, cut *CutCall, ok bool) {
 		t = strings.TrimSpace(strings.TrimPrefix(t, "<"+tag+">"))
 	}
 	if name, args, found := strings.Cut(t, mistralArgs); found && isWord(strings.TrimSpace(name)) {
-		return nil, &CutCall{Name: strings.TrimSpace(name), NameDone: true, Arguments: strings.TrimLeft(args, " \t\r\n")}, true
+		return nil, &CutCall{Name: strings.TrimSpace(name), NameDone: true, Arguments: strings.TrimLeft(args, " \t\r\n"), hasArgs: true}, true
 	}
 	if !callStart.MatchString(t) && !strings.HasPrefix(t, "{") && !strings.HasPrefix(t, "[{") {
 		return nil, nil, false
@@ -61,6 +67,7 @@ func salvage(text string) (calls []ToolCall, cut *CutCall, ok bool) {
 	if cut == nil {
 		return nil, nil, false
 	}
+	cut.hasArgs = cut.hasArgs || marked || len(calls) > 0
 	return calls, cut, true
 }
 
@@ -112,7 +119,7 @@ func cutObject(t string) *CutCall {
 			}
 			continue
 		case "arguments", "parameters":
-			c.Arguments = t[i:]
+			c.Arguments, c.hasArgs = t[i:], true
 			if c.Name == "" {
 				return nil // Hermes 2 Pro writes arguments first; cut there, the name is unknown
 			}
@@ -128,10 +135,25 @@ func cutObject(t string) *CutCall {
 			i++
 		}
 	}
+	// Cut before the name was written: a call all the same when nothing but the name can
+	// come first (a forced call's grammar writes it first; Cut completes it from the tools).
+	if c.Name == "" && strings.HasPrefix(`"name":`, squeeze(t[1:])) {
+		return c
+	}
 	if c.Name == "" {
 		return nil
 	}
 	return c
+}
+
+// squeeze drops JSON whitespace from s.
+func squeeze(s string) string {
+	return strings.Map(func(r rune) rune {
+		if strings.ContainsRune(" \t\r\n", r) {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 func skipSpace(s string, i int) int {
@@ -178,7 +200,8 @@ func skipValue(s string, i int) (int, bool) {
 // Cut ends a reply the token cap cut short, like Close, but a call still held that does not
 // parse is returned with what was generated of it: its opening delta, with the name whole (or
 // completed by complete, which gets the start of a name and returns the one tool it can only
-// be, or ""), and its arguments text as far as it got, on the next index. cut names that call;
+// be, or ""), and its arguments text as far as it got, on the next index. A cut object that
+// reached neither its arguments nor a name complete accepts is not taken for a call. cut names that call;
 // nil when no call was cut (the reply then ends as Close ends it). Text that opens like a call
 // but whose name was not reached is still served as content, as Close serves it.
 func (s *ToolStream) Cut(complete func(prefix string) string) (content string, calls []ToolCallDelta, cut *CutCall, suspect string, err error) {
@@ -191,12 +214,13 @@ func (s *ToolStream) Cut(complete func(prefix string) string) (content string, c
 		return content, calls, nil, suspect, err
 	}
 	whole, c, ok := salvage(s.buf)
-	if ok && c != nil && !c.NameDone && complete != nil {
-		if name := complete(c.Name); name != "" {
-			c.Name, c.NameDone = name, true
+	forced := false
+	if ok && c != nil && complete != nil {
+		if name := complete(c.Name); name != "" && (name == c.Name || !c.NameDone) {
+			c.Name, c.NameDone, forced = name, true, true
 		}
 	}
-	if !ok || c != nil && !c.NameDone {
+	if !ok || c != nil && (!c.NameDone || !c.hasArgs && !forced) {
 		content, calls, suspect, err = s.Close()
 		return content, calls, nil, suspect, err
 	}

@@ -127,3 +127,27 @@ func TestToolStreamCutNoName(t *testing.T) {
 		t.Errorf("got content %q calls %v cut %v; want the text as content", content, calls, cut)
 	}
 }
+
+// TestToolStreamCutBeforeName: a forced call cut before its name started is still the one tool
+// it can be.
+func TestToolStreamCutBeforeName(t *testing.T) {
+	for _, text := range []string{`{`, `[{"name": `, `{"na`, `{"name":"`} {
+		_, calls, cut, _ := cutStream(GenericToolParser{}, text, func(string) string { return "f" })
+		if cut == nil || cut.Name != "f" || len(calls) != 1 {
+			t.Errorf("%q: cut %+v calls %+v, want a call to f", text, cut, calls)
+		}
+	}
+	if _, calls, _, _ := cutStream(GenericToolParser{}, `{"x": 1, "na`, func(string) string { return "f" }); len(calls) > 0 {
+		t.Errorf("a call was made of an object that is not one: %+v", calls)
+	}
+}
+
+// TestToolStreamCutJSONContent: cut JSON with a "name" but no arguments is content when no
+// forced tool has that name (a reply that is JSON about a person, say).
+func TestToolStreamCutJSONContent(t *testing.T) {
+	const text = `{"name": "Alice", "age": 3`
+	content, calls, cut, _ := cutStream(GenericToolParser{}, text, nil)
+	if content != text || len(calls) > 0 || cut != nil {
+		t.Errorf("content %q calls %+v cut %+v, want the text as content", content, calls, cut)
+	}
+}
