@@ -40,15 +40,18 @@ func salvage(text string) (calls []ToolCall, cut *CutCall, ok bool) {
 	if name, args, found := strings.Cut(t, mistralArgs); found && isWord(strings.TrimSpace(name)) {
 		return nil, &CutCall{Name: strings.TrimSpace(name), NameDone: true, Arguments: strings.TrimLeft(args, " \t\r\n"), hasArgs: true}, true
 	}
-	if !callStart.MatchString(t) && !strings.HasPrefix(t, "{") && !strings.HasPrefix(t, "[{") {
+	if sq := squeeze(t); !strings.HasPrefix(t, "{") && !strings.HasPrefix(sq, "[{") && sq != "[" {
 		return nil, nil, false
 	}
 	if strings.HasPrefix(t, "[") {
 		rest := strings.TrimSpace(t[1:])
 		for {
 			rest = strings.TrimLeft(strings.TrimPrefix(strings.TrimSpace(rest), ","), " \t\r\n")
-			if rest == "" {
-				return calls, nil, len(calls) > 0
+			if rest == "" && len(calls) > 0 {
+				return calls, nil, true
+			}
+			if rest == "" { // cut before the first call opened: only a forced call gets a name
+				return nil, &CutCall{}, true
 			}
 			raw, n, err := decodeValue(rest)
 			if err != nil {

@@ -131,7 +131,7 @@ func TestToolStreamCutNoName(t *testing.T) {
 // TestToolStreamCutBeforeName: a forced call cut before its name started is still the one tool
 // it can be.
 func TestToolStreamCutBeforeName(t *testing.T) {
-	for _, text := range []string{`{`, `[{"name": `, `{"na`, `{"name":"`} {
+	for _, text := range []string{`{`, `[{"name": `, `{"na`, `{"name":"`, `[ { "name"`, `[ `} {
 		_, calls, cut, _ := cutStream(GenericToolParser{}, text, func(string) string { return "f" })
 		if cut == nil || cut.Name != "f" || len(calls) != 1 {
 			t.Errorf("%q: cut %+v calls %+v, want a call to f", text, cut, calls)
