@@ -175,3 +175,22 @@ func TestValidate(t *testing.T) {
 		t.Error("Validate took a value that is not JSON")
 	}
 }
+
+// TestFormatOrCall: a response format beside tools gives the anyOf of the format and a call,
+// each with its $refs moved to its place and its limits relaxed.
+func TestFormatOrCall(t *testing.T) {
+	format := json.RawMessage(`{"$defs":{"s":{"type":"string","maxLength":9000}},"type":"object","properties":{"a":{"$ref":"#/$defs/s"}}}`)
+	tool := Tool{Name: "f", Parameters: json.RawMessage(`{"$defs":{"x":{"type":"integer"}},"type":"object","properties":{"n":{"$ref":"#/$defs/x"}}}`)}
+	got, relaxed, err := FormatOrCall(format, []Tool{tool}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"anyOf":[{"$defs":{"s":{"type":"string"}},"type":"object","properties":{"a":{"$ref":"#/anyOf/0/$defs/s"}}},` +
+		`{"type":"object","properties":{"name":{"const":"f"},"arguments":{"$defs":{"x":{"type":"integer"}},"type":"object","properties":{"n":{"$ref":"#/anyOf/1/properties/arguments/$defs/x"}}}},"required":["name","arguments"],"additionalProperties":false}]}`
+	if string(got) != want {
+		t.Errorf("FormatOrCall =\n%s\nwant\n%s", got, want)
+	}
+	if len(relaxed) != 1 || relaxed[0].Path != "#/$defs/s/maxLength" || relaxed[0].Tool != "" {
+		t.Errorf("relaxed = %+v", relaxed)
+	}
+}

@@ -41,16 +41,62 @@ func ToolCall(tools []Tool, name string, parallel bool) (json.RawMessage, error)
 // compiles, and each Relaxation names its tool. Check the arguments of the calls the model makes
 // with Validate against the tool's own parameters.
 func ToolCallGrammar(tools []Tool, name string, parallel bool) (json.RawMessage, []Relaxation, error) {
+	var buf bytes.Buffer
+	relaxed, err := writeCalls(newEncoder(&buf), tools, name, parallel, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	out := json.RawMessage(buf.Bytes())
+	if err := Check(out); err != nil {
+		return nil, nil, fmt.Errorf("force a tool call: the schema built from the tools is too large or complex, send fewer tools or simpler parameters: %w", err)
+	}
+	return out, relaxed, nil
+}
+
+// FormatOrCall is the schema of a reply that is either JSON matching format (a response format)
+// or a call to one of tools in ToolCall's shape: {"anyOf":[format, calls]}, each with its $refs
+// moved to its place, relaxed for the grammar as Grammar and ToolCallGrammar do. It serves a
+// response format beside tool_choice auto: the model may still call a tool. The relaxations of
+// the format have no Tool.
+func FormatOrCall(format json.RawMessage, tools []Tool, parallel bool) (json.RawMessage, []Relaxation, error) {
+	doc, relaxed, edits, err := checkEdits(format)
+	if err != nil {
+		return nil, nil, err
+	}
+	apply(edits)
+	var buf bytes.Buffer
+	enc := newEncoder(&buf)
+	buf.WriteString(`{"anyOf":[`)
+	enc.rewrite = func(ref string) string { return "#/anyOf/0" + ref[1:] }
+	enc.value(doc.root)
+	enc.rewrite = nil
+	buf.WriteByte(',')
+	calls, err := writeCalls(enc, tools, "", parallel, "/anyOf/1")
+	if err != nil {
+		return nil, nil, err
+	}
+	buf.WriteString(`]}`)
+	out := json.RawMessage(buf.Bytes())
+	if err := Check(out); err != nil {
+		return nil, nil, fmt.Errorf("combine the response format with the tools: the schema is too large or complex, send fewer tools or a simpler format: %w", err)
+	}
+	return out, append(relaxed, calls...), nil
+}
+
+// writeCalls writes the schema of a call to one of tools (name, when not empty, keeps only that
+// one) at the JSON pointer base of the document enc writes.
+func writeCalls(enc *encoder, tools []Tool, name string, parallel bool, base string) ([]Relaxation, error) {
+	buf := enc.buf
 	if len(tools) == 0 {
-		return nil, nil, &Error{Reason: "a tool call was required but the request has no tools; send tools or let the model answer freely (tool_choice auto or none)"}
+		return nil, &Error{Reason: "a tool call was required but the request has no tools; send tools or let the model answer freely (tool_choice auto or none)"}
 	}
 	seen := map[string]bool{}
 	for _, t := range tools {
 		if t.Name == "" {
-			return nil, nil, &Error{Reason: "a tool has no name; give every tool a name"}
+			return nil, &Error{Reason: "a tool has no name; give every tool a name"}
 		}
 		if seen[t.Name] {
-			return nil, nil, &Error{Tool: t.Name, Reason: "two tools have this name; give each tool its own name"}
+			return nil, &Error{Tool: t.Name, Reason: "two tools have this name; give each tool its own name"}
 		}
 		seen[t.Name] = true
 	}
@@ -58,17 +104,14 @@ func ToolCallGrammar(tools []Tool, name string, parallel bool) (json.RawMessage,
 	if name != "" {
 		i := indexOf(tools, name)
 		if i < 0 {
-			return nil, nil, &Error{Tool: name, Reason: fmt.Sprintf("the requested tool is not among the request's tools (%s); name one of them", toolNames(tools))}
+			return nil, &Error{Tool: name, Reason: fmt.Sprintf("the requested tool is not among the request's tools (%s); name one of them", toolNames(tools))}
 		}
 		chosen = tools[i : i+1]
 	}
 
-	var buf bytes.Buffer
-	enc := newEncoder(&buf)
-	base := ""
 	if parallel {
 		buf.WriteString(`{"type":"array","items":`)
-		base = "/items"
+		base += "/items"
 	}
 	if len(chosen) > 1 {
 		buf.WriteString(`{"anyOf":[`)
@@ -84,7 +127,7 @@ func ToolCallGrammar(tools []Tool, name string, parallel bool) (json.RawMessage,
 		}
 		r, err := writeCall(enc, t, at+"/properties/arguments")
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		relaxed = append(relaxed, r...)
 	}
@@ -94,11 +137,7 @@ func ToolCallGrammar(tools []Tool, name string, parallel bool) (json.RawMessage,
 	if parallel {
 		buf.WriteString(`,"minItems":1}`)
 	}
-	out := json.RawMessage(buf.Bytes())
-	if err := Check(out); err != nil {
-		return nil, nil, fmt.Errorf("force a tool call: the schema built from the tools is too large or complex, send fewer tools or simpler parameters: %w", err)
-	}
-	return out, relaxed, nil
+	return relaxed, nil
 }
 
 // writeCall writes one call object, its parameters relaxed for the grammar; at is the JSON

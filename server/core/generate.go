@@ -101,6 +101,8 @@ func (s *Service) chat(ctx context.Context, m *Model, req *ChatRequest, emit Emi
 		// The forced call's grammar wins over a response format, as the official APIs do: the
 		// format applies to the text reply of a later turn.
 		check, err = forceCall(&gen, req, n)
+	} else if gen.Format == llm.FormatSchema && len(req.Tools) > 0 && req.ToolChoice.Mode != ToolNone {
+		check, err = formatOrCall(&gen, req, n)
 	} else {
 		check, err = checkFormat(&gen, n)
 	}

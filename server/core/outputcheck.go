@@ -17,7 +17,10 @@ import (
 type outputCheck struct {
 	full json.RawMessage // the response format's schema; nil for a forced tool call
 	// tools maps each tool that had relaxations to its parameters, for a forced call.
-	tools     map[string]json.RawMessage
+	tools map[string]json.RawMessage
+	// calls, when set, are the tools a reply may call instead of following full (a format
+	// beside tools): a reply that is such a call is not checked against full.
+	calls     map[string]json.RawMessage
 	unchecked []string
 	text      []strings.Builder
 }
@@ -85,7 +88,7 @@ func (o *outputCheck) warning(text, finish string) string {
 	if finish == llm.FinishLength {
 		return strings.Join(notes, "; ")
 	}
-	if o.full != nil {
+	if o.full != nil && !o.isCall(text) {
 		if vs, err := schema.Validate(o.full, []byte(text)); err == nil && len(vs) > 0 {
 			notes = append(notes, "the reply breaks its JSON schema where the grammar engine could not enforce it: "+violations(vs))
 		}
@@ -100,6 +103,17 @@ func (o *outputCheck) warning(text, finish string) string {
 		}
 	}
 	return strings.Join(notes, "; ")
+}
+
+// isCall reports whether text is a call to one of o.calls.
+func (o *outputCheck) isCall(text string) bool {
+	cs := forcedCalls(text)
+	for _, c := range cs {
+		if _, ok := o.calls[c.name]; !ok {
+			return false
+		}
+	}
+	return len(cs) > 0
 }
 
 func violations(vs []schema.Violation) string {

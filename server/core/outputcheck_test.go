@@ -110,3 +110,40 @@ func TestResponseFormatRelaxed(t *testing.T) {
 		t.Errorf("warning = %q", done.Warning)
 	}
 }
+
+// TestResponseFormatWithAutoTools: a response format beside tool_choice auto takes the format's
+// JSON or a call: after a tool result the reply follows the format, and a call still parses.
+func TestResponseFormatWithAutoTools(t *testing.T) {
+	for _, tt := range []struct {
+		name, reply string
+		calls       int
+		warning     string
+	}{
+		{"a text reply in the format", `{"summary":"sunny"}`, 0, ""},
+		{"a text reply that breaks a relaxed limit", `{"summary":"sunny and warm"}`, 0, "/summary: pattern"},
+		{"a call", `[{"name":"f","arguments":{"x":1}}]`, 1, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req := userChat("go")
+			req.Messages = append(req.Messages,
+				chat.Message{Role: "assistant", ToolCalls: []chat.ToolCall{{ID: "call_1", Name: "f", Arguments: json.RawMessage(`{"x":1}`)}}},
+				chat.Message{Role: "tool", ToolCallID: "call_1", Content: "sunny"})
+			req.Tools = []chat.Tool{{Name: "f", Parameters: json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer"}}}`)}}
+			format := `{"type":"object","properties":{"summary":{"type":"string","maxLength":5000}},"required":["summary"]}`
+			if tt.warning != "" {
+				format = `{"type":"object","properties":{"summary":{"type":"string","maxLength":5000,"pattern":"^\\w+$"}},"required":["summary"]}`
+			}
+			req.Generation.Format, req.Generation.Schema = llm.FormatSchema, json.RawMessage(format)
+			reply, done, sent := chatOnce(t, tt.reply, req)
+			if !strings.HasPrefix(string(sent.Schema), `{"anyOf":[{"type":"object","properties":{"summary"`) || !strings.Contains(string(sent.Schema), `"const":"f"`) {
+				t.Errorf("grammar schema %s, want the format or a call", sent.Schema)
+			}
+			if len(reply.ToolCalls) != tt.calls || tt.calls == 0 && reply.Content() != tt.reply {
+				t.Errorf("calls %+v content %q", reply.ToolCalls, reply.Content())
+			}
+			if tt.warning == "" && done.Warning != "" || !strings.Contains(done.Warning, tt.warning) {
+				t.Errorf("warning %q, want %q", done.Warning, tt.warning)
+			}
+		})
+	}
+}

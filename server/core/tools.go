@@ -101,6 +101,49 @@ func forceCall(gen *llm.Request, req *ChatRequest, n int) (*outputCheck, error) 
 	return checkCalls(relaxed, params, n), nil
 }
 
+// formatOrCall serves a response format beside tools the model may call (tool_choice auto):
+// the grammar takes the format's JSON or a call in the generic shape (which every parser reads
+// when its family's markers are absent), so that a reply after a tool result follows the format
+// and the model can still call a tool. The check covers both (nil when nothing was relaxed).
+func formatOrCall(gen *llm.Request, req *ChatRequest, n int) (*outputCheck, error) {
+	tools := make([]schema.Tool, len(req.Tools))
+	params := map[string]json.RawMessage{}
+	for i, t := range req.Tools {
+		tools[i] = schema.Tool{Name: t.Name, Parameters: t.Parameters}
+		params[t.Name] = t.Parameters
+	}
+	parallel := req.ParallelToolCalls == nil || *req.ParallelToolCalls
+	s, relaxed, err := schema.FormatOrCall(gen.Schema, tools, parallel)
+	if err != nil {
+		return nil, invalidInput(err)
+	}
+	var forFormat, forCalls []schema.Relaxation
+	for _, r := range relaxed {
+		if r.Tool == "" {
+			forFormat = append(forFormat, r)
+		} else {
+			forCalls = append(forCalls, r)
+		}
+	}
+	check := checkCalls(forCalls, params, n)
+	if len(forFormat) > 0 {
+		if check == nil {
+			check = &outputCheck{tools: map[string]json.RawMessage{}, text: make([]strings.Builder, n)}
+		}
+		check.full = gen.Schema
+		for _, r := range forFormat {
+			if !r.Checked {
+				check.unchecked = append(check.unchecked, r.String())
+			}
+		}
+	}
+	if check != nil {
+		check.calls = params
+	}
+	gen.Schema = s
+	return check, nil
+}
+
 // shapingFor decides how the replies to req are split into reasoning, content and calls.
 func shapingFor(m *Model, req *ChatRequest, prompt string) *shaping {
 	open, close := m.Template.ThinkingMarkers()
