@@ -153,3 +153,25 @@ func TestUnexpressibleSchemaEndToEnd(t *testing.T) {
 		t.Errorf("response_format with tool_choice required: %+v, want a call", f)
 	}
 }
+
+// TestResponseFormatWithToolsEndToEnd: on the real engine, the grammar of a json_schema format
+// beside tool_choice auto (the format or a call) compiles, and the reply is one of the two.
+func TestResponseFormatWithToolsEndToEnd(t *testing.T) {
+	_, srv := startServer(t, toolConfig(t), true)
+	var r struct {
+		Choices []struct {
+			Message struct {
+				Content   *string           `json:"content"`
+				ToolCalls []json.RawMessage `json:"tool_calls"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	postJSON(t, srv.URL+"/v1/chat/completions", `{"model":"`+modelID(testModel)+`","max_tokens":80,"temperature":0,"messages":[`+
+		`{"role":"user","content":"Weather in Oslo?"},{"role":"assistant","tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]},`+
+		`{"role":"tool","tool_call_id":"call_1","content":"sunny"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":`+weatherParams+`}}],`+
+		`"response_format":{"type":"json_schema","json_schema":{"name":"answer","schema":{"type":"object","properties":{"summary":{"type":"string","maxLength":40}},"required":["summary"]}}}}`, http.StatusOK, &r)
+	m := r.Choices[0].Message
+	if len(m.ToolCalls) == 0 && (m.Content == nil || !strings.HasPrefix(strings.TrimSpace(*m.Content), "{")) {
+		t.Errorf("reply %q %s, want the format's JSON or a call", *m.Content, m.ToolCalls)
+	}
+}

@@ -204,7 +204,8 @@ func skipValue(s string, i int) (int, bool) {
 // parse is returned with what was generated of it: its opening delta, with the name whole (or
 // completed by complete, which gets the start of a name and returns the one tool it can only
 // be, or ""), and its arguments text as far as it got, on the next index. A cut object that
-// reached neither its arguments nor a name complete accepts is not taken for a call. cut names that call;
+// reached neither its arguments nor a name complete accepts is not taken for a call; after
+// complete calls it is left out, and cut has an empty Name to say so. cut names that call;
 // nil when no call was cut (the reply then ends as Close ends it). Text that opens like a call
 // but whose name was not reached is still served as content, as Close serves it.
 func (s *ToolStream) Cut(complete func(prefix string) string) (content string, calls []ToolCallDelta, cut *CutCall, suspect string, err error) {
@@ -223,9 +224,14 @@ func (s *ToolStream) Cut(complete func(prefix string) string) (content string, c
 			c.Name, c.NameDone, forced = name, true, true
 		}
 	}
-	if !ok || c != nil && (!c.NameDone || !c.hasArgs && !forced) {
+	if !ok || c != nil && (!c.NameDone || !c.hasArgs && !forced) && len(whole) == 0 {
 		content, calls, suspect, err = s.Close()
 		return content, calls, nil, suspect, err
+	}
+	if c != nil && (!c.NameDone || !c.hasArgs && !forced) {
+		// Complete calls came before it: they are served, and the cut one, whose name is not
+		// known, is left out (its Name is "" to say so).
+		c = &CutCall{}
 	}
 	for _, w := range whole {
 		calls = append(calls,
@@ -233,7 +239,7 @@ func (s *ToolStream) Cut(complete func(prefix string) string) (content string, c
 			ToolCallDelta{Index: s.index, Arguments: string(w.Arguments)})
 		s.index++
 	}
-	if c != nil {
+	if c != nil && c.Name != "" {
 		calls = append(calls, ToolCallDelta{Index: s.index, ID: newCallID(), Name: c.Name})
 		if c.Arguments != "" {
 			calls = append(calls, ToolCallDelta{Index: s.index, Arguments: c.Arguments})

@@ -151,3 +151,12 @@ func TestToolStreamCutJSONContent(t *testing.T) {
 		t.Errorf("content %q calls %+v cut %+v, want the text as content", content, calls, cut)
 	}
 }
+
+// TestToolStreamCutUnnamedAfterCalls: complete calls before a call cut inside its name are
+// served; the unnamed one is left out and reported.
+func TestToolStreamCutUnnamedAfterCalls(t *testing.T) {
+	content, calls, cut, _ := cutStream(GenericToolParser{}, `[ { "name" : "f" , "arguments" : { } }, { "name" : "get_weat`, nil)
+	if content != "" || len(calls) != 2 || calls[0].Name != "f" || cut == nil || cut.Name != "" {
+		t.Errorf("content %q calls %+v cut %+v; want the call to f and an unnamed cut", content, calls, cut)
+	}
+}

@@ -54,7 +54,9 @@ func (r *replyShaper) shape(ev *llm.Event) {
 			if ev.Done.FinishReason == llm.FinishLength {
 				var cut *chat.CutCall
 				rest, last, cut, suspect, err = r.tools.Cut(r.completeName)
-				if cut != nil {
+				if cut != nil && cut.Name == "" {
+					warning = "the token cap cut the reply inside a tool call before its name was complete; that call was left out"
+				} else if cut != nil {
 					warning = fmt.Sprintf("the token cap cut the reply inside the call to %q: its arguments are incomplete (where a JSON object is required they are the longest prefix that parses, closed); do not run it", cut.Name)
 				}
 			} else {

@@ -240,3 +240,33 @@ func TestResponsesFormatWithForcedCall(t *testing.T) {
 		t.Errorf("output %q", got)
 	}
 }
+
+// TestChatResponseFormatAfterToolResult: after a tool result with tool_choice auto, the reply
+// follows the json_schema format, and the grammar still lets the model call a tool.
+func TestChatResponseFormatAfterToolResult(t *testing.T) {
+	f := setup(t, config{template: servertest.ToolTemplate, reply: `{"summary":"sunny"}`})
+	p := toolParams("Weather in Oslo?")
+	p.Messages = append(p.Messages,
+		openai.ChatCompletionMessageParamUnion{OfAssistant: &openai.ChatCompletionAssistantMessageParam{
+			ToolCalls: []openai.ChatCompletionMessageToolCallUnionParam{{OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+				ID: "call_1", Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: "get_weather", Arguments: `{"city":"Oslo"}`},
+			}}},
+		}},
+		openai.ToolMessage("sunny, 21 C", "call_1"))
+	p.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+		JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "answer", Schema: map[string]any{
+			"type": "object", "properties": map[string]any{"summary": map[string]any{"type": "string"}}, "required": []string{"summary"},
+		}},
+	}}
+	res, err := f.client.Chat.Completions.New(t.Context(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Choices[0]; c.FinishReason != "stop" || c.Message.Content != `{"summary":"sunny"}` || len(c.Message.ToolCalls) != 0 {
+		t.Errorf("finish %q content %q calls %+v", c.FinishReason, c.Message.Content, c.Message.ToolCalls)
+	}
+	s := string(f.eng.Requests()[0].Schema)
+	if !strings.HasPrefix(s, `{"anyOf":[{`) || !strings.Contains(s, `"summary"`) || !strings.Contains(s, `"const":"get_weather"`) {
+		t.Errorf("grammar schema %s, want the format or a call", s)
+	}
+}
