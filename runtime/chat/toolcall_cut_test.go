@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -159,4 +160,29 @@ func TestToolStreamCutUnnamedAfterCalls(t *testing.T) {
 	if content != "" || len(calls) != 2 || calls[0].Name != "f" || cut == nil || cut.Name != "" {
 		t.Errorf("content %q calls %+v cut %+v; want the call to f and an unnamed cut", content, calls, cut)
 	}
+}
+
+// FuzzCut: for any text, CloseJSON gives a JSON object that is a closed prefix of a cut object,
+// and cutting a stream of any family never panics and never loses a call it names.
+func FuzzCut(f *testing.F) {
+	for _, s := range []string{`{"a":[1,{"b":"c\`, `[{"name":"f","arguments":{"x":`, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"s\": \"\\u00", `[TOOL_CALLS]f[ARGS]{"a`, `{"name":"f","arguments":"{\"a\":1"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out, _ := CloseJSON(s)
+		if !json.Valid(out) || out[0] != '{' {
+			t.Fatalf("CloseJSON(%q) = %s, not a JSON object", s, out)
+		}
+		for _, p := range []ToolParser{GenericToolParser{}, HermesToolParser{}, MistralToolParser{}, Llama3ToolParser{}} {
+			_, calls, cut, _ := cutStream(p, s, func(string) string { return "f" })
+			for _, d := range calls {
+				if d.Name == "" && d.Arguments == "" {
+					t.Fatalf("%T: an empty delta for %q", p, s)
+				}
+			}
+			if cut != nil && cut.Name != "" && len(calls) == 0 {
+				t.Fatalf("%T: cut %+v but no call for %q", p, cut, s)
+			}
+		}
+	})
 }
