@@ -20,9 +20,21 @@ type outputCheck struct {
 	tools map[string]json.RawMessage
 	// calls, when set, are the tools a reply may call instead of following full (a format
 	// beside tools): a reply that is such a call is not checked against full.
-	calls     map[string]json.RawMessage
-	unchecked []string
+	calls map[string]json.RawMessage
+	// unchecked are the limits nothing enforces, by tool ("" for the format): named in the
+	// warning of a reply that uses them.
+	unchecked map[string][]string
 	text      []strings.Builder
+}
+
+func (o *outputCheck) noteUnchecked(r schema.Relaxation) {
+	if r.Checked {
+		return
+	}
+	if o.unchecked == nil {
+		o.unchecked = map[string][]string{}
+	}
+	o.unchecked[r.Tool] = append(o.unchecked[r.Tool], r.String())
 }
 
 // checkFormat relaxes gen's response format for the grammar and returns its check; nil when the
@@ -40,9 +52,7 @@ func checkFormat(gen *llm.Request, n int) (*outputCheck, error) {
 	}
 	o := &outputCheck{full: gen.Schema, text: make([]strings.Builder, n)}
 	for _, r := range relaxed {
-		if !r.Checked {
-			o.unchecked = append(o.unchecked, r.String())
-		}
+		o.noteUnchecked(r)
 	}
 	gen.Schema = g
 	return o, nil
@@ -57,9 +67,7 @@ func checkCalls(relaxed []schema.Relaxation, params map[string]json.RawMessage, 
 	o := &outputCheck{tools: map[string]json.RawMessage{}, text: make([]strings.Builder, n)}
 	for _, r := range relaxed {
 		o.tools[r.Tool] = params[r.Tool]
-		if !r.Checked {
-			o.unchecked = append(o.unchecked, r.String())
-		}
+		o.noteUnchecked(r)
 	}
 	return o
 }
@@ -81,19 +89,32 @@ func (o *outputCheck) wrap(emit Emit) Emit {
 // warning says what the grammar did not enforce and where text breaks the full schema. A reply
 // cut by the cap is not checked: it cannot be whole.
 func (o *outputCheck) warning(text, finish string) string {
+	calls := forcedCalls(text)
+	isCall := o.isCall(calls)
+	var unchecked []string
+	if !isCall {
+		unchecked = o.unchecked[""]
+	}
+	seen := map[string]bool{}
+	for _, c := range calls {
+		if !seen[c.name] {
+			seen[c.name] = true
+			unchecked = append(unchecked, o.unchecked[c.name]...)
+		}
+	}
 	var notes []string
-	if len(o.unchecked) > 0 {
-		notes = append(notes, "the grammar engine could not enforce, and nothing checked: "+strings.Join(o.unchecked, "; "))
+	if len(unchecked) > 0 {
+		notes = append(notes, "the grammar engine could not enforce, and nothing checked: "+strings.Join(unchecked, "; "))
 	}
 	if finish == llm.FinishLength {
 		return strings.Join(notes, "; ")
 	}
-	if o.full != nil && !o.isCall(text) {
+	if o.full != nil && !isCall {
 		if vs, err := schema.Validate(o.full, []byte(text)); err == nil && len(vs) > 0 {
 			notes = append(notes, "the reply breaks its JSON schema where the grammar engine could not enforce it: "+violations(vs))
 		}
 	}
-	for _, c := range forcedCalls(text) {
+	for _, c := range calls {
 		params, ok := o.tools[c.name]
 		if !ok {
 			continue
@@ -105,9 +126,11 @@ func (o *outputCheck) warning(text, finish string) string {
 	return strings.Join(notes, "; ")
 }
 
-// isCall reports whether text is a call to one of o.calls.
-func (o *outputCheck) isCall(text string) bool {
-	cs := forcedCalls(text)
+// isCall reports whether cs (a reply read as calls) are calls to o.calls.
+func (o *outputCheck) isCall(cs []rawCall) bool {
+	if o.calls == nil {
+		return false
+	}
 	for _, c := range cs {
 		if _, ok := o.calls[c.name]; !ok {
 			return false

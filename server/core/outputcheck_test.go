@@ -147,3 +147,23 @@ func TestResponseFormatWithAutoTools(t *testing.T) {
 		})
 	}
 }
+
+// TestUncheckedOnlyForTheToolCalled: what nothing enforces in one tool's schema is named only
+// in replies that call that tool.
+func TestUncheckedOnlyForTheToolCalled(t *testing.T) {
+	req := userChat("go")
+	req.Tools = []chat.Tool{
+		{Name: "paint", Parameters: json.RawMessage(`{"type":"object","properties":{"c":{"type":"string","format":"x-color"}}}`)},
+		{Name: "now", Parameters: json.RawMessage(`{"type":"object"}`)},
+	}
+	req.ToolChoice = ToolChoice{Mode: ToolRequired}
+	for reply, want := range map[string]string{
+		`[{"name":"now","arguments":{}}]`:            "",
+		`[{"name":"paint","arguments":{"c":"red"}}]`: `tool "paint" #/properties/c/format`,
+	} {
+		_, done, _ := chatOnce(t, reply, req)
+		if want == "" && done.Warning != "" || !strings.Contains(done.Warning, want) {
+			t.Errorf("%s: warning %q, want %q", reply, done.Warning, want)
+		}
+	}
+}

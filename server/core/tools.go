@@ -132,9 +132,7 @@ func formatOrCall(gen *llm.Request, req *ChatRequest, n int) (*outputCheck, erro
 		}
 		check.full = gen.Schema
 		for _, r := range forFormat {
-			if !r.Checked {
-				check.unchecked = append(check.unchecked, r.String())
-			}
+			check.noteUnchecked(r)
 		}
 	}
 	if check != nil {
