@@ -205,7 +205,8 @@ func skipValue(s string, i int) (int, bool) {
 // completed by complete, which gets the start of a name and returns the one tool it can only
 // be, or ""), and its arguments text as far as it got, on the next index. A cut object that
 // reached neither its arguments nor a name complete accepts is not taken for a call; after
-// complete calls it is left out, and cut has an empty Name to say so. cut names that call;
+// complete calls, or in a forced reply (complete is not nil: the grammar wrote a call), it is
+// left out, and cut has an empty Name to say so. cut names that call;
 // nil when no call was cut (the reply then ends as Close ends it). Text that opens like a call
 // but whose name was not reached is still served as content, as Close serves it.
 func (s *ToolStream) Cut(complete func(prefix string) string) (content string, calls []ToolCallDelta, cut *CutCall, suspect string, err error) {
@@ -224,7 +225,8 @@ func (s *ToolStream) Cut(complete func(prefix string) string) (content string, c
 			c.Name, c.NameDone, forced = name, true, true
 		}
 	}
-	if !ok || c != nil && (!c.NameDone || !c.hasArgs && !forced) && len(whole) == 0 {
+	// A forced call's text is never content: cut before its name is known it is left out.
+	if !ok || c != nil && (!c.NameDone || !c.hasArgs && !forced) && len(whole) == 0 && complete == nil {
 		content, calls, suspect, err = s.Close()
 		return content, calls, nil, suspect, err
 	}

@@ -53,7 +53,11 @@ func (r *replyShaper) shape(ev *llm.Event) {
 			var err error
 			if ev.Done.FinishReason == llm.FinishLength {
 				var cut *chat.CutCall
-				rest, last, cut, suspect, err = r.tools.Cut(r.completeName)
+				var complete func(string) string // nil: not forced
+				if r.forced != nil {
+					complete = r.completeName
+				}
+				rest, last, cut, suspect, err = r.tools.Cut(complete)
 				if cut != nil && cut.Name == "" {
 					warning = "the token cap cut the reply inside a tool call before its name was complete; that call was left out"
 				} else if cut != nil {

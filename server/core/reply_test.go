@@ -45,6 +45,8 @@ func TestReplyShaper(t *testing.T) {
 		{"cut call", hermes, call[:30], "length", "", "", []string{`f`}, "length", `cut the reply inside the call to "f"`},
 		{"cut in the arguments", hermes, call[:45], "length", "", "", []string{`f{"x": 1`}, "length", `cut the reply inside the call to "f"`},
 		{"cut before the name", hermes, call[:18], "length", call[:18], "", nil, "length", "does not parse"},
+		{"forced, cut before the name of one of two tools", &shaping{parser: chat.GenericToolParser{}, forced: []string{"f", "g"}},
+			`[{"name":"`, "length", "", "", nil, "length", "before its name was complete"},
 		{"forced, one whole call and one cut", &shaping{parser: chat.GenericToolParser{}, forced: []string{"f", "get_weather"}},
 			`[{"name":"f","arguments":{"x":1}},{"name":"get_w`, "length", "", "", []string{`f{"x":1}`, `get_weather`}, "length", `inside the call to "get_weather"`},
 		{"call then cap", hermes, call, "length", "", "", []string{`f{"x":1}`}, "length", ""},
