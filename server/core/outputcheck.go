@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/superfluid/superfluid/runtime/llm"
@@ -116,7 +117,7 @@ func (o *outputCheck) warning(text, finish string) string {
 	}
 	for _, c := range calls {
 		params, ok := o.tools[c.name]
-		if !ok {
+		if !ok || c.args == nil {
 			continue
 		}
 		if vs, err := schema.Validate(params, c.args); err == nil && len(vs) > 0 {
@@ -157,9 +158,27 @@ type rawCall struct {
 	args []byte
 }
 
+// callName finds the names of calls in text the cap cut (which does not parse).
+var callName = regexp.MustCompile(`"name"\s*:\s*"((?:[^"\\]|\\.)*)"`)
+
 // forcedCalls reads the calls a forced call's grammar produced: one {"name", "arguments"}
-// object, or an array of them.
+// object, or an array of them. From text that does not parse (cut by the cap) it reads only
+// the names, without arguments.
 func forcedCalls(text string) []rawCall {
+	if calls, ok := wholeCalls(text); ok {
+		return calls
+	}
+	var out []rawCall
+	for _, m := range callName.FindAllStringSubmatch(text, -1) {
+		var name string
+		if json.Unmarshal([]byte(`"`+m[1]+`"`), &name) == nil {
+			out = append(out, rawCall{name: name})
+		}
+	}
+	return out
+}
+
+func wholeCalls(text string) ([]rawCall, bool) {
 	type call struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
@@ -168,12 +187,12 @@ func forcedCalls(text string) []rawCall {
 	t := bytes.TrimSpace([]byte(text))
 	if len(t) > 0 && t[0] == '[' {
 		if json.Unmarshal(t, &list) != nil {
-			return nil
+			return nil, false
 		}
 	} else {
 		var one call
 		if json.Unmarshal(t, &one) != nil {
-			return nil
+			return nil, false
 		}
 		list = []call{one}
 	}
@@ -181,5 +200,5 @@ func forcedCalls(text string) []rawCall {
 	for _, c := range list {
 		out = append(out, rawCall{c.Name, c.Arguments})
 	}
-	return out
+	return out, true
 }

@@ -167,3 +167,15 @@ func TestUncheckedOnlyForTheToolCalled(t *testing.T) {
 		}
 	}
 }
+
+// TestUncheckedInACutCall: a call cut by the cap still names what nothing enforced in its tool.
+func TestUncheckedInACutCall(t *testing.T) {
+	req := userChat("go")
+	req.Tools = []chat.Tool{{Name: "paint", Parameters: json.RawMessage(`{"type":"object","properties":{"c":{"type":"string","format":"x-color"}}}`)}}
+	req.ToolChoice = ToolChoice{Mode: ToolFunction, Name: "paint"}
+	req.Generation.MaxTokens = 30
+	reply, done, _ := chatOnce(t, `{"name":"paint","arguments":{"c":"a long colour name"}}`, req)
+	if len(reply.ToolCalls) != 1 || done.FinishReason != llm.FinishLength || !strings.Contains(done.Warning, `tool "paint" #/properties/c/format`) {
+		t.Errorf("calls %+v finish %q warning %q", reply.ToolCalls, done.FinishReason, done.Warning)
+	}
+}
