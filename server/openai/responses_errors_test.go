@@ -133,8 +133,6 @@ func TestResponsesBadInput(t *testing.T) {
 		{"tool_choice any", "POST", "/v1/responses", `{"model":"fake","input":"hi","tool_choice":"any"}`, bad, "tool_choice", "", "auto, none, required"},
 		{"tool_choice allowed_tools", "POST", "/v1/responses", `{"model":"fake","input":"hi","tool_choice":{"type":"allowed_tools","mode":"auto","tools":[]}}`,
 			bad, "tool_choice", "unsupported_parameter", "allowed_tools"},
-		{"forced call with a json_schema format", "POST", "/v1/responses", `{"model":"fake","input":"hi","tools":[` + fn(`{"type":"object"}`) +
-			`],"tool_choice":"required","text":{"format":{"type":"json_object"}}}`, bad, "", "", "cannot be combined"},
 		{"top_logprobs 21", "POST", "/v1/responses", `{"model":"fake","input":"hi","top_logprobs":21,"include":["message.output_text.logprobs"]}`,
 			bad, "top_logprobs", "", "between 0 and 20, got 21"},
 		{"top_logprobs -1", "POST", "/v1/responses", `{"model":"fake","input":"hi","top_logprobs":-1}`, bad, "top_logprobs", "", "between 0 and 20"},
