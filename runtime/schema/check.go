@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -32,6 +33,27 @@ import (
 // $refs are checked wherever they appear, as the converter resolves every one of them.
 func Check(raw json.RawMessage) error {
 	_, err := check(raw)
+	return err
+}
+
+// CheckShown is Check for a schema that is only shown to the model (a tool under tool_choice
+// auto): no grammar is built from it, so the grammar engine's size caps (MaxBytes, MaxValues,
+// MaxProperties, MaxRefs, MaxExpanded) do not refuse it; a schema past one of them need only be
+// JSON with an object or boolean root. A broken schema is still refused.
+func CheckShown(raw json.RawMessage) error {
+	err := Check(raw)
+	var e *Error
+	if !errors.As(err, &e) || !e.sizeCap {
+		return err
+	}
+	var root any
+	if json.Unmarshal(raw, &root) != nil {
+		return err
+	}
+	switch root.(type) {
+	case map[string]any, bool:
+		return nil
+	}
 	return err
 }
 
@@ -93,7 +115,7 @@ func (c *checker) resolveRefs() error {
 			return refuse(at, "the $ref is %d bytes, more than %d; use shorter definition names", len(ref), MaxRefBytes)
 		}
 		if len(c.targets) == MaxRefs {
-			return refuse(at, "the schema has more than %d different $ref values; inline small definitions or simplify the schema", MaxRefs)
+			return refuseSize(at, "the schema has more than %d different $ref values; inline small definitions or simplify the schema", MaxRefs)
 		}
 		target, why := c.resolve(ref)
 		if why != "" {
@@ -198,7 +220,7 @@ func (c *checker) walk(s *node, seen map[*node]bool) error {
 			return refuse(props.path(), "properties must be an object mapping names to schemas, not %s", props.kind)
 		}
 		if len(props.kids) > MaxProperties {
-			return refuse(props.path(), "the object has %d properties, more than %d; split it into nested objects", len(props.kids), MaxProperties)
+			return refuseSize(props.path(), "the object has %d properties, more than %d; split it into nested objects", len(props.kids), MaxProperties)
 		}
 		subs = append(subs, props.kids...)
 	}

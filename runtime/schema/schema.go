@@ -87,6 +87,9 @@ type Error struct {
 	Path string
 	// Reason says what is wrong and what to change.
 	Reason string
+	// sizeCap marks a refusal for the grammar engine's size caps (bytes, values, properties,
+	// $refs, expansion) rather than for a broken schema: CheckShown lets it pass.
+	sizeCap bool
 }
 
 func (e *Error) Error() string {
@@ -107,4 +110,11 @@ func (e *Error) Unwrap() []error { return []error{ErrSchema, llm.ErrInvalidInput
 
 func refuse(path, format string, args ...any) *Error {
 	return &Error{Path: path, Reason: fmt.Sprintf(format, args...)}
+}
+
+// refuseSize is refuse for one of the grammar engine's size caps.
+func refuseSize(path, format string, args ...any) *Error {
+	e := refuse(path, format, args...)
+	e.sizeCap = true
+	return e
 }

@@ -3,12 +3,15 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/enginetest"
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/runtime/schema"
 )
 
 // chatOnce runs req on a fake engine that replies with reply, and returns the reply gathered,
@@ -177,5 +180,39 @@ func TestUncheckedInACutCall(t *testing.T) {
 	reply, done, _ := chatOnce(t, `{"name":"paint","arguments":{"c":"a long colour name"}}`, req)
 	if len(reply.ToolCalls) != 1 || done.FinishReason != llm.FinishLength || !strings.Contains(done.Warning, `tool "paint" #/properties/c/format`) {
 		t.Errorf("calls %+v finish %q warning %q", reply.ToolCalls, done.FinishReason, done.Warning)
+	}
+}
+
+// TestShownToolsPassTheGrammarCaps: under tool_choice auto a tool's schema is only shown to the
+// model, so the grammar engine's caps (size, properties per object) do not refuse it; a forced
+// call, which builds a grammar from it, still gets the cap's 400.
+func TestShownToolsPassTheGrammarCaps(t *testing.T) {
+	var props []string
+	for i := range schema.MaxProperties + 72 {
+		props = append(props, fmt.Sprintf(`"p%d":{"type":"string","description":%q}`, i, strings.Repeat("d", 4<<10)))
+	}
+	wide := json.RawMessage(`{"type":"object","properties":{` + strings.Join(props, ",") + `}}`)
+	if len(wide) <= schema.MaxBytes {
+		t.Fatalf("the schema is %d bytes, not past the cap", len(wide))
+	}
+	req := userChat("go")
+	req.Tools = []chat.Tool{{Name: "wide", Parameters: wide}}
+	fake := enginetest.New(2<<20, "Hello") // a window that holds the schema (a token a byte)
+	svc := New(Config{}, nil, fakeModel(t, fake))
+	if _, err := svc.Chat(context.Background(), req, func(int, llm.Event) error { return nil }); err != nil {
+		t.Fatalf("auto: %v", err)
+	}
+	if sent := fake.Requests()[0]; sent.Format != "" || !strings.Contains(sent.Prompt, `"p199"`) {
+		t.Errorf("auto tools: format %q, prompt of %d bytes; want the schema shown whole, no grammar", sent.Format, len(sent.Prompt))
+	}
+	req.ToolChoice = ToolChoice{Mode: ToolRequired}
+	_, err := svc.Chat(context.Background(), req, func(int, llm.Event) error { return nil })
+	if !errors.Is(err, llm.ErrInvalidInput) || !strings.Contains(err.Error(), "tool wide: parameters") {
+		t.Errorf("forced: %v, want the cap's 400 naming the tool", err)
+	}
+	req.ToolChoice = ToolChoice{}
+	req.Tools[0].Parameters = json.RawMessage(`["not", "a", "schema"]`)
+	if _, err := svc.Chat(context.Background(), req, func(int, llm.Event) error { return nil }); !errors.Is(err, llm.ErrInvalidInput) {
+		t.Errorf("an array as a schema: %v, want a 400", err)
 	}
 }

@@ -30,11 +30,20 @@ func checkTools(req *ChatRequest) error {
 	if err := chat.CheckTools(req.Tools); err != nil {
 		return invalidInput(err)
 	}
+	// The grammar engine's limits (schema.Check's caps on size, properties, depth) matter only
+	// when a grammar is built from the tools' schemas: a forced call, or a response format
+	// beside tools. Otherwise the schemas are only shown to the model, and any JSON Schema is
+	// served, however large (the window decides).
+	grammar := req.ToolChoice.forced() || req.Generation.Format == llm.FormatSchema
 	for _, t := range req.Tools {
 		if len(t.Parameters) == 0 {
 			continue
 		}
-		if err := schema.Check(t.Parameters); err != nil {
+		check := schema.Check
+		if !grammar {
+			check = schema.CheckShown
+		}
+		if err := check(t.Parameters); err != nil {
 			return fmt.Errorf("%w: tool %s: parameters: %v", llm.ErrInvalidInput, t.Name, err)
 		}
 	}
