@@ -67,7 +67,7 @@ func (c *checker) expansion() error {
 		if over == nil {
 			over = c.doc.root
 		}
-		return refuse(over.path(), "the grammar converter would visit more than %d subschemas: it copies allOf members in place and visits a schema once per entry of its type list, so shared allOf references multiply; use plain $refs instead of allOf, or simplify the schema", MaxExpanded)
+		return refuseSize(over.path(), "the grammar converter would visit more than %d subschemas: it copies allOf members in place and visits a schema once per entry of its type list, so shared allOf references multiply; use plain $refs instead of allOf, or simplify the schema", MaxExpanded)
 	}
 	return nil
 }

@@ -100,7 +100,7 @@ type open struct {
 // NUL would silently cut the grammar short).
 func parse(raw []byte) (*document, error) {
 	if len(raw) > MaxBytes {
-		return nil, refuse("#", "the schema is %d bytes, more than the %d this server accepts; shorten descriptions or split the schema", len(raw), MaxBytes)
+		return nil, refuseSize("#", "the schema is %d bytes, more than the %d this server accepts; shorten descriptions or split the schema", len(raw), MaxBytes)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -149,7 +149,7 @@ func parse(raw []byte) (*document, error) {
 		}
 		values++
 		if values > MaxValues {
-			return nil, refuse(where(), "the schema has more than %d JSON values; simplify it (fewer enum values, fewer properties)", MaxValues)
+			return nil, refuseSize(where(), "the schema has more than %d JSON values; simplify it (fewer enum values, fewer properties)", MaxValues)
 		}
 		n, err := newNode(tok)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/server/core"
 )
@@ -143,10 +144,16 @@ func replyContent(r *core.Reply, omitThinking bool) []any {
 	return content
 }
 
-// input is a call's arguments as a tool_use input: always an object.
+// input is a call's arguments as a tool_use input: always an object. Arguments that are not one
+// belong to a call the token cap cut (the core's warning says so): the input is the longest
+// prefix of them that parses, closed. (A stream sends them as generated, in input_json_delta.)
 func input(args []byte) json.RawMessage {
 	if len(args) == 0 {
 		return json.RawMessage("{}")
+	}
+	if !json.Valid(args) {
+		closed, _ := chat.CloseJSON(string(args))
+		return closed
 	}
 	return args
 }
