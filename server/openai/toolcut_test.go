@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -268,5 +269,47 @@ func TestChatResponseFormatAfterToolResult(t *testing.T) {
 	s := string(f.eng.Requests()[0].Schema)
 	if !strings.HasPrefix(s, `{"anyOf":[{`) || !strings.Contains(s, `"summary"`) || !strings.Contains(s, `"const":"get_weather"`) {
 		t.Errorf("grammar schema %s, want the format or a call", s)
+	}
+}
+
+// TestResponsesCustomCallCut: a custom tool call cut by max_output_tokens inside its input
+// comes back as a custom_tool_call whose input is the text the model wrote so far, never the
+// JSON wrapper of the function it is offered as ({"input": ...}), whole and streamed; cut
+// before any of the input, the input is empty.
+func TestResponsesCustomCallCut(t *testing.T) {
+	const reply = `{"name": "apply_patch", "arguments": {"input": "*** Begin Patch\nmore"}}`
+	tool := `{"type":"custom","name":"apply_patch","description":"Edit files."}`
+	for _, tc := range []struct {
+		name string
+		max  int
+		want string
+	}{
+		{"inside the input", strings.Index(reply, "Begin") + len("Begin"), "*** Begin"},
+		{"before the input", strings.Index(reply, `"input"`) + 2, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startResponsesWith(t, filepath.Join(t.TempDir(), "db.sqlite"), respConfig{template: servertest.ToolTemplate, reply: reply})
+			body := respBody(`"go"`, []string{tool}, fmt.Sprintf(`"tool_choice":{"type":"custom","name":"apply_patch"},"max_output_tokens":%d`, tc.max))
+			r, _ := postResponse(t, s, body)
+			if r.Status != "incomplete" || len(r.Output) != 1 || r.Output[0].Type != "custom_tool_call" {
+				t.Fatalf("status %q output %+v", r.Status, r.Output)
+			}
+			if got := r.Output[0].AsCustomToolCall().Input; got != tc.want {
+				t.Errorf("input %q, want %q", got, tc.want)
+			}
+			evs, err := rawStream(t, s, strings.TrimSuffix(body, "}")+`,"stream":true}`, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var done []string
+			for _, ev := range evs {
+				if ev.Type == "response.output_item.done" && ev.Item.Type == "custom_tool_call" {
+					done = append(done, ev.Item.AsCustomToolCall().Input)
+				}
+			}
+			if len(done) != 1 || done[0] != tc.want {
+				t.Errorf("streamed inputs %q, want [%q]", done, tc.want)
+			}
+		})
 	}
 }
