@@ -44,7 +44,8 @@ func signature(text string) string {
 }
 
 // unsign returns the thinking text a signature of this server carries; ok is false for any
-// other signature (Anthropic's, or one altered).
+// other signature (Anthropic's, or one altered). The digest is not keyed: a client can make a
+// signature for any text, which gives it nothing it could not send as the block's thinking.
 func unsign(sig string) (text string, ok bool) {
 	b, err := base64.StdEncoding.DecodeString(sig)
 	if err != nil || len(b) < sha256.Size {
@@ -57,5 +58,8 @@ func unsign(sig string) (text string, ok bool) {
 	if !bytes.Equal(h.Sum(nil), digest) {
 		return "", false
 	}
-	return string(body), true
+	// The text reaches the prompt as the JSON text of a block would: valid UTF-8 (a forged
+	// signature could otherwise carry bytes no JSON string can, such as sequences past
+	// U+10FFFF that llama.cpp's tokenizer aborts on).
+	return strings.ToValidUTF8(string(body), "\uFFFD"), true
 }

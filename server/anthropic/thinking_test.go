@@ -1,10 +1,13 @@
 package anthropic_test
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 )
@@ -200,5 +203,22 @@ func TestThinkingBadInput(t *testing.T) {
 	}
 	if n := len(f.eng.Requests()); n != 0 {
 		t.Errorf("bad requests reached the engine %d times", n)
+	}
+}
+
+// TestThinkingSignatureUTF8: a signature is unkeyed, so a client can make one for any bytes;
+// the text it restores reaches the prompt as valid UTF-8, as a block's JSON thinking would
+// (invalid bytes, and a sequence past U+10FFFF that llama.cpp's tokenizer aborts on, become
+// U+FFFD).
+func TestThinkingSignatureUTF8(t *testing.T) {
+	f := setup(t, config{template: hermesTemplate})
+	text := "bad \xff\xfe and \xf4\x90\x80\x80 bytes"
+	h := sha256.New()
+	h.Write([]byte("superfluid thinking\x00" + text))
+	sig := base64.StdEncoding.EncodeToString(append(h.Sum(nil), text...))
+	f.ok(t, `{"model":"fake","max_tokens":10,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"thinking","thinking":"","signature":"`+sig+`"},{"type":"text","text":"x"}]},{"role":"user","content":"y"}]}`)
+	p := f.lastPrompt(t)
+	if !utf8.ValidString(p) || !strings.Contains(p, "<think>bad \uFFFD") {
+		t.Errorf("prompt %q; want the restored thinking as valid UTF-8", p)
 	}
 }

@@ -66,8 +66,8 @@ func itemMessages(items []item, ts *toolSet) []chat.Message {
 			turn.Reasoning = it.text()
 		case it.Type == itemCall:
 			open(true)
-			args := json.RawMessage(strings.TrimSpace(it.Arguments))
-			if len(args) == 0 {
+			args, ok := historyArguments(it.Arguments) // checked when it came in, or a stored cut call
+			if !ok {
 				args = json.RawMessage("{}")
 			}
 			turn.ToolCalls = append(turn.ToolCalls, chat.ToolCall{ID: it.CallID, Name: ts.modelName(false, it.Namespace, it.Name), Arguments: args})

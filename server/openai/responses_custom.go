@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
+
+	"github.com/superfluid/superfluid/runtime/chat"
 )
 
 // Custom tools take free-form text. The model is offered a function of one string, "input",
@@ -60,11 +63,21 @@ func customFormatWarning(param string, w *wireTool) []string {
 }
 
 // customInput is the input a custom tool call's arguments carry: the "input" string, else
-// the one string argument the model gave, else the arguments as written.
+// the one string argument the model gave, else the arguments as written. Arguments that are
+// the start of an object were cut by the token cap: the input is what the closed prefix holds
+// (never the JSON wrapper around it), "" when the cut came before any of it.
 func customInput(args string) string {
 	var obj map[string]json.RawMessage
+	cut := false
 	if json.Unmarshal([]byte(args), &obj) != nil {
-		return args
+		if !strings.HasPrefix(strings.TrimSpace(args), "{") {
+			return args
+		}
+		closed, _ := chat.CloseJSON(args)
+		if json.Unmarshal(closed, &obj) != nil {
+			return ""
+		}
+		cut = true
 	}
 	pick := func(raw json.RawMessage) (string, bool) {
 		var s string
@@ -79,6 +92,9 @@ func customInput(args string) string {
 				return s
 			}
 		}
+	}
+	if cut {
+		return ""
 	}
 	return args
 }

@@ -143,7 +143,7 @@ func parseCallItem(param string, w *wireItem) (item, error) {
 	if err := json.Unmarshal(w.Arguments, &args); len(w.Arguments) == 0 || err != nil {
 		return item{}, invalid(param+".arguments", fmt.Sprintf("%s.arguments must be a string holding a JSON object, e.g. \"{\\\"city\\\": \\\"Oslo\\\"}\"", param))
 	}
-	if a := bytes.TrimSpace([]byte(args)); len(a) > 0 && (a[0] != '{' || !json.Valid(a)) {
+	if _, ok := historyArguments(args); !ok {
 		return item{}, invalid(param+".arguments", fmt.Sprintf("%s.arguments is not a JSON object: %.80q; send the arguments as the response gave them", param, args))
 	}
 	status := "completed"

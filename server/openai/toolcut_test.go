@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -269,4 +270,108 @@ func TestChatResponseFormatAfterToolResult(t *testing.T) {
 	if !strings.HasPrefix(s, `{"anyOf":[{`) || !strings.Contains(s, `"summary"`) || !strings.Contains(s, `"const":"get_weather"`) {
 		t.Errorf("grammar schema %s, want the format or a call", s)
 	}
+}
+
+// TestResponsesCustomCallCut: a custom tool call cut by max_output_tokens inside its input
+// comes back as a custom_tool_call whose input is the text the model wrote so far, never the
+// JSON wrapper of the function it is offered as ({"input": ...}), whole and streamed; cut
+// before any of the input, the input is empty.
+func TestResponsesCustomCallCut(t *testing.T) {
+	const reply = `{"name": "apply_patch", "arguments": {"input": "*** Begin Patch\nmore"}}`
+	tool := `{"type":"custom","name":"apply_patch","description":"Edit files."}`
+	for _, tc := range []struct {
+		name string
+		max  int
+		want string
+	}{
+		{"inside the input", strings.Index(reply, "Begin") + len("Begin"), "*** Begin"},
+		{"before the input", strings.Index(reply, `"input"`) + 2, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startResponsesWith(t, filepath.Join(t.TempDir(), "db.sqlite"), respConfig{template: servertest.ToolTemplate, reply: reply})
+			body := respBody(`"go"`, []string{tool}, fmt.Sprintf(`"tool_choice":{"type":"custom","name":"apply_patch"},"max_output_tokens":%d`, tc.max))
+			r, _ := postResponse(t, s, body)
+			if r.Status != "incomplete" || len(r.Output) != 1 || r.Output[0].Type != "custom_tool_call" {
+				t.Fatalf("status %q output %+v", r.Status, r.Output)
+			}
+			if got := r.Output[0].AsCustomToolCall().Input; got != tc.want {
+				t.Errorf("input %q, want %q", got, tc.want)
+			}
+			evs, err := rawStream(t, s, strings.TrimSuffix(body, "}")+`,"stream":true}`, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var done []string
+			for _, ev := range evs {
+				if ev.Type == "response.output_item.done" && ev.Item.Type == "custom_tool_call" {
+					done = append(done, ev.Item.AsCustomToolCall().Input)
+				}
+			}
+			if len(done) != 1 || done[0] != tc.want {
+				t.Errorf("streamed inputs %q, want [%q]", done, tc.want)
+			}
+		})
+	}
+}
+
+// TestCutCallHistory: a conversation holding a call the token cap cut goes on. The cut call,
+// served with its partial arguments (chat completions' tool_calls, a Responses function_call
+// item), is sent back as the reply gave it, with a result: 200 on chat completions, on
+// /v1/responses sent back in input (store false, as the Codex CLI sends history) and through
+// previous_response_id, its arguments rendered closed. Arguments that are not the start of a
+// JSON object stay a 400.
+func TestCutCallHistory(t *testing.T) {
+	cutAt := strings.Index(forcedCall, `"Oslo"`) + 3 // the arguments are {"city":"Os
+	const closed = `{"city": "Os"}`                  // as the tool template renders them
+
+	t.Run("chat completions", func(t *testing.T) {
+		f := setup(t, config{template: servertest.ToolTemplate, reply: forcedCall})
+		p := forcedParams(int64(cutAt))
+		res, err := f.client.Chat.Completions.New(t.Context(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := res.Choices[0].Message
+		if res.Choices[0].FinishReason != "length" || len(msg.ToolCalls) != 1 || json.Valid([]byte(msg.ToolCalls[0].Function.Arguments)) {
+			t.Fatalf("finish %q calls %+v; want one cut call", res.Choices[0].FinishReason, msg.ToolCalls)
+		}
+		p.Messages = append(p.Messages, msg.ToParam(), openai.ToolMessage("cut short", msg.ToolCalls[0].ID))
+		p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{}
+		p.MaxTokens = openai.Int(5)
+		if _, err := f.client.Chat.Completions.New(t.Context(), p); err != nil {
+			t.Fatalf("the history with the cut call: %v", err)
+		}
+		reqs := f.eng.Requests()
+		if prompt := reqs[len(reqs)-1].Prompt; !strings.Contains(prompt, closed) {
+			t.Errorf("prompt lacks the closed arguments %s:\n%s", closed, prompt)
+		}
+		bad := `{"model":"fake","messages":[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"get_weather","arguments":"{city: Oslo"}}]},{"role":"tool","tool_call_id":"c","content":"r"}]}`
+		if resp, b := f.do(t, http.MethodPost, "/v1/chat/completions", bad); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("malformed arguments: %d %s, want 400", resp.StatusCode, b)
+		}
+	})
+
+	t.Run("responses", func(t *testing.T) {
+		tool := `{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}`
+		s := startResponsesWith(t, filepath.Join(t.TempDir(), "db.sqlite"), respConfig{template: servertest.ToolTemplate, reply: forcedCall})
+		r, _ := postResponse(t, s, respBody(`"Weather in Oslo?"`, []string{tool}, fmt.Sprintf(`"tool_choice":"required","max_output_tokens":%d`, cutAt)))
+		if len(r.Output) != 1 || r.Output[0].Status != "incomplete" {
+			t.Fatalf("output %+v; want one incomplete call", r.Output)
+		}
+		c := r.Output[0].AsFunctionCall()
+		if json.Valid([]byte(c.Arguments)) {
+			t.Fatalf("arguments %q are whole; want a cut call", c.Arguments)
+		}
+		output := `{"type":"function_call_output","call_id":"` + c.CallID + `","output":"cut short"}`
+		postResponse(t, s, respBody(`[`+output+`]`, []string{tool}, `"previous_response_id":"`+r.ID+`","max_output_tokens":5`))
+		if !strings.Contains(lastPrompt(s), closed) {
+			t.Errorf("previous_response_id: prompt lacks %s:\n%s", closed, lastPrompt(s))
+		}
+		args, _ := json.Marshal(c.Arguments)
+		call := `{"type":"function_call","call_id":"` + c.CallID + `","name":"get_weather","arguments":` + string(args) + `,"status":"incomplete"}`
+		postResponse(t, s, respBody(`[{"role":"user","content":"Weather in Oslo?"},`+call+`,`+output+`]`, []string{tool}, `"store":false,"max_output_tokens":5`))
+		if !strings.Contains(lastPrompt(s), closed) {
+			t.Errorf("stateless: prompt lacks %s:\n%s", closed, lastPrompt(s))
+		}
+	})
 }

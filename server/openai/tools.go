@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/superfluid/superfluid/runtime/chat"
@@ -118,16 +119,39 @@ func toToolChoice(tc toolChoice) (core.ToolChoice, error) {
 	}
 }
 
-// toCalls converts an assistant message's tool_calls; arguments must be a JSON object.
+// historyArguments reads a call's arguments sent back in the history: a JSON object (empty
+// is {}), or the start of one that the token cap cut (a reply with finish_reason length, or
+// an incomplete response, serves a cut call's arguments as generated), rendered closed
+// (chat.CloseJSON) so that a conversation holding a cut call can go on. ok is false for
+// anything else.
+func historyArguments(raw string) (args json.RawMessage, ok bool) {
+	b := bytes.TrimSpace([]byte(raw))
+	if len(b) == 0 {
+		return json.RawMessage("{}"), true
+	}
+	if b[0] != '{' {
+		return nil, false
+	}
+	if json.Valid(b) {
+		return b, true
+	}
+	var v any
+	var syn *json.SyntaxError
+	if err := json.Unmarshal(b, &v); !errors.As(err, &syn) || syn.Offset != int64(len(b)) {
+		return nil, false // not cut: malformed
+	}
+	closed, _ := chat.CloseJSON(string(b))
+	return closed, true
+}
+
+// toCalls converts an assistant message's tool_calls; arguments must be a JSON object (or a
+// cut one, see historyArguments).
 func toCalls(i int, in []wireToolCall) ([]chat.ToolCall, error) {
 	out := make([]chat.ToolCall, 0, len(in))
 	for j, c := range in {
 		param := fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, j)
-		args := bytes.TrimSpace([]byte(c.Function.Arguments))
-		if len(args) == 0 {
-			args = []byte("{}")
-		}
-		if !json.Valid(args) || args[0] != '{' {
+		args, ok := historyArguments(c.Function.Arguments)
+		if !ok {
 			return nil, invalid(param, fmt.Sprintf("%s is not a JSON object: %.80q", param, c.Function.Arguments))
 		}
 		if c.Function.Name == "" {
