@@ -18,9 +18,9 @@ import (
 // encrypted nor keyed. This server serves the reasoning in plain text anyway (the item's
 // content), and a client may send reasoning_text content back in any reasoning item, so a
 // secret key would keep out nothing a client cannot already send. The tag turns a blob that
-// was cut, edited or made elsewhere (OpenAI's, from a conversation that switched servers)
-// into a clear 400 instead of garbage in the prompt, and a blob stays readable after a
-// restart or by another superfluid, with no key to keep or lose.
+// was cut or edited into a clear 400 instead of garbage in the prompt (one made elsewhere,
+// OpenAI's, is left out: parseReasoningItem), and a blob stays readable after a restart or by
+// another superfluid, with no key to keep or lose.
 
 const (
 	blobPrefix  = "sfr1."

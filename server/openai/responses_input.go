@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // Input items: messages, and the items a tool loop sends back (the function calls the model
@@ -203,7 +204,11 @@ func parseCallOutputItem(param, typ string, w *wireItem) (item, error) {
 // encrypted_content (a blob this server wrote), or its summary.
 func parseReasoningItem(param string, w *wireItem) (item, error) {
 	it := item{ID: idOr(w.ID, "rs_"), Type: itemReasoning}
-	if w.EncryptedContent != nil && *w.EncryptedContent != "" {
+	// A blob another server made (OpenAI's, from a conversation that moved here) cannot be
+	// read: it is left out, as the Anthropic dialect leaves out a foreign thinking signature,
+	// so the conversation goes on without that reasoning. One of ours that fails its check is
+	// a 400.
+	if w.EncryptedContent != nil && *w.EncryptedContent != "" && strings.HasPrefix(*w.EncryptedContent, blobPrefix) {
 		if _, err := openReasoning(param+".encrypted_content", *w.EncryptedContent); err != nil {
 			return item{}, err
 		}
