@@ -96,6 +96,9 @@ func runBench(cfg Config, opts bench.Options, model string, stdout io.Writer) er
 func benchServe(cfg Config) func(bench.ServeOptions) (*bench.Server, error) {
 	return func(so bench.ServeOptions) (*bench.Server, error) {
 		cfg.ModelPath, cfg.Parallel, cfg.Threads = so.Model, so.Parallel, so.Threads
+		if so.ContextLength > 0 {
+			cfg.ContextLength = so.ContextLength
+		}
 		a, err := New(cfg)
 		if err != nil {
 			return nil, err
