@@ -71,8 +71,8 @@ func stripLimits(v any) any {
 	return v
 }
 
-// with is the prompt with its first tools tools and its system text cut to chars characters
-// (-1: whole), the first block led by a nonce so that no cache holds any of it.
+// with is the prompt's system blocks with their text cut to chars characters (-1: whole), the
+// first led by a nonce so that no cache holds any of it, and its first tools tools.
 func (p agentPrompt) with(tools, chars int, nonce string) (system []map[string]any, toolList []any) {
 	left := chars
 	for i, b := range p.system {
@@ -222,41 +222,44 @@ func firstTurn(system []map[string]any, tools []any) map[string]any {
 		"messages": []map[string]any{{"role": "user", "content": agentUser}}}
 }
 
-// fit finds the most of the prompt that stays within target tokens: every tool that fits, in
-// the capture's order; when not even the system prompt fits, as much of its text as does.
-func (p agentPrompt) fit(api *apiClient, target int) (tools, chars int, err error) {
-	count := func(tools, chars int) (int, error) {
-		system, list := p.with(tools, chars, "Session 0.")
-		return api.countTokens(firstTurn(system, list))
+// fit finds the most of the prompt that stays within target tokens: the tools that fit, in the
+// capture's order, skipping one that would not; when not even the system prompt fits, as much
+// of its text as does.
+func (p agentPrompt) fit(api *apiClient, target int) (tools []any, chars int, err error) {
+	count := func(tools []any, chars int) (int, error) {
+		system, _ := p.with(0, chars, "Session 0.")
+		return api.countTokens(firstTurn(system, tools))
 	}
-	// The largest count of something (tools, or characters) whose prompt is within target;
-	// prompts grow with both.
-	largest := func(hi int, size func(int) (int, error)) (int, error) {
-		lo := 0
-		for lo < hi {
-			mid := (lo + hi + 1) / 2
-			n, err := size(mid)
-			if err != nil {
-				return 0, err
-			}
-			if n <= target {
-				lo = mid
-			} else {
-				hi = mid - 1
-			}
-		}
-		return lo, nil
-	}
-	n, err := count(0, -1)
+	n, err := count(nil, -1)
 	if err != nil {
-		return 0, 0, err
+		return nil, 0, err
 	}
 	if n <= target {
-		tools, err = largest(len(p.tools), func(k int) (int, error) { return count(k, -1) })
-		return tools, -1, err
+		for _, tool := range p.tools {
+			more := append(tools[:len(tools):len(tools)], tool)
+			if n, err = count(more, -1); err != nil {
+				return nil, 0, err
+			}
+			if n <= target {
+				tools = more
+			}
+		}
+		return tools, -1, nil
 	}
-	chars, err = largest(len(agentText(p.system, nil)), func(c int) (int, error) { return count(0, c) })
-	return 0, chars, err
+	// The most characters of system text within target (the prompt grows with them).
+	lo, hi := 0, len(agentText(p.system, nil))
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if n, err = count(nil, mid); err != nil {
+			return nil, 0, err
+		}
+		if n <= target {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return nil, lo, nil
 }
 
 // benchAgents measures what a coding agent waits for: the time to the first token of Claude
@@ -287,10 +290,15 @@ func benchAgents(model string, o Options, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i], _ = t.(map[string]any)["name"].(string)
+	}
 	var engine, cold, warm, turn2 []float64
 	var first, second, third agentTurn
 	for run := range o.Repeat {
-		system, list := p.with(tools, chars, fmt.Sprintf("Session %d-%d.", run, time.Now().UnixNano()))
+		system, _ := p.with(0, chars, fmt.Sprintf("Session %d-%d.", run, time.Now().UnixNano()))
+		list := tools
 		body := firstTurn(system, list)
 		if first, err = api.messages(body); err != nil {
 			return fmt.Errorf("cold request: %w", err)
@@ -317,7 +325,7 @@ func benchAgents(model string, o Options, w io.Writer) error {
 		engine, cold = append(engine, d.Seconds()), append(cold, first.ttft.Seconds())
 		warm, turn2 = append(warm, second.ttft.Seconds()), append(turn2, third.ttft.Seconds())
 	}
-	scope := fmt.Sprintf("its system prompt and %d of its %d tools", tools, p.total)
+	scope := fmt.Sprintf("its system prompt and %d of its %d tools (%s)", len(tools), p.total, strings.Join(names, ", "))
 	if chars >= 0 {
 		scope = fmt.Sprintf("the first %d characters of its system prompt, no tools", chars)
 	}
