@@ -27,11 +27,11 @@ func TestContextFieldForAgents(t *testing.T) {
 	if form.ctx.PlaceHolder != "server default: 4096 tokens" {
 		t.Errorf("placeholder %q", form.ctx.PlaceHolder)
 	}
-	if h := form.ctxItem.HintText; !strings.Contains(h, "Claude Code") || !strings.Contains(h, "use 32768 or more") || !strings.Contains(h, "Trained for 65536") {
+	if h := form.ctxHint.Text; !strings.Contains(h, "Claude Code") || !strings.Contains(h, "use 32768 or more") || !strings.Contains(h, "Trained for 65536") {
 		t.Errorf("hint with the default window: %q", h)
 	}
 	ui(app, func() { form.ctx.SetText("32768") })
-	if h := form.ctxItem.HintText; !strings.Contains(h, "32768 tokens fit a coding agent's prompt") || !strings.Contains(h, "Trained for 65536") {
+	if h := form.ctxHint.Text; !strings.Contains(h, "32768 tokens fit a coding agent's prompt") || !strings.Contains(h, "Trained for 65536") {
 		t.Errorf("hint for 32768: %q", h)
 	}
 	var err error
@@ -43,7 +43,7 @@ func TestContextFieldForAgents(t *testing.T) {
 		t.Fatalf("saved %+v", got)
 	}
 	ui(app, func() { form.ctx.SetText("8192") })
-	if h := form.ctxItem.HintText; !strings.Contains(h, "use 32768 or more") {
+	if h := form.ctxHint.Text; !strings.Contains(h, "use 32768 or more") {
 		t.Errorf("hint for 8192: %q", h)
 	}
 }

@@ -25,7 +25,7 @@ type settingsForm struct {
 	system                  *widget.Entry
 	memory                  *widget.Label
 	form                    *widget.Form
-	ctxItem                 *widget.FormItem
+	ctxHint                 *widget.Label // below the context field, wrapped (a FormItem's hint would widen the dialog)
 	facts                   ModelSettings // the windows the hint names
 }
 
@@ -66,10 +66,10 @@ func newSettingsForm(a *App, id string, s ModelSettings) *settingsForm {
 	f.ctx.OnChanged = func(string) { f.showMemory(); f.showHint() }
 	f.lanes.OnChanged = func(string) { f.showMemory() }
 	f.ctx.Validator, f.lanes.Validator, f.maxTokens.Validator = optionalCount, optionalCount, optionalCount
-	f.ctxItem = widget.NewFormItem("Context length", f.ctx)
-	f.ctxItem.HintText = contextHint(s)
+	f.ctxHint = widget.NewLabel(contextHint(s))
+	f.ctxHint.Wrapping = fyne.TextWrapWord
 	f.form = widget.NewForm(
-		f.ctxItem,
+		widget.NewFormItem("Context length", container.NewVBox(f.ctx, f.ctxHint)),
 		widget.NewFormItem("Lanes", f.lanes),
 		widget.NewFormItem("Memory", f.memory),
 		widget.NewFormItem("Keep loaded for", f.keepAlive),
@@ -134,10 +134,7 @@ func (f *settingsForm) showMemory() {
 func (f *settingsForm) showHint() {
 	s := f.facts
 	s.ContextLength = atoiOr0(f.ctx.Text)
-	if hint := contextHint(s); hint != f.ctxItem.HintText {
-		f.ctxItem.HintText = hint
-		f.form.Refresh()
-	}
+	f.ctxHint.SetText(contextHint(s))
 }
 
 // settings reads the form.
@@ -183,7 +180,7 @@ func (v *modelsView) showSettings(id string) {
 		}
 		v.app.refresh()
 	}, v.app.win)
-	d.Resize(fyne.NewSize(620, 560))
+	d.Resize(fyne.NewSize(620, 600)) // room for the context hint: the whole form without scrolling at the default window size
 	v.settings = f
 	d.Show()
 }
