@@ -108,6 +108,10 @@ func TestAgentPromptOverTheWindow(t *testing.T) {
 			t.Errorf("%s: %d %.400s; want 400 with %s and the window", path, status, b, want)
 			continue
 		}
+		// What to do next (Anthropic's wording is the API's own, which Claude Code parses).
+		if !strings.HasPrefix(path, "/v1/messages") && !strings.Contains(string(b), "raise the model's context length (--ctx, or the model's settings in the desktop app)") {
+			t.Errorf("%s: %.400s; want the way to raise the window", path, b)
+		}
 		n := 0
 		if m := promptTokens.FindStringSubmatch(string(b)); m != nil {
 			n, _ = strconv.Atoi(m[1])
