@@ -181,7 +181,8 @@ func (t *Template) Source() string { return t.src }
 // message, e.g. "chat template: Conversation roles must alternate ...";
 // so does a chat_template_kwarg named like a reserved variable. Tools that
 // CheckTools refuses return its ErrToolSchema error, history tool calls
-// that CheckMessages refuses its ErrToolArguments error.
+// that CheckMessages refuses its ErrToolArguments error. A template that refuses
+// (or drops) a system message gets it folded into a user turn (system.go).
 func (t *Template) Render(msgs []Message, opts Options) (string, error) {
 	if err := checkKwargs(opts.Kwargs); err != nil {
 		return "", err
@@ -192,6 +193,11 @@ func (t *Template) Render(msgs []Message, opts Options) (string, error) {
 	if err := CheckMessages(msgs); err != nil {
 		return "", err
 	}
+	return t.renderSystem(msgs, opts)
+}
+
+// renderTools renders msgs with the template's own tool syntax or the tool polyfill.
+func (t *Template) renderTools(msgs []Message, opts Options) (string, error) {
 	if t.NativeTools() {
 		return t.render(msgs, opts)
 	}

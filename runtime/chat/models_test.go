@@ -55,12 +55,13 @@ func TestModelTemplates(t *testing.T) {
 		gen   bool
 		want  string
 	}{
-		// Phi-3's template drops system messages, always ends a user turn
-		// with the assistant header and ignores add_generation_prompt.
+		// Phi-3's template drops system messages (so the system text joins
+		// the first user turn, system.go), always ends a user turn with the
+		// assistant header and ignores add_generation_prompt.
 		{"phi-3", "ggml-vocab-phi-3.gguf", conversation, true,
-			"<s><|user|>\nHi<|end|>\n<|assistant|>\nHello!<|end|>\n<|user|>\nWhat is 2+2?<|end|>\n<|assistant|>\n"},
+			"<s><|user|>\nYou are terse.\n\nHi<|end|>\n<|assistant|>\nHello!<|end|>\n<|user|>\nWhat is 2+2?<|end|>\n<|assistant|>\n"},
 		{"phi-3 without generation prompt", "ggml-vocab-phi-3.gguf", conversation, false,
-			"<s><|user|>\nHi<|end|>\n<|assistant|>\nHello!<|end|>\n<|user|>\nWhat is 2+2?<|end|>\n<|assistant|>\n"},
+			"<s><|user|>\nYou are terse.\n\nHi<|end|>\n<|assistant|>\nHello!<|end|>\n<|user|>\nWhat is 2+2?<|end|>\n<|assistant|>\n"},
 		// DeepSeek Coder's puts the system text straight before the first
 		// instruction (no newline) and its generation prompt keeps the
 		// newline before {% endif %}.

@@ -23,8 +23,8 @@ const (
 // native tool support: the tools become an instruction in the system
 // message, calls become the JSON the instruction asks for and results
 // become user turns. A template that refuses the system message we added
-// (raise_exception) is tried again with the instruction at the start of
-// the first user message.
+// (raise_exception), or drops the system message that carries it, is tried
+// again with the instruction at the start of the first user message.
 func (t *Template) renderPolyfill(msgs []Message, opts Options) (string, error) {
 	msgs = polyfillMessages(msgs)
 	tools := opts.Tools
@@ -35,7 +35,8 @@ func (t *Template) renderPolyfill(msgs []Message, opts Options) (string, error) 
 	instruction := toolInstruction(tools)
 	withSystem, added := addToSystem(msgs, instruction)
 	out, err := t.render(withSystem, opts)
-	if err != nil && added && errors.Is(err, ErrTemplate) {
+	if err != nil && added && errors.Is(err, ErrTemplate) || err == nil && !strings.Contains(out, toolsIntro) {
+		// Refused, or dropped (a template without a system role): the first user turn carries it.
 		return t.render(addToFirstUser(msgs, instruction), opts)
 	}
 	return out, err

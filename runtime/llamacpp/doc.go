@@ -16,6 +16,10 @@
 // of the raw logits before any sampler setting or grammar (see tokenLogprob), computed only for
 // requests that ask, in one pass over the vocabulary per token.
 //
+// Tokenize runs llama_tokenize on a thread of its own whose stack is sized for the text
+// (bigstack.go): llama.cpp's std::regex pre-tokenizers recurse per character of a run. A model
+// that yields no finite logit fails the generation with llm.ErrModelFault; the engine goes on.
+//
 // A model whose GGUF says it embeds (a pooling type, or an encoder architecture such as BERT)
 // runs the embedding loop instead (embed.go): the engine is then an llm.Embedder, pools one
 // whole sequence per batch and refuses generation with llm.ErrUnsupportedModel. pooled.go

@@ -250,12 +250,16 @@ func (e *Engine) Tokenize(_ context.Context, text string, addSpecial, parseSpeci
 	if err := e.chars.check(text); err != nil {
 		return nil, err
 	}
+	if err := checkCodepoints(text); err != nil {
+		return nil, err
+	}
 	e.modelMu.RLock()
 	defer e.modelMu.RUnlock()
 	if e.closed {
 		return nil, errClosed
 	}
-	return e.model.Tokenize(text, addSpecial, parseSpecial)
+	// On a thread of our own with room for the pre-tokenizer's recursion (bigstack.go).
+	return tokenizeOnStack(e.model, text, addSpecial, parseSpecial, stackFor(len(text)), nil)
 }
 
 // Piece returns the text of one token ("" once the engine is closed).

@@ -131,6 +131,11 @@ var probeGrammar = true
 // allows too few of them to decide the draw.
 func (e *Engine) constrainBest(j *job, adjusted, masked []float32, need, m int) (token int, ok, decided bool) {
 	best := j.sampler.Best(adjusted, m)
+	if len(best) == 0 {
+		// Every value is banned (logit_bias, ignore-EOS): nothing can be drawn, as a full
+		// check would find, and llama.cpp's grammar indexes the list it is given.
+		return 0, false, true
+	}
 	some := j.scratch[:0]
 	for _, id := range best {
 		some = append(some, llama.TokenData{ID: id, Logit: adjusted[id]})

@@ -1,6 +1,7 @@
 package llamacpp
 
 import (
+	"math"
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/llm"
@@ -10,6 +11,13 @@ import (
 func (e *Engine) sample(l *lane, idx int) {
 	j := l.job
 	logits := e.lctx.GetLogitsIth(idx)
+	if !anyFinite(logits) {
+		// Nothing to sample from (the grammar would index an empty candidate list): this
+		// job fails, the lane's cache stays valid and the engine goes on.
+		j.out.finish(llm.ErrModelFault)
+		l.job = nil
+		return
+	}
 	token := j.sampler.Sample(logits)
 	if j.grammar != nil {
 		var ok bool
@@ -102,4 +110,15 @@ func (e *Engine) failJobs(err error) {
 		j.out.finish(err)
 	}
 	e.queue = nil
+}
+
+// anyFinite reports whether some logit is a number a sampler can rank (not NaN or ±Inf). A
+// working model's first logit already is, so this costs nothing there.
+func anyFinite(logits []float32) bool {
+	for _, v := range logits {
+		if !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) {
+			return true
+		}
+	}
+	return false
 }

@@ -91,7 +91,8 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// startWorker starts a real worker on the test model, closed at cleanup.
+// startWorker starts a real worker on opts.ModelPath (the test model when empty), closed at
+// cleanup.
 func startWorker(t *testing.T, opts worker.Options, extra ...string) (*worker.Client, *lockedBuffer) {
 	t.Helper()
 	exe, err := os.Executable()
@@ -101,7 +102,9 @@ func startWorker(t *testing.T, opts worker.Options, extra ...string) (*worker.Cl
 	log := &lockedBuffer{}
 	opts.Command = append([]string{exe}, extra...)
 	opts.Env = []string{workerEnv + "=1"}
-	opts.ModelPath = testModelPath
+	if opts.ModelPath == "" {
+		opts.ModelPath = testModelPath
+	}
 	opts.Log = log
 	opts.StartTimeout = 2 * time.Minute
 	c := worker.NewClient(opts)

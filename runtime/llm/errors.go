@@ -14,6 +14,10 @@ var (
 	// ErrEngineFailure covers a worker that died or a model that failed to load.
 	ErrEngineFailure = errors.New("engine or worker failure")
 	ErrOverloaded    = errors.New("overloaded")
+	// ErrModelFault is a model that gave no token to sample (every logit NaN or infinite: its
+	// weights are broken). It is an engine failure (a 500) that no prompt caused, so it never
+	// counts against the prompt (quarantine).
+	ErrModelFault = fmt.Errorf("%w: the model produced no finite logit (its weights may be broken); use another model file", ErrEngineFailure)
 )
 
 // ContextLengthError says by how much a prompt missed the window.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
@@ -242,7 +243,9 @@ func (l lease) Generate(ctx context.Context, req *llm.Request, emit func(llm.Eve
 	}
 	err := l.call(ctx, func(ctx context.Context) error { return l.runner.Generate(ctx, req, emit) })
 	switch {
-	case err != nil && m.cfg.Crashed(err):
+	case err != nil && m.cfg.Crashed(err) && !errors.Is(err, llm.ErrModelFault):
+		// Only a death counts against the prompt; a model that cannot produce a token fails
+		// whatever the prompt (a broken model file), so that is never the prompt's doing.
 		m.mu.Lock()
 		s.crashes[key]++
 		m.mu.Unlock()

@@ -9,9 +9,9 @@ import (
 	"strings"
 )
 
-// Check refuses a JSON Schema that would crash, hang or overload llama.cpp's
-// json-schema-to-grammar converter or the grammar engine, with an *Error that wraps ErrSchema and
-// llm.ErrInvalidInput and names the JSON pointer of the problem. It refuses:
+// Check refuses a JSON Schema that is broken or that would crash, hang or overload llama.cpp's
+// json-schema-to-grammar converter even after Grammar relaxed it, with an *Error that wraps
+// ErrSchema and llm.ErrInvalidInput and names the JSON pointer of the problem. It refuses:
 //   - invalid JSON, a root that is neither an object nor a boolean, duplicate keys, NUL characters;
 //   - more than MaxBytes, MaxDepth levels, MaxValues values, MaxProperties properties in one
 //     object, MaxRefs distinct $refs, keys over MaxKeyBytes, $refs over MaxRefBytes;
@@ -22,9 +22,12 @@ import (
 //     consuming input (recursion through properties or items is fine);
 //   - recursion through allOf, which the converter inlines forever even where it consumes input,
 //     and schemas it would expand into more than MaxExpanded visits (see expansion);
-//   - keywords the converter would crash or loop on: see checkPattern, and minLength, maxLength,
-//     minItems, maxItems that are not whole numbers in 0..MaxRepeat or whose minimum is above the
-//     maximum; and malformed shapes of the keywords it reads (type, properties, items, anyOf...).
+//   - malformed keywords: minLength, maxLength, minItems, maxItems that are not whole numbers of
+//     at least 0 or whose minimum is above the maximum, a format or pattern that is not a string,
+//     and malformed shapes of the keywords the converter reads (type, properties, items, anyOf...).
+//
+// Limits the grammar engine cannot express are not refused (a count above MaxRepeat, a pattern
+// the converter cannot read, a format it does not know): Grammar lists them as Relaxations.
 //
 // $refs are checked wherever they appear, as the converter resolves every one of them.
 func Check(raw json.RawMessage) error {
@@ -34,27 +37,26 @@ func Check(raw json.RawMessage) error {
 
 // check parses and vets raw, returning the tree for callers that go on to rewrite it.
 func check(raw []byte) (*document, error) {
+	doc, _, err := checkTree(raw)
+	return doc, err
+}
+
+// checkTree is check that also returns the checker, which knows what the grammar cannot express.
+func checkTree(raw []byte) (*document, *checker, error) {
 	doc, err := parse(raw)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if k := doc.root.kind; k != kindObject && k != kindBool {
-		return nil, refuse("#", "the schema is %s; a JSON Schema is an object (like {\"type\":\"object\"}) or a boolean", k)
+		return nil, nil, refuse("#", "the schema is %s; a JSON Schema is an object (like {\"type\":\"object\"}) or a boolean", k)
 	}
 	c := &checker{doc: doc, targets: map[string]*node{}, edges: map[*node][]*node{}}
-	if err := c.resolveRefs(); err != nil {
-		return nil, err
+	for _, step := range []func() error{c.resolveRefs, c.walkAll, c.leftRecursion, c.expansion} {
+		if err := step(); err != nil {
+			return nil, nil, err
+		}
 	}
-	if err := c.walkAll(); err != nil {
-		return nil, err
-	}
-	if err := c.leftRecursion(); err != nil {
-		return nil, err
-	}
-	if err := c.expansion(); err != nil {
-		return nil, err
-	}
-	return doc, nil
+	return doc, c, nil
 }
 
 type checker struct {
@@ -66,6 +68,10 @@ type checker struct {
 	edges map[*node][]*node
 	// order lists the schemas in the order they were walked, for a deterministic cycle search.
 	order []*node
+	// relaxed lists the keywords the grammar cannot express, in walk order, and edits what
+	// Grammar changes for them.
+	relaxed []Relaxation
+	edits   []edit
 }
 
 // ruleChars is what the converter replaces in a $ref to name its grammar rule.
@@ -169,7 +175,7 @@ func (c *checker) walk(s *node, seen map[*node]bool) error {
 		return refuse(s.path(), "a schema must be an object or a boolean, not %s", s.kind)
 	}
 	c.order = append(c.order, s)
-	if err := checkKeywords(s); err != nil {
+	if err := c.checkKeywords(s); err != nil {
 		return err
 	}
 	var subs []*node
@@ -224,8 +230,9 @@ var typeNames = map[string]bool{
 	"string": true, "number": true, "integer": true, "boolean": true, "object": true, "array": true, "null": true,
 }
 
-// checkKeywords vets the keywords of one schema object that the converter reads as values.
-func checkKeywords(s *node) error {
+// checkKeywords vets the keywords of one schema object that the converter reads as values, and
+// notes those it cannot express.
+func (c *checker) checkKeywords(s *node) error {
 	if t := s.get("type"); t != nil {
 		names := []*node{t}
 		if t.kind == kindArray {
@@ -247,8 +254,11 @@ func checkKeywords(s *node) error {
 	}
 	if p := s.get("pattern"); p != nil {
 		if why := checkPattern(p.text); why != "" {
-			return refuse(p.path(), "%s", why)
+			c.relax(s, "pattern", why, "")
 		}
+	}
+	if f := s.get("format"); f != nil && !grammarFormats[f.text] {
+		c.relax(s, "format", fmt.Sprintf("the grammar engine does not know the format %q", f.text), keep)
 	}
 	if e := s.get("enum"); e != nil && (e.kind != kindArray || len(e.kids) == 0) {
 		return refuse(e.path(), "enum must be a non-empty array of values")
@@ -266,11 +276,23 @@ func checkKeywords(s *node) error {
 		if lo >= 0 && hi >= 0 && lo > hi {
 			return refuse(s.child(pair[0]), "%s (%d) is above %s (%d); no value can satisfy both", pair[0], lo, pair[1], hi)
 		}
+		// A lower bound past the limit is clamped to it: the grammar then admits every value
+		// the schema does (and some shorter ones, which the check afterwards reports), where
+		// dropping it would let the model stop at any length. An upper bound past the limit is
+		// dropped: no bound at or below the limit admits every value the schema does.
+		why := "the grammar engine repeats at most %d times"
+		if lo > MaxRepeat {
+			c.relax(s, pair[0], fmt.Sprintf(why+"; the grammar asks for at least %d", MaxRepeat, MaxRepeat), strconv.Itoa(MaxRepeat))
+		}
+		if hi > MaxRepeat {
+			c.relax(s, pair[1], fmt.Sprintf(why+"; the grammar leaves it out", MaxRepeat), "")
+		}
 	}
 	return nil
 }
 
-// count reads a repetition keyword: -1 when absent, else a whole number in 0..MaxRepeat.
+// count reads a repetition keyword: -1 when absent, else a whole number of at least 0 (values
+// past MaxRepeat saturate just above it).
 func count(s *node, kw string) (int, error) {
 	v := s.get(kw)
 	if v == nil {
@@ -280,8 +302,8 @@ func count(s *node, kw string) (int, error) {
 	if v.kind != kindNumber || err != nil || f < 0 || f != math.Trunc(f) {
 		return 0, refuse(v.path(), "%s must be a whole number of at least 0", kw)
 	}
-	if f > MaxRepeat {
-		return 0, refuse(v.path(), "%s is %s, but the grammar engine repeats at most %d times; lower it or leave it out", kw, v.text, MaxRepeat)
+	if f > math.MaxInt32 {
+		return math.MaxInt32, nil
 	}
 	return int(f), nil
 }

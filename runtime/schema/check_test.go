@@ -154,18 +154,11 @@ func TestCheckRefuses(t *testing.T) {
 		{"enum empty", `{"enum":[]}`, "#/enum", "enum must be a non-empty array"},
 		{"format a number", `{"type":"string","format":5}`, "#/format", "format must be a string"},
 		{"pattern a number", `{"type":"string","pattern":5}`, "#/pattern", "pattern must be a string"},
-		{"pattern unanchored", `{"type":"string","pattern":"[a-z]+"}`, "#/pattern", "must start with ^"},
-		{"pattern crash", `{"type":"object","properties":{"id":{"type":"string","pattern":"^(?:[a-z]+)$"}}}`, "#/properties/id/pattern", `"(?" group`},
-		{"pattern loop", `{"type":"string","pattern":"^a]$"}`, "#/pattern", "loop forever"},
-		{"pattern in a ref target inside data", `{"examples":[{"type":"string","pattern":"^*$"}],"$ref":"#/examples/0"}`, "#/examples/0/pattern", "nothing before it"},
-		{"pattern in items", `{"type":"array","items":{"type":"string","pattern":"^(a?)+$"}}`, "#/items/pattern", "empty string"},
 		{"minLength above maxLength", `{"type":"string","minLength":5,"maxLength":3}`, "#/minLength", "minLength (5) is above maxLength (3)"},
 		{"minItems above maxItems", `{"type":"array","items":{},"minItems":5,"maxItems":2}`, "#/minItems", "minItems (5) is above maxItems (2)"},
 		{"negative minLength", `{"type":"string","minLength":-1}`, "#/minLength", "whole number"},
 		{"fractional maxLength", `{"type":"string","maxLength":1.5}`, "#/maxLength", "whole number"},
 		{"maxItems a string", `{"type":"array","maxItems":"3"}`, "#/maxItems", "whole number"},
-		{"maxLength too large", `{"type":"string","maxLength":5000}`, "#/maxLength", "at most 2000"},
-		{"minItems huge", `{"type":"array","minItems":1e20}`, "#/minItems", "at most 2000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -29,6 +29,17 @@ func checkPattern(p string) string {
 	return ""
 }
 
+// grammarEscapes are the escapes llama.cpp's grammar parser reads (besides \x, \u, \U with hex
+// digits, left out here); regexSyntax are those the converter turns into the plain character.
+const (
+	grammarEscapes = `tnr\"[]`
+	regexSyntax    = `^$.[]()|{}*+?`
+)
+
+func (r *patternReader) badEscape() string {
+	return fmt.Sprintf("has the escape %q %s, which the grammar engine does not know (it knows \\t \\n \\r and escaped punctuation)", r.s[r.i:r.i+2], r.at())
+}
+
 type patternReader struct {
 	s     string
 	i     int
@@ -132,6 +143,10 @@ func (r *patternReader) atom() (atomState, string) {
 		r.i++
 		for r.i < len(r.s) && r.s[r.i] != ']' {
 			if r.s[r.i] == '\\' {
+				// The converter copies a class verbatim, so the grammar parser reads the escape.
+				if r.i+1 < len(r.s) && !strings.ContainsRune(grammarEscapes, rune(r.s[r.i+1])) {
+					return 0, r.badEscape()
+				}
 				r.i++
 			}
 			r.i++
@@ -149,6 +164,11 @@ func (r *patternReader) atom() (atomState, string) {
 	case '\\':
 		if r.i+1 >= len(r.s) {
 			return 0, fmt.Sprintf("ends with a lone backslash %s; escape it as \\\\", r.at())
+		}
+		// The converter unescapes regex syntax characters and passes other escapes to the
+		// grammar parser, which knows only its own few (\d, \w, \1 make it fail).
+		if c := rune(r.s[r.i+1]); !strings.ContainsRune(grammarEscapes, c) && !strings.ContainsRune(regexSyntax, c) {
+			return 0, r.badEscape()
 		}
 		r.i += 2
 		return notEmpty, ""

@@ -1,5 +1,6 @@
-// Package schema vets JSON Schemas before the worker compiles them to a grammar, and builds the
-// schema that forces a tool call.
+// Package schema vets JSON Schemas before the worker compiles them to a grammar, relaxes what the
+// grammar cannot express, checks output against the full schema, and builds the schema that
+// forces a tool call.
 //
 // The worker compiles a request's schema with llama.cpp's json-schema-to-grammar converter (C++,
 // in the pinned ollama module) inside the process that holds the model. That converter trusts its
@@ -8,16 +9,23 @@
 // characters, recursion through allOf), some make it or the grammar parser loop forever
 // (minLength above maxLength, a bare "]" in a pattern), some compile into a grammar that crashes
 // the worker on the first generated token ("(a*)*"), and large ones cost time that grows with the
-// cube of their size or exponentially (shared allOf). Check refuses all of those in the app
-// process, in pure Go, before the schema travels to the worker; every refusal names the JSON
-// pointer of the offending part and says what to change.
+// cube of their size or exponentially (shared allOf). Check refuses the broken and the
+// overloading ones in the app process, in pure Go, before the schema travels to the worker;
+// every refusal names the JSON pointer of the offending part and says what to change.
+//
+// What is only beyond the grammar engine (a pattern its converter cannot read, or with escapes
+// like "\d" the grammar parser does not know, a count past MaxRepeat, a format it does not know)
+// is never refused: a client's schema is valid JSON Schema all the same. Grammar (and
+// ToolCallGrammar, FormatOrCall) leaves such keywords out of the grammar, or loosens them, so the
+// grammar admits every value the schema does, and lists them as Relaxations; Validate then checks
+// the output against the full schema.
 //
 // Check does not decide whether the converter supports a schema: a schema that passes may still
-// fail to compile (for example a boolean subschema, or "\d" in a pattern), and the worker then
-// answers with a clean error. Check only guarantees that trying is safe and cheap. Nor does it
-// catch the converter's quiet mistakes: $refs inside an object that also has a $ref (a root
-// "$ref" beside "$defs") are never resolved and match any value; ToolCall rewrites such objects
-// (see hidesRefs), other callers may want to do the same.
+// fail to compile (for example a boolean subschema), and the worker then answers with a clean
+// error. Check only guarantees that trying is safe and cheap. Nor does it catch the converter's
+// quiet mistakes: $refs inside an object that also has a $ref (a root "$ref" beside "$defs") are
+// never resolved and match any value; ToolCall rewrites such objects (see hidesRefs), other
+// callers may want to do the same.
 package schema
 
 import (

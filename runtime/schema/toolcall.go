@@ -32,6 +32,61 @@ type Tool struct {
 // "#/anyOf/1/properties/arguments/$defs/x"), so recursive and shared definitions keep working.
 // The result passes Check; the caller sends it as the request's schema.
 func ToolCall(tools []Tool, name string, parallel bool) (json.RawMessage, error) {
+	s, _, err := ToolCallGrammar(tools, name, parallel)
+	return s, err
+}
+
+// ToolCallGrammar is ToolCall that also says what of the chosen tools' parameters the grammar
+// cannot express: those keywords are left out or loosened as Grammar does, so that the result
+// compiles, and each Relaxation names its tool. Check the arguments of the calls the model makes
+// with Validate against the tool's own parameters.
+func ToolCallGrammar(tools []Tool, name string, parallel bool) (json.RawMessage, []Relaxation, error) {
+	var buf bytes.Buffer
+	relaxed, err := writeCalls(newEncoder(&buf), tools, name, parallel, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	out := json.RawMessage(buf.Bytes())
+	if err := Check(out); err != nil {
+		return nil, nil, fmt.Errorf("force a tool call: the schema built from the tools is too large or complex, send fewer tools or simpler parameters: %w", err)
+	}
+	return out, relaxed, nil
+}
+
+// FormatOrCall is the schema of a reply that is either JSON matching format (a response format)
+// or a call to one of tools in ToolCall's shape: {"anyOf":[format, calls]}, each with its $refs
+// moved to its place, relaxed for the grammar as Grammar and ToolCallGrammar do. It serves a
+// response format beside tool_choice auto: the model may still call a tool. The relaxations of
+// the format have no Tool.
+func FormatOrCall(format json.RawMessage, tools []Tool, parallel bool) (json.RawMessage, []Relaxation, error) {
+	doc, relaxed, edits, err := checkEdits(format)
+	if err != nil {
+		return nil, nil, err
+	}
+	apply(edits)
+	var buf bytes.Buffer
+	enc := newEncoder(&buf)
+	buf.WriteString(`{"anyOf":[`)
+	enc.rewrite = func(ref string) string { return "#/anyOf/0" + ref[1:] }
+	enc.value(doc.root)
+	enc.rewrite = nil
+	buf.WriteByte(',')
+	calls, err := writeCalls(enc, tools, "", parallel, "/anyOf/1")
+	if err != nil {
+		return nil, nil, err
+	}
+	buf.WriteString(`]}`)
+	out := json.RawMessage(buf.Bytes())
+	if err := Check(out); err != nil {
+		return nil, nil, fmt.Errorf("combine the response format with the tools: the schema is too large or complex, send fewer tools or a simpler format: %w", err)
+	}
+	return out, append(relaxed, calls...), nil
+}
+
+// writeCalls writes the schema of a call to one of tools (name, when not empty, keeps only that
+// one) at the JSON pointer base of the document enc writes.
+func writeCalls(enc *encoder, tools []Tool, name string, parallel bool, base string) ([]Relaxation, error) {
+	buf := enc.buf
 	if len(tools) == 0 {
 		return nil, &Error{Reason: "a tool call was required but the request has no tools; send tools or let the model answer freely (tool_choice auto or none)"}
 	}
@@ -54,16 +109,14 @@ func ToolCall(tools []Tool, name string, parallel bool) (json.RawMessage, error)
 		chosen = tools[i : i+1]
 	}
 
-	var buf bytes.Buffer
-	enc := newEncoder(&buf)
-	base := ""
 	if parallel {
 		buf.WriteString(`{"type":"array","items":`)
-		base = "/items"
+		base += "/items"
 	}
 	if len(chosen) > 1 {
 		buf.WriteString(`{"anyOf":[`)
 	}
+	var relaxed []Relaxation
 	for i, t := range chosen {
 		if i > 0 {
 			buf.WriteByte(',')
@@ -72,9 +125,11 @@ func ToolCall(tools []Tool, name string, parallel bool) (json.RawMessage, error)
 		if len(chosen) > 1 {
 			at += "/anyOf/" + strconv.Itoa(i)
 		}
-		if err := writeCall(enc, t, at+"/properties/arguments"); err != nil {
+		r, err := writeCall(enc, t, at+"/properties/arguments")
+		if err != nil {
 			return nil, err
 		}
+		relaxed = append(relaxed, r...)
 	}
 	if len(chosen) > 1 {
 		buf.WriteString(`]}`)
@@ -82,39 +137,40 @@ func ToolCall(tools []Tool, name string, parallel bool) (json.RawMessage, error)
 	if parallel {
 		buf.WriteString(`,"minItems":1}`)
 	}
-	out := json.RawMessage(buf.Bytes())
-	if err := Check(out); err != nil {
-		return nil, fmt.Errorf("force a tool call: the schema built from the tools is too large or complex, send fewer tools or simpler parameters: %w", err)
-	}
-	return out, nil
+	return relaxed, nil
 }
 
-// writeCall writes one call object; at is the JSON pointer its arguments schema will have.
-func writeCall(enc *encoder, t Tool, at string) error {
+// writeCall writes one call object, its parameters relaxed for the grammar; at is the JSON
+// pointer its arguments schema will have.
+func writeCall(enc *encoder, t Tool, at string) ([]Relaxation, error) {
 	params := bytes.TrimSpace(t.Parameters)
 	if len(params) == 0 || string(params) == "null" {
 		params = []byte(`{"type":"object"}`)
 	}
-	doc, err := check(params)
+	doc, relaxed, edits, err := checkEdits(params)
 	if err != nil {
 		var e *Error
 		if errors.As(err, &e) {
 			e.Tool = t.Name
 		}
-		return err
+		return nil, err
 	}
 	if doc.root.kind != kindObject {
-		return &Error{Tool: t.Name, Path: "#", Reason: "the parameters schema must be an object, like {\"type\":\"object\",\"properties\":{...}}"}
+		return nil, &Error{Tool: t.Name, Path: "#", Reason: "the parameters schema must be an object, like {\"type\":\"object\",\"properties\":{...}}"}
 	}
 	enc.buf.WriteString(`{"type":"object","properties":{"name":{"const":`)
 	enc.string(t.Name)
 	enc.buf.WriteString(`},"arguments":`)
 	// check accepted only "#" and "#/..." refs, so every ref moves by prefixing the new place.
+	apply(edits) // after the checks: the paths in relaxed are the client's
 	enc.rewrite = func(ref string) string { return "#" + at + ref[1:] }
 	enc.value(doc.root)
 	enc.rewrite = nil
 	enc.buf.WriteString(`},"required":["name","arguments"],"additionalProperties":false}`)
-	return nil
+	for i := range relaxed {
+		relaxed[i].Tool = t.Name
+	}
+	return relaxed, nil
 }
 
 func indexOf(tools []Tool, name string) int {

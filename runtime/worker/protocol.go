@@ -68,6 +68,7 @@ const (
 	kindInvalidInput  = "invalid_input"
 	kindUnsupported   = "unsupported_model"
 	kindEngine        = "engine"
+	kindModelFault    = "model_fault" // llm.ErrModelFault: the model's fault, not the prompt's
 	// kindFatal is an engine failure after which the engine is beyond repair: the worker exits
 	// right after answering, and the client starts a new one.
 	kindFatal = "fatal"
@@ -82,6 +83,8 @@ func toWire(err error) *wireError {
 		return &wireError{Kind: kindUnsupported, Message: err.Error()}
 	case errors.Is(err, llm.ErrInvalidInput):
 		return &wireError{Kind: kindInvalidInput, Message: err.Error()}
+	case errors.Is(err, llm.ErrModelFault):
+		return &wireError{Kind: kindModelFault, Message: err.Error()}
 	default:
 		return &wireError{Kind: kindEngine, Message: err.Error()}
 	}
@@ -95,6 +98,8 @@ func (w *wireError) err() error {
 		return remoteError{sentinel: llm.ErrUnsupportedModel, msg: w.Message}
 	case kindInvalidInput:
 		return remoteError{sentinel: llm.ErrInvalidInput, msg: w.Message}
+	case kindModelFault:
+		return remoteError{sentinel: llm.ErrModelFault, msg: w.Message}
 	default:
 		return remoteError{sentinel: llm.ErrEngineFailure, msg: w.Message}
 	}

@@ -1,9 +1,16 @@
 // Package anthropic is the Anthropic dialect: POST /v1/messages and /v1/messages/count_tokens.
 // It decodes wire JSON straight into core requests (custom tools and tool_choice, tool_use and
-// tool_result blocks as tool calls and tool messages, thinking as the template's
-// enable_thinking), renders core results and events as Anthropic's JSON and named SSE events
-// (thinking, text and tool_use content blocks), and renders every error in Anthropic's error
-// shape {"type":"error","error":{"type","message"},"request_id"}.
+// tool_result blocks as tool calls and tool messages, system messages as system turns at their
+// place, thinking as the template's enable_thinking, output_config.effort as its
+// reasoning_effort, output_config.format as the engine's JSON schema, context_management's
+// clear_thinking as a pruned history), renders core results and events as Anthropic's JSON and
+// named SSE events (thinking, text and tool_use content blocks), and renders every error in
+// Anthropic's error shape {"type":"error","error":{"type","message"},"request_id"}.
+//
+// What a real client sends is served or ignored, never refused for being new: cache_control,
+// metadata, anthropic-beta and ?beta=true are ignored; server tools this server cannot run are
+// dropped, and images in tool results too, each with a note in the reply's
+// superfluid.warnings.
 package anthropic
 
 import (

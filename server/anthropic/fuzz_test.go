@@ -25,6 +25,12 @@ func FuzzMessages(f *testing.F) {
 			`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}}]},` +
 			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"21C"}]}]}],` + tools + `}`,
 		`{"model":"fake","max_tokens":10,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA"}}]}]}`,
+		// What Claude Code sends: a system reminder inside messages, adaptive thinking shown
+		// omitted, effort, context edits, typed and deferred tools, a structured format.
+		`{"model":"fake","max_tokens":32000,"messages":[{"role":"user","content":"Say hi"},{"role":"system","content":[{"type":"text","text":"# Env","cache_control":{"type":"ephemeral"}}]}],` +
+			`"thinking":{"type":"adaptive","display":"omitted"},"output_config":{"effort":"high"},"context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]},` +
+			`"tools":[{"type":"web_search_20250305","name":"web_search"},{"name":"d","input_schema":{"type":"object"},"defer_loading":true}]}`,
+		body(`"output_config":{"format":{"type":"json_schema","schema":{"type":"object"}}},"context_management":{"edits":[{"type":"clear_tool_uses_20250919"}]}`),
 		`{"model":"fake","max_tokens":10,"messages":[{"role":"assistant","content":"prefill"}]}`,
 		`{"model":"fake","max_tokens":0,"messages":[{"role":"user","content":"x"}]}`,
 		`{"model":"nope","max_tokens":10,"messages":[]}`,

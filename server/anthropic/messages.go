@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/server/core"
 )
@@ -61,7 +62,7 @@ func (h *handlers) messages(c *gin.Context) error {
 	if err := decode(c.Request, &req); err != nil {
 		return err
 	}
-	creq, err := toCore(&req)
+	creq, warn, err := toCore(&req)
 	if err != nil {
 		return err
 	}
@@ -76,7 +77,7 @@ func (h *handlers) messages(c *gin.Context) error {
 		if m, err := h.svc.ModelFor(c.Request.Context(), model); err == nil {
 			model = m.ID
 		}
-		return h.stream(c, creq, model, omit)
+		return h.stream(c, creq, model, omit, warn)
 	}
 	var r core.Reply
 	res, err := h.svc.Chat(c.Request.Context(), creq, func(_ int, ev llm.Event) error {
@@ -93,12 +94,34 @@ func (h *handlers) messages(c *gin.Context) error {
 		Content: replyContent(&r, omit), StopReason: &reason, StopSequence: seq,
 		Usage: toUsage(done.Usage.PromptTokens, done.Usage.CachedTokens, done.Usage.CompletionTokens),
 	}
-	if done.Warning != "" {
-		out.Superfluid = &replyExtra{Warnings: []string{done.Warning}}
-	}
+	out.Superfluid = extra(withWindow(warn, done, creq.Generation.MaxTokens), done.Warning)
 	c.Header(WarmHeader, strconv.Itoa(done.Usage.CachedTokens))
 	c.JSON(http.StatusOK, out)
 	return nil
+}
+
+// extra is the reply's superfluid object: the request's warnings, then the reply's; nil
+// when there are none.
+func extra(warn warnings, reply string) *replyExtra {
+	if reply != "" {
+		warn = append(warn[:len(warn):len(warn)], reply)
+	}
+	if len(warn) == 0 {
+		return nil
+	}
+	return &replyExtra{Warnings: warn}
+}
+
+// withWindow adds a note when the reply stopped at the end of the context window before
+// max_tokens (a max_tokens past what the window leaves is capped there, not refused): the
+// client sees stop_reason max_tokens with fewer tokens than it allowed, and why.
+func withWindow(warn warnings, d llm.Done, maxTokens int) warnings {
+	if d.FinishReason != llm.FinishLength || d.Expired || d.Usage.CompletionTokens >= maxTokens {
+		return warn
+	}
+	u := d.Usage
+	return append(warn[:len(warn):len(warn)], fmt.Sprintf("the reply filled the model's context window (%d tokens: %d of prompt, %d generated) "+
+		"before max_tokens %d; load the model with a larger context length for longer replies", u.PromptTokens+u.CompletionTokens, u.PromptTokens, u.CompletionTokens, maxTokens))
 }
 
 // replyContent is a whole reply's content blocks: thinking (when the model reasoned), text
@@ -121,10 +144,16 @@ func replyContent(r *core.Reply, omitThinking bool) []any {
 	return content
 }
 
-// input is a call's arguments as a tool_use input: always an object.
+// input is a call's arguments as a tool_use input: always an object. Arguments that are not one
+// belong to a call the token cap cut (the core's warning says so): the input is the longest
+// prefix of them that parses, closed. (A stream sends them as generated, in input_json_delta.)
 func input(args []byte) json.RawMessage {
 	if len(args) == 0 {
 		return json.RawMessage("{}")
+	}
+	if !json.Valid(args) {
+		closed, _ := chat.CloseJSON(string(args))
+		return closed
 	}
 	return args
 }
@@ -158,7 +187,7 @@ func (h *handlers) countTokens(c *gin.Context) error {
 	if err := req.check(); err != nil {
 		return err
 	}
-	creq, err := req.toCore()
+	creq, _, err := req.toCore() // warnings are a reply's; a count has none
 	if err != nil {
 		return err
 	}

@@ -15,10 +15,10 @@ import (
 // content_block_stop (ping after the first start); then message_delta (stop_reason, usage) and
 // message_stop. An error after the stream began is an `event: error` frame, and the stream
 // ends there.
-func (h *handlers) stream(c *gin.Context, creq *core.ChatRequest, model string, omitThinking bool) error {
+func (h *handlers) stream(c *gin.Context, creq *core.ChatRequest, model string, omitThinking bool, warn warnings) error {
 	s := sse.New(c.Writer, h.opts.KeepAlive, h.opts.WriteTimeout)
 	defer s.Close()
-	w := &blockWriter{s: s, omitThinking: omitThinking}
+	w := &blockWriter{s: s, omitThinking: omitThinking, warn: warn, maxTokens: creq.Generation.MaxTokens}
 	_, err := h.svc.Chat(c.Request.Context(), creq, func(_ int, ev llm.Event) error {
 		switch {
 		case ev.Started != nil:
@@ -58,9 +58,11 @@ const (
 type blockWriter struct {
 	s            *sse.Stream
 	omitThinking bool
-	open         string // the open block's kind; "" when none
-	index        int    // the open block's index, or the next block's when none is open
-	call         int    // the open tool_use block's call index
+	warn         warnings // the request's, sent with message_delta
+	maxTokens    int      // the request's max_tokens
+	open         string   // the open block's kind; "" when none
+	index        int      // the open block's index, or the next block's when none is open
+	call         int      // the open tool_use block's call index
 	pinged       bool
 	sig          *signer // the open thinking block's signature
 }
@@ -130,9 +132,7 @@ func (w *blockWriter) finish(ev llm.Event) error {
 	u := ev.Done.Usage
 	md := messageDelta{Type: "message_delta", Delta: stopDelta{StopReason: &reason, StopSequence: seq},
 		Usage: toUsage(u.PromptTokens, u.CachedTokens, u.CompletionTokens)}
-	if ev.Done.Warning != "" {
-		md.Superfluid = &replyExtra{Warnings: []string{ev.Done.Warning}}
-	}
+	md.Superfluid = extra(withWindow(w.warn, *ev.Done, w.maxTokens), ev.Done.Warning)
 	return send(w.s, frame{"message_delta", md}, frame{"message_stop", messageStop{Type: "message_stop"}})
 }
 

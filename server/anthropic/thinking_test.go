@@ -105,6 +105,20 @@ func TestThinkingOmitted(t *testing.T) {
 		str(blocks[0].deltas[0]["signature"]) != str(r.Content[0]["signature"]) {
 		t.Errorf("streamed blocks %+v", blocks)
 	}
+
+	// Sent back without its text, the thinking comes back from the signature, as Anthropic
+	// restores it; a signature that is not this server's restores nothing.
+	for _, tt := range []struct{ sig, want string }{
+		{str(r.Content[0]["signature"]), "<think>The user greets me.</think>\nHello!"},
+		{"RXJyb3JzIGFyZSBub3QgbWluZQ==", "<|im_start|>assistant\nHello!"},
+	} {
+		f := setup(t, config{template: hermesTemplate})
+		f.ok(t, msgs(`[{"role":"user","content":"Say hello."},{"role":"assistant","content":[{"type":"thinking","thinking":"","signature":"`+tt.sig+`"},`+
+			`{"type":"text","text":"Hello!"}]},{"role":"user","content":"Again."}]`))
+		if p := f.lastPrompt(t); !strings.Contains(p, tt.want) {
+			t.Errorf("prompt %q, want it to hold %q", p, tt.want)
+		}
+	}
 }
 
 // TestThinkingToTemplate: `thinking` sets enable_thinking for the template; an explicit

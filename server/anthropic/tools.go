@@ -1,46 +1,83 @@
 package anthropic
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"hash"
+	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/server/core"
 )
 
-// toTools converts `tools`: custom tools only, each with an object input_schema. Names and
-// schemas are checked further by the core (the same rules for every dialect).
-func toTools(raws []json.RawMessage) ([]chat.Tool, error) {
-	out := make([]chat.Tool, 0, len(raws))
+// toolNamePattern is Anthropic's rule for a custom tool's name.
+const toolNamePattern = "^[a-zA-Z0-9_-]{1,64}$"
+
+var toolName = regexp.MustCompile(toolNamePattern)
+
+// declared is one tool of the request, in declaration order.
+type declared struct {
+	tool     chat.Tool
+	deferred bool // defer_loading: offered once a tool_reference names it
+}
+
+// toTools converts `tools`: custom tools, each with an object input_schema. A typed tool
+// (server tools such as web_search_*, and Anthropic-defined ones such as bash_* whose schema
+// the model is meant to know) is offered as a function tool when it carries an input_schema,
+// and otherwise dropped with a warning: this server runs no tools and a local model knows no
+// built-in schema. Schemas are checked further by the core (the same rules for every dialect).
+func toTools(raws []json.RawMessage, warn *warnings) (tools []declared, searchDropped bool, err error) {
 	for i, raw := range raws {
 		if kind(raw) != "an object" {
-			return nil, invalid("tools.%d: Input should be a valid dictionary like {\"name\":...,\"input_schema\":{\"type\":\"object\",...}}, got %s", i, kind(raw))
+			return nil, false, invalid("tools.%d: Input should be a valid dictionary like {\"name\":...,\"input_schema\":{\"type\":\"object\",...}}, got %s", i, kind(raw))
 		}
 		var t tool
 		if err := json.Unmarshal(raw, &t); err != nil {
 			var typeErr *json.UnmarshalTypeError
 			if errors.As(err, &typeErr) && typeErr.Field != "" {
-				return nil, invalid("tools.%d.%s: Input should be %s", i, typeErr.Field, friendlyType(typeErr.Type.String()))
+				return nil, false, invalid("tools.%d.%s: Input should be %s", i, typeErr.Field, friendlyType(typeErr.Type.String()))
 			}
-			return nil, decodeError(err)
+			return nil, false, decodeError(err)
+		}
+		if t.Type != "" && t.Type != "custom" && !isSet(t.InputSchema) {
+			warn.add("tools.%d: %q is a server tool, which this server does not run; it was dropped (declare it as a custom tool with an input_schema to offer it to the model)", i, t.Type)
+			searchDropped = searchDropped || strings.HasPrefix(t.Type, "tool_search_tool_")
+			continue
 		}
 		switch {
-		case t.Type != "" && t.Type != "custom":
-			return nil, invalid("tools.%d.type: %q is a server tool, which this server does not run; "+
-				"declare it as a custom tool (name, description, input_schema) and run it in the client", i, t.Type)
 		case t.Name == nil || *t.Name == "":
-			return nil, invalid("tools.%d.name: Field required", i)
+			return nil, false, invalid("tools.%d.name: Field required", i)
+		case !toolName.MatchString(*t.Name):
+			return nil, false, invalid("tools.%d.name: String should match pattern '%s', got %q (%d characters); rename the tool", i, toolNamePattern, truncate(*t.Name, 80), utf8.RuneCountInString(*t.Name))
 		}
 		if err := checkInputSchema(i, t.InputSchema); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		out = append(out, chat.Tool{Name: *t.Name, Description: t.Description, Parameters: t.InputSchema})
+		tools = append(tools, declared{tool: chat.Tool{Name: *t.Name, Description: t.Description, Parameters: t.InputSchema}, deferred: t.DeferLoading})
 	}
-	return out, nil
+	return tools, searchDropped, nil
+}
+
+// truncate shortens s to at most n bytes for a message, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "..."
+}
+
+// offered are the tools the model sees: those not deferred, and the deferred ones a
+// tool_reference block has loaded (all of them when the request's tool search tool was
+// dropped, since nothing here would ever load them), in declaration order.
+func offered(tools []declared, loaded map[string]bool, all bool) []chat.Tool {
+	out := make([]chat.Tool, 0, len(tools))
+	for _, d := range tools {
+		if !d.deferred || all || loaded[d.tool.Name] {
+			out = append(out, d.tool)
+		}
+	}
+	return out
 }
 
 // checkInputSchema requires an object schema: the input of a tool_use is always a JSON object.
@@ -144,21 +181,28 @@ func checkThinking(th *thinking) error {
 }
 
 // kwargs are the chat template variables: chat_template_kwargs, with enable_thinking set from
-// `thinking` unless chat_template_kwargs sets it (the explicit variable wins).
+// `thinking` and reasoning_effort from output_config.effort, unless chat_template_kwargs sets
+// them (the explicit variable wins, as on the OpenAI routes).
 func (c *conversation) kwargs() map[string]any {
 	kwargs := c.ChatTemplateKwargs
-	if c.Thinking == nil {
-		return kwargs
-	}
-	if _, set := kwargs["enable_thinking"]; set {
-		return kwargs
-	}
-	out := make(map[string]any, len(kwargs)+1)
-	for k, v := range kwargs {
+	set := func(k string, v any) {
+		if _, ok := kwargs[k]; ok {
+			return
+		}
+		out := make(map[string]any, len(kwargs)+1)
+		for k, v := range kwargs {
+			out[k] = v
+		}
 		out[k] = v
+		kwargs = out
 	}
-	out["enable_thinking"] = c.Thinking.Type != "disabled"
-	return out
+	if c.Thinking != nil {
+		set("enable_thinking", c.Thinking.Type != "disabled")
+	}
+	if oc := c.OutputConfig; oc != nil && oc.Effort != nil {
+		set("reasoning_effort", *oc.Effort)
+	}
+	return kwargs
 }
 
 // omitsThinking reports whether thinking blocks are served without their text (display
@@ -171,26 +215,4 @@ func (c *conversation) omitsThinking() bool {
 // OpenAI's ("call_..."). The hex part is kept, so both dialects' ids name the same call.
 func toolUseID(id string) string {
 	return "toolu_" + strings.TrimPrefix(id, "call_")
-}
-
-// signer computes a thinking block's signature. Anthropic clients require the field and pass
-// it back unchanged; this server reads nothing from it, so it is an opaque digest of the text
-// (base64 of a SHA-256), the same streamed or not.
-type signer struct{ h hash.Hash }
-
-func newSigner() *signer {
-	s := &signer{h: sha256.New()}
-	s.h.Write([]byte("superfluid thinking\x00"))
-	return s
-}
-
-func (s *signer) add(text string) { s.h.Write([]byte(text)) }
-
-func (s *signer) signature() string { return base64.StdEncoding.EncodeToString(s.h.Sum(nil)) }
-
-// signature is the signature of a whole thinking text.
-func signature(text string) string {
-	s := newSigner()
-	s.add(text)
-	return s.signature()
 }

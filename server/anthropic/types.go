@@ -16,8 +16,19 @@ type conversation struct {
 	ToolChoice *toolChoice       `json:"tool_choice"`
 	Thinking   *thinking         `json:"thinking"`
 	// ChatTemplateKwargs are extra chat template variables (an extension, as on the OpenAI
-	// routes); an enable_thinking here wins over `thinking`.
+	// routes); an enable_thinking or reasoning_effort here wins over `thinking` and
+	// output_config.effort.
 	ChatTemplateKwargs map[string]any `json:"chat_template_kwargs"`
+	// OutputConfig's effort goes to the template as reasoning_effort, its format (structured
+	// output) to the engine's JSON schema constraint.
+	OutputConfig *outputConfig `json:"output_config"`
+	// OutputFormat is the structured-outputs beta's top-level spelling of output_config.format.
+	OutputFormat json.RawMessage `json:"output_format"`
+	// ContextManagement edits the history before it is rendered (see config.go).
+	ContextManagement *contextManagement `json:"context_management"`
+	// MCPServers are remote MCP servers Anthropic would connect to; this server connects to
+	// none, so their tools are not offered (a warning says so).
+	MCPServers []json.RawMessage `json:"mcp_servers"`
 }
 
 // messagesRequest is the wire form of POST /v1/messages. Unknown fields are ignored.
@@ -30,8 +41,6 @@ type messagesRequest struct {
 	StopSequences []string  `json:"stop_sequences"`
 	Metadata      *metadata `json:"metadata"`
 	Stream        bool      `json:"stream"`
-	// OutputConfig's effort is accepted and not used; its format (structured output) is refused.
-	OutputConfig *outputConfig `json:"output_config"`
 	// KeepAlive is how long the model stays loaded afterwards, in Ollama's syntax (an extension).
 	KeepAlive json.RawMessage `json:"keep_alive"`
 	// IgnoreEOS generates past the model's end-of-generation token, up to max_tokens (an
@@ -41,8 +50,17 @@ type messagesRequest struct {
 	Seed *int64 `json:"seed"`
 }
 
+// outputConfig is `output_config`: {"effort": "low"|"medium"|"high"|"xhigh"|"max", "format":
+// {"type": "json_schema", "schema": {...}}}.
 type outputConfig struct {
+	Effort *string         `json:"effort"`
 	Format json.RawMessage `json:"format"`
+}
+
+// contextManagement is `context_management`: {"edits": [{"type": ..., ...}]}; edits are
+// decoded one by one so that errors and warnings name the edit.
+type contextManagement struct {
+	Edits []json.RawMessage `json:"edits"`
 }
 
 // metadata is accepted and not used (there are no per-user limits yet).
@@ -66,14 +84,19 @@ type toolChoice struct {
 	DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
 }
 
-// tool is one custom tool of `tools`.
+// tool is one entry of `tools`. Fields this server has no use for (cache_control,
+// defer_loading, eager_input_streaming, strict, input_examples) are accepted and ignored.
 type tool struct {
-	// Type is absent or "custom" for a client tool; anything else names a server tool
-	// (web_search_..., bash_..., text_editor_...), which this server does not run.
+	// Type is absent or "custom" for a client tool; anything else names a typed tool
+	// (web_search_..., bash_..., text_editor_..., mcp_toolset), which this server does not run
+	// (see toTools).
 	Type        string          `json:"type"`
 	Name        *string         `json:"name"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"input_schema"`
+	// DeferLoading keeps the tool out of the prompt until a tool_reference block (a tool
+	// search result) names it, as Anthropic loads deferred tools.
+	DeferLoading bool `json:"defer_loading"`
 }
 
 type message struct {
@@ -95,8 +118,12 @@ type block struct {
 	ToolUseID *string         `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
 	IsError   bool            `json:"is_error"`
-	// thinking (its signature is accepted and not checked)
-	Thinking *string `json:"thinking"`
+	// thinking; a block sent without its text (display "omitted") gets it back from a
+	// signature this server made (unsign)
+	Thinking  *string `json:"thinking"`
+	Signature string  `json:"signature"`
+	// tool_reference (in a tool_result: a deferred tool the client's tool search loaded)
+	ToolName *string `json:"tool_name"`
 }
 
 // reply is a Message object: the non-streaming response and message_start's message.

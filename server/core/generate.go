@@ -95,21 +95,29 @@ func (s *Service) chat(ctx context.Context, m *Model, req *ChatRequest, emit Emi
 	}
 	gen := req.Generation
 	gen.ID, gen.Prompt, gen.AddSpecial = req.ID, prompt, addSpecial(m, prompt)
-	if req.ToolChoice.forced() {
-		if err := forceCall(&gen, req); err != nil {
-			return nil, err
-		}
-	}
 	n := max(1, req.N)
+	var check *outputCheck
+	if req.ToolChoice.forced() {
+		// The forced call's grammar wins over a response format, as the official APIs do: the
+		// format applies to the text reply of a later turn.
+		check, err = forceCall(&gen, req, n)
+	} else if gen.Format == llm.FormatSchema && len(req.Tools) > 0 && req.ToolChoice.Mode != ToolNone {
+		check, err = formatOrCall(&gen, req, n)
+	} else {
+		check, err = checkFormat(&gen, n)
+	}
+	if err != nil {
+		return nil, err
+	}
 	sh := shapingFor(m, req, prompt)
 	shapers := make([]*replyShaper, n)
 	for i := range shapers {
 		shapers[i] = sh.newShaper()
 	}
-	return s.generate(ctx, m, &gen, n, req.KeepAlive, func(i int, ev llm.Event) error {
+	return s.generate(ctx, m, &gen, n, req.KeepAlive, check.wrap(func(i int, ev llm.Event) error {
 		shapers[i].shape(&ev)
 		return emit(i, ev)
-	})
+	}))
 }
 
 // CompletionRequest is raw text to continue, with no chat template.
@@ -141,7 +149,10 @@ func (s *Service) Complete(ctx context.Context, req *CompletionRequest, emit Emi
 	if err == nil {
 		gen := req.Generation
 		gen.ID, gen.AddSpecial = req.ID, len(gen.Tokens) == 0
-		res, err = s.generate(ctx, m, &gen, max(1, req.N), req.KeepAlive, emit)
+		var check *outputCheck
+		if check, err = checkFormat(&gen, max(1, req.N)); err == nil {
+			res, err = s.generate(ctx, m, &gen, max(1, req.N), req.KeepAlive, check.wrap(emit))
+		}
 	}
 	s.record(ctx, recordKey{req.ID, req.Endpoint, req.Model, req.Stream}, res, err, start)
 	if err != nil {
@@ -190,10 +201,14 @@ func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n in
 		return nil, err // before the worker tokenizes it (see limits.go)
 	}
 	if gen.Format == llm.FormatSchema {
-		// Before the worker compiles it: llama.cpp's converter aborts or loops on hostile schemas.
-		if err := schema.Check(gen.Schema); err != nil {
+		// Before the worker compiles it: llama.cpp's converter aborts or loops on hostile schemas,
+		// and fails on limits it cannot express. Callers that check the output against what was
+		// relaxed (checkFormat, forceCall) have relaxed it already.
+		g, _, err := schema.Grammar(gen.Schema)
+		if err != nil {
 			return nil, err
 		}
+		gen.Schema = g
 	}
 	release, err := s.prepare(ctx, m, gen, n)
 	if err != nil {

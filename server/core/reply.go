@@ -15,6 +15,7 @@ type replyShaper struct {
 	reasoning *chat.ReasoningStream
 	tools     *chat.ToolStream // nil: no tools, the text stays content
 	single    bool             // parallel_tool_calls false: at most one call
+	forced    []string         // the tools a forced call may name; nil when not forced
 	calls     int              // calls opened so far
 	dropped   int              // calls past the first when single
 }
@@ -25,10 +26,11 @@ type shaping struct {
 	startInside bool
 	parser      chat.ToolParser // nil: no tool parsing
 	single      bool
+	forced      []string
 }
 
 func (sh *shaping) newShaper() *replyShaper {
-	r := &replyShaper{reasoning: chat.NewReasoningStream(sh.open, sh.close, sh.startInside), single: sh.single}
+	r := &replyShaper{reasoning: chat.NewReasoningStream(sh.open, sh.close, sh.startInside), single: sh.single, forced: sh.forced}
 	if sh.parser != nil {
 		r.tools = chat.NewToolStream(sh.parser)
 	}
@@ -36,8 +38,9 @@ func (sh *shaping) newShaper() *replyShaper {
 }
 
 // shape rewrites ev in place for the client. Done events get the finish reason tool_calls
-// when the reply made calls and ended by itself (a reply cut by the cap stays length: its
-// calls may be incomplete), and a warning when something looked like a call but did not parse.
+// when the reply made calls and ended by itself (a reply cut by the cap stays length, as the
+// spec says, and a call it cut is served with the arguments it got, see chat.ToolStream.Cut),
+// and a warning when something looked like a call but did not parse.
 func (r *replyShaper) shape(ev *llm.Event) {
 	switch {
 	case ev.Done != nil:
@@ -45,7 +48,24 @@ func (r *replyShaper) shape(ev *llm.Event) {
 		var warning string
 		if r.tools != nil {
 			text, calls := r.tools.Feed(content)
-			rest, last, suspect, err := r.tools.Close()
+			var rest, suspect string
+			var last []llm.ToolCallDelta
+			var err error
+			if ev.Done.FinishReason == llm.FinishLength {
+				var cut *chat.CutCall
+				var complete func(string) string // nil: not forced
+				if r.forced != nil {
+					complete = r.completeName
+				}
+				rest, last, cut, suspect, err = r.tools.Cut(complete)
+				if cut != nil && cut.Name == "" {
+					warning = "the token cap cut the reply inside a tool call before its name was complete; that call was left out"
+				} else if cut != nil {
+					warning = fmt.Sprintf("the token cap cut the reply inside the call to %q: its arguments are incomplete (where a JSON object is required they are the longest prefix that parses, closed); do not run it", cut.Name)
+				}
+			} else {
+				rest, last, suspect, err = r.tools.Close()
+			}
 			content = text + rest
 			ev.ToolCalls = r.keep(append(calls, last...))
 			if err != nil {
@@ -69,6 +89,20 @@ func (r *replyShaper) shape(ev *llm.Event) {
 			ev.Text, ev.ToolCalls = text, r.keep(calls)
 		}
 	}
+}
+
+// completeName returns the one forced tool whose name starts with prefix, or "".
+func (r *replyShaper) completeName(prefix string) string {
+	found := ""
+	for _, n := range r.forced {
+		if strings.HasPrefix(n, prefix) {
+			if found != "" {
+				return ""
+			}
+			found = n
+		}
+	}
+	return found
 }
 
 // keep counts the calls and drops those past the first when only one is allowed.

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -54,9 +55,6 @@ func checkTools(req *ChatRequest) error {
 	default:
 		return fmt.Errorf("%w: tool_choice %q is not one of auto, none, required or a function", llm.ErrInvalidInput, req.ToolChoice.Mode)
 	}
-	if req.Generation.Format != "" {
-		return fmt.Errorf("%w: a structured output format cannot be combined with a forced tool call (tool_choice %s); drop one of them", llm.ErrInvalidInput, req.ToolChoice.Mode)
-	}
 	return nil
 }
 
@@ -80,23 +78,68 @@ func invalidInput(err error) error {
 func (c ToolChoice) forced() bool { return c.Mode == ToolRequired || c.Mode == ToolFunction }
 
 // forceCall constrains gen to the generic JSON call shape, which GenericToolParser reads, so
-// a call comes back even from a model that was never trained to make one.
-func forceCall(gen *llm.Request, req *ChatRequest) error {
+// a call comes back even from a model that was never trained to make one. It replaces any
+// response format. What of the tools' parameters the grammar cannot express is checked on the
+// arguments afterwards (the returned check, nil when there is nothing to check).
+func forceCall(gen *llm.Request, req *ChatRequest, n int) (*outputCheck, error) {
 	tools := make([]schema.Tool, len(req.Tools))
+	params := map[string]json.RawMessage{}
 	for i, t := range req.Tools {
 		tools[i] = schema.Tool{Name: t.Name, Parameters: t.Parameters}
+		params[t.Name] = t.Parameters
 	}
 	name := ""
 	if req.ToolChoice.Mode == ToolFunction {
 		name = req.ToolChoice.Name
 	}
 	parallel := req.ParallelToolCalls == nil || *req.ParallelToolCalls
-	s, err := schema.ToolCall(tools, name, parallel)
+	s, relaxed, err := schema.ToolCallGrammar(tools, name, parallel)
 	if err != nil {
-		return invalidInput(err)
+		return nil, invalidInput(err)
 	}
 	gen.Format, gen.Schema, gen.CompactJSON = llm.FormatSchema, s, true
-	return nil
+	return checkCalls(relaxed, params, n), nil
+}
+
+// formatOrCall serves a response format beside tools the model may call (tool_choice auto):
+// the grammar takes the format's JSON or a call in the generic shape (which every parser reads
+// when its family's markers are absent), so that a reply after a tool result follows the format
+// and the model can still call a tool. The check covers both (nil when nothing was relaxed).
+func formatOrCall(gen *llm.Request, req *ChatRequest, n int) (*outputCheck, error) {
+	tools := make([]schema.Tool, len(req.Tools))
+	params := map[string]json.RawMessage{}
+	for i, t := range req.Tools {
+		tools[i] = schema.Tool{Name: t.Name, Parameters: t.Parameters}
+		params[t.Name] = t.Parameters
+	}
+	parallel := req.ParallelToolCalls == nil || *req.ParallelToolCalls
+	s, relaxed, err := schema.FormatOrCall(gen.Schema, tools, parallel)
+	if err != nil {
+		return nil, invalidInput(err)
+	}
+	var forFormat, forCalls []schema.Relaxation
+	for _, r := range relaxed {
+		if r.Tool == "" {
+			forFormat = append(forFormat, r)
+		} else {
+			forCalls = append(forCalls, r)
+		}
+	}
+	check := checkCalls(forCalls, params, n)
+	if len(forFormat) > 0 {
+		if check == nil {
+			check = &outputCheck{tools: map[string]json.RawMessage{}, text: make([]strings.Builder, n)}
+		}
+		check.full = gen.Schema
+		for _, r := range forFormat {
+			check.noteUnchecked(r)
+		}
+	}
+	if check != nil {
+		check.calls = params
+	}
+	gen.Schema = s
+	return check, nil
 }
 
 // shapingFor decides how the replies to req are split into reasoning, content and calls.
@@ -111,6 +154,11 @@ func shapingFor(m *Model, req *ChatRequest, prompt string) *shaping {
 	case len(req.Tools) == 0 || req.ToolChoice.Mode == ToolNone:
 	case req.ToolChoice.forced():
 		sh.parser = chat.GenericToolParser{}
+		for _, t := range req.Tools {
+			if req.ToolChoice.Mode == ToolRequired || t.Name == req.ToolChoice.Name {
+				sh.forced = append(sh.forced, t.Name)
+			}
+		}
 	default:
 		sh.parser = chat.ToolParserFor(m.Template.Source())
 	}

@@ -126,9 +126,8 @@ func (h *handlers) respond(c *gin.Context, t *turn, frame func(piece) any, call 
 		if err != nil {
 			return err
 		}
-		calls, warning := fromCalls(r.ToolCalls)
-		p := piece{text: r.Content(), thinking: t.thinking(r.Reasoning()), calls: calls, logprobs: fromLogprobs(r.Logprobs), done: &res.Choices[0]}
-		p.warn(res.Choices[0].Warning, warning)
+		p := piece{text: r.Content(), thinking: t.thinking(r.Reasoning()), calls: fromCalls(r.ToolCalls), logprobs: fromLogprobs(r.Logprobs), done: &res.Choices[0]}
+		p.warn(res.Choices[0].Warning)
 		c.JSON(http.StatusOK, frame(p))
 		return nil
 	}
@@ -147,10 +146,8 @@ func (h *handlers) respond(c *gin.Context, t *turn, frame func(piece) any, call 
 			}
 		}
 		done := calls.add(ev.ToolCalls)
-		var warning string
 		if ev.Done != nil {
-			rest, w := calls.rest()
-			done, warning = append(done, rest...), w
+			done = append(done, calls.rest()...)
 		}
 		if len(done) > 0 {
 			if err := out.line(frame(piece{calls: done})); err != nil {
@@ -161,7 +158,7 @@ func (h *handlers) respond(c *gin.Context, t *turn, frame func(piece) any, call 
 			return nil
 		}
 		last := piece{done: ev.Done}
-		last.warn(ev.Done.Warning, warning)
+		last.warn(ev.Done.Warning)
 		return out.line(frame(last))
 	})
 	if err != nil {

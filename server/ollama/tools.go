@@ -3,7 +3,6 @@ package ollama
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/llm"
@@ -161,34 +160,34 @@ func pairResults(msgs []chat.Message) {
 	}
 }
 
-// fromCalls is a reply's tool calls in the wire shape, with a warning for those left out
-// (see wireCall).
-func fromCalls(calls []llm.ToolCall) ([]toolCall, string) {
+// fromCalls is a reply's tool calls in the wire shape (see wireCall).
+func fromCalls(calls []llm.ToolCall) []toolCall {
 	var out []toolCall
-	var warning string
 	for i, c := range calls {
-		w, err := wireCall(i, c)
-		if err != nil {
-			warning = core.JoinWarnings(warning, err.Error())
-			continue
-		}
-		out = append(out, w)
+		out = append(out, wireCall(i, c))
 	}
-	return out, warning
+	return out
 }
 
 // wireCall is call i of a reply in the wire shape. A call whose arguments are not a JSON
-// object (only a reply cut mid-call could hold one) cannot be written in Ollama's shape: it
-// is an error, for the reply's warnings.
-func wireCall(i int, c llm.ToolCall) (toolCall, error) {
+// object was cut by the token cap (complete calls always are one): Ollama's arguments must be
+// an object, so it gets the longest prefix of them that parses, closed (the core's warning
+// says the call is incomplete).
+func wireCall(i int, c llm.ToolCall) toolCall {
 	args := bytes.TrimSpace(c.Arguments)
 	if len(args) == 0 {
 		args = []byte("{}")
 	}
 	if args[0] != '{' || !json.Valid(args) {
-		return toolCall{}, fmt.Errorf("the tool call %s was cut off before its arguments were complete; it was left out: %.200q", c.Name, c.Arguments)
+		args, _ = chat.CloseJSON(string(args))
 	}
-	return toolCall{ID: c.ID, Function: callFunction{Index: i, Name: c.Name, Arguments: args}}, nil
+	return toolCall{ID: c.ID, Function: callFunction{Index: i, Name: c.Name, Arguments: args}}
+}
+
+// complete reports whether a streamed call's arguments are whole: a JSON object.
+func complete(c llm.ToolCall) bool {
+	args := bytes.TrimSpace(c.Arguments)
+	return len(args) > 0 && args[0] == '{' && json.Valid(args)
 }
 
 // callStream gathers streamed tool-call deltas into whole calls: Ollama sends each call in a
@@ -220,32 +219,25 @@ func (s *callStream) add(ds []llm.ToolCallDelta) []toolCall {
 		if s.sent[i] || c.Name == "" || len(c.Arguments) == 0 {
 			continue // not opened, or no arguments yet
 		}
-		if w, err := wireCall(i, c); err == nil {
+		if complete(c) {
 			s.sent[i] = true
-			out = append(out, w)
+			out = append(out, wireCall(i, c))
 		}
 	}
 	return out
 }
 
-// rest returns the calls never completed, at the end of the reply, with a warning for each
-// that cannot be sent.
-func (s *callStream) rest() ([]toolCall, string) {
+// rest returns the calls never completed, at the end of the reply: a call the token cap cut.
+func (s *callStream) rest() []toolCall {
 	var out []toolCall
-	var warning string
 	for i, c := range s.calls {
 		if s.sent[i] || c.Name == "" {
 			continue
 		}
 		s.sent[i] = true
-		w, err := wireCall(i, c)
-		if err != nil {
-			warning = core.JoinWarnings(warning, err.Error())
-			continue
-		}
-		out = append(out, w)
+		out = append(out, wireCall(i, c))
 	}
-	return out, warning
+	return out
 }
 
 // logprob is one completion token's log probability (Ollama's api.Logprob).

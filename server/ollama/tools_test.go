@@ -335,7 +335,6 @@ func TestToolsBadInput(t *testing.T) {
 		{"tool_choice required without tools", "/api/chat", chat(`"options":{"tool_choice":"required"}`), "no tools"},
 		{"parallel_tool_calls a string", "/api/chat", chat(`"options":{"parallel_tool_calls":"no"}`), `option "parallel_tool_calls" must be a boolean`},
 		{"tool_choice a number", "/api/chat", chat(`"options":{"tool_choice":1}`), `option "tool_choice" must be "auto", "none", "required" or the name of a tool`},
-		{"tool_choice required with a format", "/api/chat", chat(tool(`{"type":"object"}`) + `,"format":"json","options":{"tool_choice":"required"}`), "cannot be combined"},
 		{"tool_choice on generate", "/api/generate", `{"model":"fake","prompt":"hi","options":{"tool_choice":"required"}}`, "/api/generate does not take"},
 		{"history arguments a string", "/api/chat", call(`"{\"city\":\"Oslo\"}"`), "messages[1].tool_calls[0].function.arguments must be a JSON object"},
 		{"history arguments an array", "/api/chat", call(`[1]`), "messages[1].tool_calls[0].function.arguments must be a JSON object"},

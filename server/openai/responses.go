@@ -21,14 +21,21 @@ package openai
 //   - Failed or abandoned generations are not stored: a stream that ends in response.failed
 //     (or a client that hangs up) leaves nothing to GET or continue.
 //   - text.format json_object and json_schema constrain the output as response_format does
-//     for chat. Tools, reasoning and logprobs: see responses_tools.go; output items: see
-//     responses_output.go. background, conversation and prompt are refused with 400
-//     unsupported_parameter.
+//     for chat. Tools: see responses_tools.go; reasoning, include and logprobs:
+//     responses_reasoning.go; output items: responses_output.go. background and conversation
+//     are refused with 400 unsupported_parameter; prompt (a template stored on OpenAI's
+//     platform) is ignored with a warning.
+//   - Accepted with no local meaning: prompt_cache_key (the engine already gives a request the
+//     lane holding the longest prefix of its prompt, so there is nothing to steer; echoed),
+//     client_metadata, safety_identifier (echoed), user (echoed), service_tier (served as
+//     "default"), text.verbosity (echoed), max_tool_calls. Headers such as x-codex-*,
+//     session-id, thread-id and originator are not read.
 //   - seed, chat_template_kwargs and enable_thinking are read as chat completions read them
 //     (extensions: OpenAI's Responses API has none of them).
-//   - A warning the core raised about the reply (text that looked like a tool call but did not
-//     parse, calls dropped by parallel_tool_calls false) is in the response's "superfluid"
-//     object, stored with it, and in the request record.
+//   - Warnings about the request (tools dropped, formats or include values ignored) and those
+//     the core raised about the reply (text that looked like a tool call but did not parse,
+//     calls dropped by parallel_tool_calls false) are in the response's "superfluid" object,
+//     from response.created on, and stored with it; the core's are in the request record.
 
 import (
 	"context"
@@ -66,9 +73,12 @@ type responseParams struct {
 	store    bool
 	gen      llm.Request
 	kwargs   map[string]any
-	tools    []chat.Tool
+	tools    *toolSet
 	choice   core.ToolChoice
 	parallel *bool
+	// encrypted (include reasoning.encrypted_content) puts a blob in reasoning items; summary
+	// (reasoning.summary) fills their summary.
+	encrypted, summary bool
 	// obj is the response as it starts: in_progress, no output, the request's settings echoed.
 	obj responseObject
 }
@@ -93,12 +103,12 @@ func (h *handlers) createResponse(c *gin.Context) error {
 		return err
 	}
 	creq := &core.ChatRequest{ID: p.obj.ID, Endpoint: responsesEndpoint, Stream: req.Stream, Model: m.ID,
-		Messages: msgs, Generation: p.gen, TemplateKwargs: p.kwargs, Tools: p.tools, ToolChoice: p.choice,
+		Messages: msgs, Generation: p.gen, TemplateKwargs: p.kwargs, Tools: p.tools.tools, ToolChoice: p.choice,
 		ParallelToolCalls: p.parallel}
 	if req.Stream {
 		return h.streamResponse(c, creq, p)
 	}
-	out := newOutputBuilder(nil)
+	out := newOutputBuilder(nil, p)
 	res, err := h.svc.Chat(ctx, creq, func(_ int, ev llm.Event) error { return out.add(ev) })
 	if err != nil {
 		return responsesError(err)
@@ -122,6 +132,10 @@ func toResponseParams(req *responseRequest) (*responseParams, error) {
 	}
 	if err := refuseUnservedResponse(req); err != nil {
 		return nil, err
+	}
+	var warnings []string
+	if len(req.Prompt) > 0 && string(req.Prompt) != "null" {
+		warnings = append(warnings, "prompt names a prompt template stored on OpenAI's platform; this server has none, so it was ignored: send input and instructions")
 	}
 	input, err := parseInput(req.Input)
 	if err != nil {
@@ -163,10 +177,10 @@ func toResponseParams(req *responseRequest) (*responseParams, error) {
 	if err := checkMetadata(req.Metadata); err != nil {
 		return nil, err
 	}
-	var echoTools []responseTool
-	if p.tools, echoTools, err = toResponseTools(req.Tools); err != nil {
+	if p.tools, err = toResponseTools(req.Tools); err != nil {
 		return nil, err
 	}
+	warnings = append(warnings, p.tools.warnings...)
 	var toolChoice json.RawMessage
 	if p.choice, toolChoice, err = toResponseToolChoice(req.ToolChoice, p.tools); err != nil {
 		return nil, err
@@ -175,9 +189,13 @@ func toResponseParams(req *responseRequest) (*responseParams, error) {
 	if p.kwargs, reasoning, err = toTemplateKwargs(req); err != nil {
 		return nil, err
 	}
-	if err := toLogprobs(req, &p.gen); err != nil {
+	ws, err := toLogprobs(req, &p.gen)
+	if err != nil {
 		return nil, err
 	}
+	warnings = append(warnings, ws...)
+	p.encrypted = slices.Contains(req.Include, includeEncrypted)
+	p.summary = req.Reasoning != nil && req.Reasoning.Summary != nil
 	if req.PreviousResponseID != nil {
 		p.previous = *req.PreviousResponseID
 	}
@@ -189,8 +207,12 @@ func toResponseParams(req *responseRequest) (*responseParams, error) {
 		ID: newID("resp_"), Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress",
 		Instructions: req.Instructions, MaxOutputTokens: req.MaxOutputTokens, Output: []item{},
 		ParallelToolCalls: req.ParallelToolCalls == nil || *req.ParallelToolCalls, ServiceTier: "default",
-		Store: p.store, Temperature: temperature, ToolChoice: toolChoice, Tools: echoTools, TopP: topP,
+		Store: p.store, Temperature: temperature, ToolChoice: toolChoice, Tools: nonNil(p.tools.echo), TopP: topP,
 		TopLogprobs: p.gen.TopLogprobs, Truncation: truncation, Metadata: metadata, Reasoning: reasoning,
+		User: req.User, PromptCacheKey: req.PromptCacheKey, SafetyIdentifier: req.SafetyIdentifier,
+	}
+	if len(warnings) > 0 {
+		p.obj.Superfluid = &replyExtra{Warnings: warnings}
 	}
 	if p.previous != "" {
 		p.obj.PreviousResponseID = &p.previous
@@ -203,6 +225,9 @@ func toResponseParams(req *responseRequest) (*responseParams, error) {
 		}
 	}
 	p.obj.Text.Format = format
+	if req.Text != nil {
+		p.obj.Text.Verbosity = req.Text.Verbosity
+	}
 	return p, nil
 }
 
@@ -231,9 +256,6 @@ func refuseUnservedResponse(req *responseRequest) error {
 	}
 	if len(req.Conversation) > 0 && string(req.Conversation) != "null" {
 		return unsupported("conversation", "conversations are not supported by this server yet; use previous_response_id")
-	}
-	if len(req.Prompt) > 0 && string(req.Prompt) != "null" {
-		return unsupported("prompt", "prompt templates are not supported by this server; send input and instructions")
 	}
 	return nil
 }
@@ -280,7 +302,7 @@ func (h *handlers) conversation(c *gin.Context, p *responseParams, instructions 
 	if instructions != nil && *instructions != "" {
 		msgs = append(msgs, chat.Message{Role: "system", Content: *instructions})
 	}
-	return append(msgs, itemMessages(append(history, p.input...))...), nil
+	return append(msgs, itemMessages(append(history, p.input...), p.tools)...), nil
 }
 
 // previousNotFound is the 404 for a previous_response_id whose conversation cannot be rebuilt.
@@ -297,12 +319,6 @@ func previousNotFound(id string, err error) error {
 	}
 	return &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "previous_response_not_found",
 		Param: "previous_response_id", Message: msg}
-}
-
-// responseNotFound is the 404 for an unknown response id in a path.
-func responseNotFound(id string) error {
-	return &Error{Status: http.StatusNotFound, Type: "invalid_request_error",
-		Message: fmt.Sprintf("Response with id '%s' not found. Only responses created with store=true are kept.", id)}
 }
 
 // responsesError maps a generation error; a prompt over the window blames input, not messages.
@@ -334,7 +350,11 @@ func finishResponse(obj responseObject, out *outputBuilder, d llm.Done) (respons
 	u.OutputTokensDetails.ReasoningTokens = out.reasoningTokens
 	obj.Usage = u
 	if d.Warning != "" {
-		obj.Superfluid = &replyExtra{Warnings: []string{d.Warning}}
+		var ws []string
+		if obj.Superfluid != nil {
+			ws = slices.Clone(obj.Superfluid.Warnings)
+		}
+		obj.Superfluid = &replyExtra{Warnings: append(ws, d.Warning)}
 	}
 	return obj, nil
 }
@@ -367,79 +387,5 @@ func (h *handlers) keep(c *gin.Context, p *responseParams, obj *responseObject) 
 	if err := h.svc.SaveResponse(context.WithoutCancel(c.Request.Context()), r); err != nil {
 		return fmt.Errorf("could not save the response; retry, or send store=false: %w", err)
 	}
-	return nil
-}
-
-func (h *handlers) getResponse(c *gin.Context) error {
-	if s := c.Query("stream"); s != "" && s != "false" {
-		return unsupported("stream", "replaying a response as a stream is not supported; GET it without stream")
-	}
-	id := c.Param("id")
-	r, err := h.svc.Response(c.Request.Context(), id)
-	if errors.Is(err, core.ErrNotFound) {
-		return responseNotFound(id)
-	}
-	if err != nil {
-		return err
-	}
-	c.Data(http.StatusOK, "application/json; charset=utf-8", r.Body)
-	return nil
-}
-
-func (h *handlers) deleteResponse(c *gin.Context) error {
-	id := c.Param("id")
-	err := h.svc.DeleteResponse(c.Request.Context(), id)
-	if errors.Is(err, core.ErrNotFound) {
-		return responseNotFound(id)
-	}
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, gin.H{"id": id, "object": "response", "deleted": true})
-	return nil
-}
-
-// listInputItems pages through a response's own input items: order desc (OpenAI's default)
-// or asc, limit 1-100 (default 20), after an item id.
-func (h *handlers) listInputItems(c *gin.Context) error {
-	order := c.DefaultQuery("order", "desc")
-	if order != "asc" && order != "desc" {
-		return invalid("order", fmt.Sprintf("order is %q; use asc or desc", order))
-	}
-	limit := 20
-	if s := c.Query("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 100 {
-			return invalid("limit", fmt.Sprintf("limit must be an integer between 1 and 100, got %q", s))
-		}
-		limit = n
-	}
-	id := c.Param("id")
-	r, err := h.svc.Response(c.Request.Context(), id)
-	if errors.Is(err, core.ErrNotFound) {
-		return responseNotFound(id)
-	}
-	if err != nil {
-		return err
-	}
-	items := []item{}
-	if err := json.Unmarshal(r.Input, &items); err != nil {
-		return fmt.Errorf("read stored response %s: %w", id, err)
-	}
-	if order == "desc" {
-		slices.Reverse(items)
-	}
-	if after := c.Query("after"); after != "" {
-		i := slices.IndexFunc(items, func(it item) bool { return it.ID == after })
-		if i < 0 {
-			return invalid("after", fmt.Sprintf("response '%s' has no input item with id '%s'", id, after))
-		}
-		items = items[i+1:]
-	}
-	list := itemList{Object: "list", Data: items[:min(limit, len(items))], HasMore: len(items) > limit}
-	if n := len(list.Data); n > 0 {
-		list.FirstID, list.LastID = &list.Data[0].ID, &list.Data[n-1].ID
-	}
-	c.JSON(http.StatusOK, list)
 	return nil
 }

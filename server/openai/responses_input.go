@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
-
-	"github.com/superfluid/superfluid/runtime/chat"
 )
 
 // Input items: messages, and the items a tool loop sends back (the function calls the model
@@ -70,8 +67,13 @@ type wireItem struct {
 	Name      *string         `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
 	Output    json.RawMessage `json:"output"`
+	// Namespace: a function_call's or custom_tool_call's namespace tool.
+	Namespace *string `json:"namespace"`
+	// custom_tool_call
+	Input *string `json:"input"`
 	// reasoning
-	Summary json.RawMessage `json:"summary"`
+	Summary          json.RawMessage `json:"summary"`
+	EncryptedContent *string         `json:"encrypted_content"`
 }
 
 func parseItem(param string, raw json.RawMessage) (item, error) {
@@ -91,8 +93,10 @@ func parseItem(param string, raw json.RawMessage) (item, error) {
 		return parseMessageItem(param, &w)
 	case itemCall:
 		return parseCallItem(param, &w)
-	case itemCallOutput:
-		return parseCallOutputItem(param, &w)
+	case itemCallOutput, itemCustomCallOutput:
+		return parseCallOutputItem(param, typ, &w)
+	case itemCustomCall:
+		return parseCustomCallItem(param, &w)
 	case itemReasoning:
 		return parseReasoningItem(param, &w)
 	case "item_reference":
@@ -100,7 +104,7 @@ func parseItem(param string, raw json.RawMessage) (item, error) {
 			"%s is an item_reference; this server does not look items up by id: send the item itself, or continue with previous_response_id", param))
 	default:
 		return item{}, unsupportedInput(param+".type", fmt.Sprintf(
-			"%s is a %q item; this server takes message, function_call, function_call_output and reasoning items", param, typ))
+			"%s is a %q item; this server takes message, function_call, function_call_output, custom_tool_call, custom_tool_call_output and reasoning items", param, typ))
 	}
 }
 
@@ -146,13 +150,36 @@ func parseCallItem(param string, w *wireItem) (item, error) {
 	if w.Status != nil && *w.Status != "" {
 		status = *w.Status
 	}
-	return item{ID: idOr(w.ID, "fc_"), Type: itemCall, Status: status, CallID: *w.CallID, Name: *w.Name, Arguments: args}, nil
+	return item{ID: idOr(w.ID, "fc_"), Type: itemCall, Status: status, CallID: *w.CallID, Name: *w.Name, Arguments: args,
+		Namespace: deref(w.Namespace)}, nil
 }
 
-// parseCallOutputItem reads what a function returned: a string, or input_text parts.
-func parseCallOutputItem(param string, w *wireItem) (item, error) {
+// parseCustomCallItem reads a custom tool call the model made, sent back as history.
+func parseCustomCallItem(param string, w *wireItem) (item, error) {
 	if w.CallID == nil || *w.CallID == "" {
-		return item{}, invalid(param+".call_id", fmt.Sprintf("%s is a function_call_output without a call_id; send the call_id of the function_call it answers", param))
+		return item{}, invalid(param+".call_id", fmt.Sprintf("%s is a custom_tool_call without a call_id; send the call_id the response gave it", param))
+	}
+	if w.Name == nil || *w.Name == "" {
+		return item{}, invalid(param+".name", fmt.Sprintf("%s is a custom_tool_call without a name; send the name of the tool that was called", param))
+	}
+	if w.Input == nil {
+		return item{}, invalid(param+".input", fmt.Sprintf("%s is a custom_tool_call without input; send the input string the response gave it", param))
+	}
+	return item{ID: idOr(w.ID, "ctc_"), Type: itemCustomCall, Status: deref(w.Status), CallID: *w.CallID, Name: *w.Name, Input: *w.Input,
+		Namespace: deref(w.Namespace)}, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// parseCallOutputItem reads what a function or custom tool returned: a string, or input_text parts.
+func parseCallOutputItem(param, typ string, w *wireItem) (item, error) {
+	if w.CallID == nil || *w.CallID == "" {
+		return item{}, invalid(param+".call_id", fmt.Sprintf("%s is a %s without a call_id; send the call_id of the call it answers", param, typ))
 	}
 	out := bytes.TrimSpace(w.Output)
 	if len(out) == 0 || bytes.Equal(out, []byte("null")) {
@@ -165,13 +192,23 @@ func parseCallOutputItem(param string, w *wireItem) (item, error) {
 	} else if out[0] != '"' {
 		return item{}, invalid(param+".output", fmt.Sprintf("invalid type for '%s.output': expected a string or an array of input_text parts, got %s", param, jsonKind(out)))
 	}
-	return item{ID: idOr(w.ID, "fco_"), Type: itemCallOutput, Status: "completed", CallID: *w.CallID, Output: json.RawMessage(out)}, nil
+	prefix := "fco_"
+	if typ == itemCustomCallOutput {
+		prefix = "ctco_"
+	}
+	return item{ID: idOr(w.ID, prefix), Type: typ, Status: "completed", CallID: *w.CallID, Output: json.RawMessage(out)}, nil
 }
 
-// parseReasoningItem reads reasoning sent back as history: its reasoning_text content, or its
-// summary. encrypted_content is not read (this server serves reasoning as plain text).
+// parseReasoningItem reads reasoning sent back as history: its reasoning_text content, its
+// encrypted_content (a blob this server wrote), or its summary.
 func parseReasoningItem(param string, w *wireItem) (item, error) {
 	it := item{ID: idOr(w.ID, "rs_"), Type: itemReasoning}
+	if w.EncryptedContent != nil && *w.EncryptedContent != "" {
+		if _, err := openReasoning(param+".encrypted_content", *w.EncryptedContent); err != nil {
+			return item{}, err
+		}
+		it.EncryptedContent = *w.EncryptedContent
+	}
 	for _, f := range []struct {
 		name, typ string
 		raw       json.RawMessage
@@ -188,6 +225,9 @@ func parseReasoningItem(param string, w *wireItem) (item, error) {
 			return item{}, invalid(param+"."+f.name, fmt.Sprintf("invalid type for '%s.%s': expected an array of {type: %q, text} parts", param, f.name, f.typ))
 		}
 		for j, p := range parts {
+			if f.name == "content" && p.Type == "text" {
+				p.Type = f.typ // the Codex CLI's name for reasoning content
+			}
 			if p.Type != f.typ || p.Text == nil {
 				pp := fmt.Sprintf("%s.%s[%d]", param, f.name, j)
 				return item{}, invalid(pp, fmt.Sprintf("%s must be {\"type\": %q, \"text\": ...}", pp, f.typ))
@@ -244,102 +284,4 @@ func parseContent(param, role string, raw json.RawMessage) ([]part, error) {
 		}
 	}
 	return out, nil
-}
-
-// text is the concatenated text of the item's parts: a message's content, a reasoning item's
-// reasoning text (or its summary when it has none), a function_call_output's output.
-func (it *item) text() string {
-	parts := it.Content
-	switch it.Type {
-	case itemReasoning:
-		if len(parts) == 0 {
-			parts = it.Summary
-		}
-	case itemCallOutput:
-		var s string
-		if json.Unmarshal(it.Output, &s) == nil {
-			return s
-		}
-		parts, _ = parseContent("output", "tool", it.Output) // validated when it came in
-	}
-	var sb strings.Builder
-	for _, p := range parts {
-		sb.WriteString(p.Text)
-	}
-	return sb.String()
-}
-
-// itemMessages is a conversation of items as chat messages. An assistant turn is built from
-// the items the model produced for it: reasoning, then text, then function calls, each
-// optional, so that a turn renders through the template as the model wrote it. Each output
-// then becomes a tool message.
-func itemMessages(items []item) []chat.Message {
-	var out []chat.Message
-	var turn *chat.Message // the assistant turn being gathered
-	flush := func() {
-		if turn != nil {
-			out = append(out, *turn)
-			turn = nil
-		}
-	}
-	// open starts a new turn unless the current one can still take the next piece.
-	open := func(fits bool) {
-		if turn != nil && !fits {
-			flush()
-		}
-		if turn == nil {
-			turn = &chat.Message{Role: "assistant"}
-		}
-	}
-	for i := range items {
-		it := &items[i]
-		switch {
-		case it.Type == itemReasoning:
-			open(turn != nil && turn.Reasoning == "" && turn.Content == "" && len(turn.ToolCalls) == 0)
-			turn.Reasoning = it.text()
-		case it.Type == itemCall:
-			open(true)
-			args := json.RawMessage(strings.TrimSpace(it.Arguments))
-			if len(args) == 0 {
-				args = json.RawMessage("{}")
-			}
-			turn.ToolCalls = append(turn.ToolCalls, chat.ToolCall{ID: it.CallID, Name: it.Name, Arguments: args})
-		case it.Type == itemCallOutput:
-			flush()
-			out = append(out, chat.Message{Role: "tool", ToolCallID: it.CallID, Content: it.text()})
-		case it.Role == "assistant":
-			open(turn != nil && turn.Content == "" && len(turn.ToolCalls) == 0)
-			turn.Content = it.text()
-		default:
-			flush()
-			role := it.Role
-			if role == "developer" {
-				role = "system" // the template's name for it
-			}
-			out = append(out, chat.Message{Role: role, Content: it.text()})
-		}
-	}
-	flush()
-	return out
-}
-
-// checkCallOutputs refuses a function_call_output in input whose call_id answers no
-// function_call of the conversation (earlier items, or the input before it), as OpenAI does.
-func checkCallOutputs(history, input []item) error {
-	calls := map[string]bool{}
-	for _, it := range history {
-		if it.Type == itemCall {
-			calls[it.CallID] = true
-		}
-	}
-	for i, it := range input {
-		switch {
-		case it.Type == itemCall:
-			calls[it.CallID] = true
-		case it.Type == itemCallOutput && !calls[it.CallID]:
-			return invalid(fmt.Sprintf("input[%d].call_id", i), fmt.Sprintf(
-				"No tool call found for function call output with call_id %s. Send the function_call item before it, or continue the response that made the call with previous_response_id.", it.CallID))
-		}
-	}
-	return nil
 }

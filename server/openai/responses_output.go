@@ -22,10 +22,13 @@ import (
 // the core trims).
 type outputBuilder struct {
 	send  func(responseEvent) error // nil when nothing streams
-	items []item
-	open  int             // position of the open item in items, -1 when none
-	text  strings.Builder // the open message's or reasoning item's text
-	lps   []tokenLogprob  // the open message's logprobs
+	tools *toolSet                  // maps the model's tool names back to the client's
+	// encrypted puts a blob in each reasoning item, summary its text in the item's summary.
+	encrypted, summary bool
+	items              []item
+	open               int             // position of the open item in items, -1 when none
+	text               strings.Builder // the open message's or reasoning item's text
+	lps                []tokenLogprob  // the open message's logprobs
 	// Function calls by their delta index: position in items and arguments so far.
 	callAt map[int]int
 	args   map[int]*strings.Builder
@@ -37,8 +40,9 @@ type outputBuilder struct {
 	reasoningTokens int
 }
 
-func newOutputBuilder(send func(responseEvent) error) *outputBuilder {
-	return &outputBuilder{send: send, open: -1, callAt: map[int]int{}, args: map[int]*strings.Builder{}}
+func newOutputBuilder(send func(responseEvent) error, p *responseParams) *outputBuilder {
+	return &outputBuilder{send: send, tools: p.tools, encrypted: p.encrypted, summary: p.summary,
+		open: -1, callAt: map[int]int{}, args: map[int]*strings.Builder{}}
 }
 
 func (b *outputBuilder) emit(ev responseEvent) error {
@@ -98,8 +102,12 @@ func (b *outputBuilder) begin(it item) error {
 	}
 	switch it.Type {
 	case itemReasoning:
-		return b.emit(responseEvent{Type: "response.content_part.added", OutputIndex: &i, ItemID: it.ID, ContentIndex: &zero,
-			Part: &part{Type: "reasoning_text"}})
+		if err := b.emit(responseEvent{Type: "response.content_part.added", OutputIndex: &i, ItemID: it.ID, ContentIndex: &zero,
+			Part: &part{Type: "reasoning_text"}}); err != nil || !b.summary {
+			return err
+		}
+		return b.emit(responseEvent{Type: "response.reasoning_summary_part.added", OutputIndex: &i, ItemID: it.ID, SummaryIndex: &zero,
+			Part: &part{Type: "summary_text"}})
 	case itemMessage:
 		return b.emit(responseEvent{Type: "response.content_part.added", OutputIndex: &i, ItemID: it.ID, ContentIndex: &zero,
 			Part: &part{Type: "output_text"}})
@@ -115,8 +123,12 @@ func (b *outputBuilder) reasoning(text string) error {
 	}
 	b.text.WriteString(text)
 	i, zero := b.open, 0
-	return b.emit(responseEvent{Type: "response.reasoning_text.delta", OutputIndex: &i, ItemID: b.items[i].ID,
-		ContentIndex: &zero, Delta: &text})
+	if err := b.emit(responseEvent{Type: "response.reasoning_text.delta", OutputIndex: &i, ItemID: b.items[i].ID,
+		ContentIndex: &zero, Delta: &text}); err != nil || !b.summary {
+		return err
+	}
+	return b.emit(responseEvent{Type: "response.reasoning_summary_text.delta", OutputIndex: &i, ItemID: b.items[i].ID,
+		SummaryIndex: &zero, Delta: &text})
 }
 
 // content adds message text and reports whether it went out (whitespace may wait).
@@ -159,12 +171,17 @@ func (b *outputBuilder) delta(text string) error {
 		ContentIndex: &zero, Delta: &text, Logprobs: toEventLogprobs(lps)})
 }
 
-// call takes a tool-call delta: an opening one (id and name) begins a function_call item,
-// the rest add to its arguments.
+// call takes a tool-call delta: an opening one (id and name) begins a function_call item (a
+// custom_tool_call for a custom tool), the rest add to its arguments. A custom call's input is
+// inside its JSON arguments, so it goes out when the call is complete.
 func (b *outputBuilder) call(d llm.ToolCallDelta) error {
 	if _, ok := b.callAt[d.Index]; !ok || d.Name != "" {
-		err := b.begin(item{ID: newID("fc_"), Type: itemCall, Status: "in_progress", CallID: d.ID, Name: d.Name})
-		if err != nil {
+		ref := b.tools.ref(d.Name)
+		it := item{ID: newID("fc_"), Type: itemCall, Status: "in_progress", CallID: d.ID, Name: ref.name, Namespace: ref.namespace}
+		if ref.custom {
+			it.ID, it.Type = newID("ctc_"), itemCustomCall
+		}
+		if err := b.begin(it); err != nil {
 			return err
 		}
 		b.callAt[d.Index], b.args[d.Index] = b.open, &strings.Builder{}
@@ -174,6 +191,9 @@ func (b *outputBuilder) call(d llm.ToolCallDelta) error {
 	}
 	b.args[d.Index].WriteString(d.Arguments)
 	i := b.callAt[d.Index]
+	if b.items[i].Type == itemCustomCall {
+		return nil
+	}
 	return b.emit(responseEvent{Type: "response.function_call_arguments.delta", OutputIndex: &i, ItemID: b.items[i].ID, Delta: &d.Arguments})
 }
 
@@ -182,15 +202,25 @@ func (b *outputBuilder) settle(status string) *item {
 	it := &b.items[b.open]
 	switch it.Type {
 	case itemReasoning:
-		it.Content = []part{{Type: "reasoning_text", Text: b.text.String()}}
+		text := b.text.String()
+		it.Content = []part{{Type: "reasoning_text", Text: text}}
+		if b.summary {
+			it.Summary = []part{{Type: "summary_text", Text: text}}
+		}
+		if b.encrypted {
+			it.EncryptedContent = sealReasoning(text)
+		}
 	case itemMessage:
 		it.Status, it.Content = status, []part{{Type: "output_text", Text: b.text.String(), Logprobs: b.lps}}
-	case itemCall:
+	case itemCall, itemCustomCall:
 		it.Status = status
 		for idx, at := range b.callAt {
 			if at == b.open {
 				it.Arguments = b.args[idx].String()
 			}
+		}
+		if it.Type == itemCustomCall {
+			it.Input, it.Arguments = customInput(it.Arguments), ""
 		}
 	}
 	return it
@@ -212,6 +242,11 @@ func (b *outputBuilder) close(status string) error {
 		evs = append(evs,
 			responseEvent{Type: "response.reasoning_text.done", OutputIndex: &i, ItemID: it.ID, ContentIndex: &zero, Text: &text},
 			responseEvent{Type: "response.content_part.done", OutputIndex: &i, ItemID: it.ID, ContentIndex: &zero, Part: &it.Content[0]})
+		if len(it.Summary) > 0 {
+			evs = append(evs,
+				responseEvent{Type: "response.reasoning_summary_text.done", OutputIndex: &i, ItemID: it.ID, SummaryIndex: &zero, Text: &text},
+				responseEvent{Type: "response.reasoning_summary_part.done", OutputIndex: &i, ItemID: it.ID, SummaryIndex: &zero, Part: &it.Summary[0]})
+		}
 	case itemMessage:
 		p := it.Content[0]
 		evs = append(evs,
@@ -220,6 +255,11 @@ func (b *outputBuilder) close(status string) error {
 			responseEvent{Type: "response.content_part.done", OutputIndex: &i, ItemID: it.ID, ContentIndex: &zero, Part: &p})
 	case itemCall:
 		evs = append(evs, responseEvent{Type: "response.function_call_arguments.done", OutputIndex: &i, ItemID: it.ID, Arguments: &it.Arguments})
+	case itemCustomCall:
+		if it.Input != "" {
+			evs = append(evs, responseEvent{Type: "response.custom_tool_call_input.delta", OutputIndex: &i, ItemID: it.ID, Delta: &it.Input})
+		}
+		evs = append(evs, responseEvent{Type: "response.custom_tool_call_input.done", OutputIndex: &i, ItemID: it.ID, Input: &it.Input})
 	}
 	evs = append(evs, responseEvent{Type: "response.output_item.done", OutputIndex: &i, Item: &it})
 	for _, ev := range evs {
@@ -236,7 +276,7 @@ func (b *outputBuilder) close(status string) error {
 func (b *outputBuilder) finish(status string) ([]item, error) {
 	answered := false
 	for _, it := range b.items {
-		answered = answered || it.Type == itemMessage || it.Type == itemCall
+		answered = answered || it.Type == itemMessage || it.Type == itemCall || it.Type == itemCustomCall
 	}
 	if !answered {
 		if err := b.openMessage(); err != nil {

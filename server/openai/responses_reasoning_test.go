@@ -44,7 +44,7 @@ func TestResponsesItemsToConversation(t *testing.T) {
 		{"reasoning after text is a turn of its own", []string{user, `{"role":"assistant","content":"A"}`,
 			`{"type":"reasoning","content":[{"type":"reasoning_text","text":"R"}]}`, `{"role":"assistant","content":"B"}`},
 			"user: Weather?\nassistant: A\nassistant: [R] B\n"},
-		{"reasoning from its summary", []string{user, `{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"Summed up."}],"encrypted_content":"x"}`,
+		{"reasoning from its summary", []string{user, `{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"Summed up."}]}`,
 			`{"role":"assistant","content":"Hi"}`},
 			"user: Weather?\nassistant: [Summed up.] Hi\n"},
 		{"output as text parts", []string{user, call("call_1", `"{}"`), output("call_1", `[{"type":"input_text","text":"a"},{"type":"input_text","text":"b"}]`)},

@@ -96,7 +96,7 @@ func (h *handlers) streamResponse(c *gin.Context, creq *core.ChatRequest, p *res
 	s := sse.New(c.Writer, h.opts.KeepAlive, h.opts.WriteTimeout)
 	defer s.Close()
 	rs := &responseStream{s: s, obj: p.obj}
-	rs.out = newOutputBuilder(rs.item)
+	rs.out = newOutputBuilder(rs.item, p)
 	res, err := h.svc.Chat(c.Request.Context(), creq, func(_ int, ev llm.Event) error {
 		if ev.Started != nil {
 			s.SetHeader(WarmHeader, strconv.Itoa(ev.Started.CachedTokens))

@@ -53,7 +53,18 @@ func itemView(it responses.ResponseOutputItemUnion) string {
 		if err := json.Compact(&args, []byte(c.Arguments)); err != nil {
 			return fmt.Sprintf("function_call/%s: %s with arguments that are not JSON: %q", c.Status, c.Name, c.Arguments)
 		}
-		return fmt.Sprintf("function_call/%s: %s %s", c.Status, c.Name, args.String())
+		name := c.Name
+		if c.Namespace != "" {
+			name += "@" + c.Namespace
+		}
+		return fmt.Sprintf("function_call/%s: %s %s", c.Status, name, args.String())
+	case "custom_tool_call":
+		c := it.AsCustomToolCall()
+		name := c.Name
+		if c.Namespace != "" {
+			name += "@" + c.Namespace
+		}
+		return fmt.Sprintf("custom_tool_call: %s %q", name, c.Input)
 	case "reasoning":
 		for _, c := range it.AsReasoning().Content {
 			sb.WriteString(c.Text)
@@ -73,9 +84,12 @@ func outputViews(r *responses.Response) []string {
 
 // itemGrammar is the events each item type has between output_item.added and .done.
 var itemGrammar = map[string]*regexp.Regexp{
-	"message":       regexp.MustCompile(`^response\.content_part\.added( response\.output_text\.delta)* response\.output_text\.done response\.content_part\.done$`),
-	"reasoning":     regexp.MustCompile(`^response\.content_part\.added( response\.reasoning_text\.delta)* response\.reasoning_text\.done response\.content_part\.done$`),
-	"function_call": regexp.MustCompile(`^( response\.function_call_arguments\.delta)* response\.function_call_arguments\.done$`),
+	"message": regexp.MustCompile(`^response\.content_part\.added( response\.output_text\.delta)* response\.output_text\.done response\.content_part\.done$`),
+	"reasoning": regexp.MustCompile(`^response\.content_part\.added( response\.reasoning_summary_part\.added)?` +
+		`( response\.reasoning_text\.delta( response\.reasoning_summary_text\.delta)?)* response\.reasoning_text\.done response\.content_part\.done` +
+		`( response\.reasoning_summary_text\.done response\.reasoning_summary_part\.done)?$`),
+	"function_call":    regexp.MustCompile(`^( response\.function_call_arguments\.delta)* response\.function_call_arguments\.done$`),
+	"custom_tool_call": regexp.MustCompile(`^( response\.custom_tool_call_input\.delta)? response\.custom_tool_call_input\.done$`),
 }
 
 // checkStream checks a stream's events as OpenAI orders them: created, in_progress, then
@@ -115,8 +129,8 @@ func checkStream(t *testing.T, evs []responses.ResponseStreamEventUnion) respons
 			}
 		}
 		var types []string
-		var deltas strings.Builder
-		var doneText string
+		// Each stream of deltas (text, reasoning, summary, arguments, input) joins to its done value.
+		deltas, doneText := map[string]string{}, map[string]string{}
 		for i++; i < len(body) && body[i].Type != "response.output_item.done"; i++ {
 			ev := body[i]
 			if ev.OutputIndex != int64(index) || ev.ItemID != id {
@@ -125,11 +139,17 @@ func checkStream(t *testing.T, evs []responses.ResponseStreamEventUnion) respons
 			types = append(types, ev.Type)
 			switch {
 			case strings.HasSuffix(ev.Type, ".delta"):
-				deltas.WriteString(ev.Delta)
+				deltas[strings.TrimSuffix(ev.Type, ".delta")] += ev.Delta
 			case ev.Type == "response.function_call_arguments.done":
-				doneText = ev.Arguments
+				doneText["response.function_call_arguments"] = ev.Arguments
+			case ev.Type == "response.custom_tool_call_input.done":
+				var done struct{ Input string }
+				if err := json.Unmarshal([]byte(ev.RawJSON()), &done); err != nil {
+					t.Error(err)
+				}
+				doneText["response.custom_tool_call_input"] = done.Input
 			case strings.HasSuffix(ev.Type, "_text.done"):
-				doneText = ev.Text
+				doneText[strings.TrimSuffix(ev.Type, ".done")] = ev.Text
 			}
 		}
 		if g := itemGrammar[typ]; g == nil || !g.MatchString(strings.Join(types, " ")) && !g.MatchString(" "+strings.Join(types, " ")) {
@@ -143,8 +163,15 @@ func checkStream(t *testing.T, evs []responses.ResponseStreamEventUnion) respons
 		if done.OutputIndex != int64(index) || done.Item.ID != id {
 			t.Errorf("output_item.done at %d for %q, want %d %q", done.OutputIndex, done.Item.ID, index, id)
 		}
-		if deltas.String() != doneText {
-			t.Errorf("item %d deltas %q, done %q", index, deltas.String(), doneText)
+		for k, d := range deltas {
+			if d != doneText[k] {
+				t.Errorf("item %d %s deltas %q, done %q", index, k, d, doneText[k])
+			}
+		}
+		for k, d := range doneText {
+			if d != deltas[k] {
+				t.Errorf("item %d %s done %q, deltas %q", index, k, d, deltas[k])
+			}
 		}
 		if index >= len(final.Output) || itemView(final.Output[index]) != itemView(done.Item) || final.Output[index].ID != id {
 			t.Errorf("item %d done as %q; the final response has %v", index, itemView(done.Item), outputViews(&final))

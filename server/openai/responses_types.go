@@ -19,7 +19,8 @@ type responseRequest struct {
 	Metadata           map[string]string `json:"metadata"`
 	Truncation         *string           `json:"truncation"`
 	Text               *textConfig       `json:"text"`
-	// Tools are read one by one (toResponseTools) so a built-in tool type gets its own 400.
+	// Tools are read one by one (toResponseTools): functions, custom tools and namespaces of
+	// them are served, built-in tools dropped with a warning.
 	Tools             []json.RawMessage `json:"tools"`
 	ToolChoice        json.RawMessage   `json:"tool_choice"`
 	ParallelToolCalls *bool             `json:"parallel_tool_calls"`
@@ -33,10 +34,20 @@ type responseRequest struct {
 	// Seed is the sampling seed, as chat completions take it (0 is unseeded).
 	Seed *int64 `json:"seed"`
 
+	// Accepted and echoed, with no local meaning: lanes are picked by the longest cached
+	// prefix already, so prompt_cache_key steers nothing; the rest name the caller.
+	PromptCacheKey   *string         `json:"prompt_cache_key"`
+	SafetyIdentifier *string         `json:"safety_identifier"`
+	User             *string         `json:"user"`
+	ServiceTier      *string         `json:"service_tier"`
+	ClientMetadata   json.RawMessage `json:"client_metadata"`
+	MaxToolCalls     *int            `json:"max_tool_calls"`
+	// Prompt names a prompt template stored on OpenAI's platform: ignored with a warning.
+	Prompt json.RawMessage `json:"prompt"`
+
 	// Accepted by OpenAI but not served: refused with a clear 400 rather than ignored.
 	Background   *bool           `json:"background"`
 	Conversation json.RawMessage `json:"conversation"`
-	Prompt       json.RawMessage `json:"prompt"`
 }
 
 // reasoningParam is the request's `reasoning`.
@@ -47,7 +58,8 @@ type reasoningParam struct {
 
 // textConfig is `text`: the output format, echoed in the response as the request gave it.
 type textConfig struct {
-	Format *formatConfig `json:"format"`
+	Format    *formatConfig `json:"format"`
+	Verbosity *string       `json:"verbosity,omitempty"`
 }
 
 // formatConfig is text.format: {type:"text"}, {type:"json_object"} or
@@ -66,6 +78,9 @@ const (
 	itemCall       = "function_call"
 	itemCallOutput = "function_call_output"
 	itemReasoning  = "reasoning"
+	// A custom tool's call (free-form input) and what the client's code returned for it.
+	itemCustomCall       = "custom_tool_call"
+	itemCustomCallOutput = "custom_tool_call_output"
 )
 
 // item is one conversation item: a message, a function call the model made, the output of
@@ -85,8 +100,15 @@ type item struct {
 	Arguments string `json:"arguments,omitempty"`
 	// Output is a function_call_output's output as the client sent it: a string or parts.
 	Output json.RawMessage `json:"output,omitempty"`
-	// Summary is a reasoning item's summary_text parts (this server writes none).
+	// Summary is a reasoning item's summary_text parts: its reasoning text when the request
+	// asked for reasoning.summary (this server has no summarizer).
 	Summary []part `json:"summary,omitempty"`
+	// Namespace is the namespace tool a function_call or custom_tool_call belongs to.
+	Namespace string `json:"namespace,omitempty"`
+	// Input is a custom_tool_call's free-form input.
+	Input string `json:"input,omitempty"`
+	// EncryptedContent is a reasoning item's opaque blob (responses_blob.go).
+	EncryptedContent string `json:"encrypted_content,omitempty"`
 }
 
 func (it item) MarshalJSON() ([]byte, error) {
@@ -99,8 +121,19 @@ func (it item) MarshalJSON() ([]byte, error) {
 			Arguments string `json:"arguments"`
 			CallID    string `json:"call_id"`
 			Name      string `json:"name"`
-		}{it.ID, it.Type, it.Status, it.Arguments, it.CallID, it.Name})
-	case itemCallOutput:
+			Namespace string `json:"namespace,omitempty"`
+		}{it.ID, it.Type, it.Status, it.Arguments, it.CallID, it.Name, it.Namespace})
+	case itemCustomCall:
+		return json.Marshal(struct {
+			ID        string `json:"id"`
+			Type      string `json:"type"`
+			Status    string `json:"status,omitempty"`
+			CallID    string `json:"call_id"`
+			Name      string `json:"name"`
+			Input     string `json:"input"`
+			Namespace string `json:"namespace,omitempty"`
+		}{it.ID, it.Type, it.Status, it.CallID, it.Name, it.Input, it.Namespace})
+	case itemCallOutput, itemCustomCallOutput:
 		return json.Marshal(struct {
 			ID     string          `json:"id"`
 			Type   string          `json:"type"`
@@ -110,11 +143,12 @@ func (it item) MarshalJSON() ([]byte, error) {
 		}{it.ID, it.Type, it.Status, it.CallID, it.Output})
 	case itemReasoning:
 		return json.Marshal(struct {
-			ID      string `json:"id"`
-			Type    string `json:"type"`
-			Summary []part `json:"summary"`
-			Content []part `json:"content"`
-		}{it.ID, it.Type, nonNil(it.Summary), nonNil(it.Content)})
+			ID               string `json:"id"`
+			Type             string `json:"type"`
+			Summary          []part `json:"summary"`
+			Content          []part `json:"content"`
+			EncryptedContent string `json:"encrypted_content,omitempty"`
+		}{it.ID, it.Type, nonNil(it.Summary), nonNil(it.Content), it.EncryptedContent})
 	default:
 		return json.Marshal(struct {
 			ID      string `json:"id"`
@@ -189,13 +223,15 @@ type responseObject struct {
 	Temperature        float64            `json:"temperature"`
 	Text               textConfig         `json:"text"`
 	ToolChoice         json.RawMessage    `json:"tool_choice"`
-	Tools              []responseTool     `json:"tools"`
+	Tools              []json.RawMessage  `json:"tools"`
 	TopLogprobs        int                `json:"top_logprobs"`
 	TopP               float64            `json:"top_p"`
 	Truncation         string             `json:"truncation"`
 	Usage              *responseUsage     `json:"usage"`
 	User               *string            `json:"user"`
 	Metadata           map[string]string  `json:"metadata"`
+	PromptCacheKey     *string            `json:"prompt_cache_key,omitempty"`
+	SafetyIdentifier   *string            `json:"safety_identifier,omitempty"`
 	// Superfluid carries what the server noticed (e.g. text that looked like a tool call but
 	// did not parse); absent when there is nothing to say.
 	Superfluid *replyExtra `json:"superfluid,omitempty"`
@@ -241,6 +277,9 @@ type responseEvent struct {
 	Text           *string         `json:"text,omitempty"`
 	Arguments      *string         `json:"arguments,omitempty"`
 	Logprobs       *[]eventLogprob `json:"logprobs,omitempty"`
+	SummaryIndex   *int            `json:"summary_index,omitempty"`
+	// Input is response.custom_tool_call_input.done's whole input.
+	Input *string `json:"input,omitempty"`
 }
 
 // eventLogprob is a token's logprob in output_text.delta and .done events: OpenAI's event

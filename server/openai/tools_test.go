@@ -140,8 +140,8 @@ func TestChatToolCallEdgeCases(t *testing.T) {
 		calls              int
 		warning            string
 	}{
-		// Cut by the cap inside the call: length, and the unfinished call is served as content.
-		{"cut", weatherCall, `"max_tokens":45`, "length", 0, "does not parse"},
+		// Cut by the cap inside the call: length, and the call is served with what it got.
+		{"cut", weatherCall, `"max_tokens":45`, "length", 1, `cut the reply inside the call to "get_weather"`},
 		{"malformed", "<tool_call>{\"name\": \"get_weather\", \"arguments\": {oops}}</tool_call>", "", "stop", 0, "does not parse"},
 		{"parallel", two, "", "tool_calls", 2, ""},
 		{"single", two, `"parallel_tool_calls":false`, "tool_calls", 1, "parallel_tool_calls is false"},
