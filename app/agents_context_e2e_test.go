@@ -12,10 +12,10 @@ import (
 	"testing"
 )
 
-// agentRequest is Claude Code's first request (server/anthropic/testdata/agents): its system
-// text and its tools, with the schema limits the grammar engine cannot express stripped (main
-// refuses them before it counts the prompt; they are another fix's business).
+// agentRequest is Claude Code's first request (server/anthropic/testdata/agents): sent as
+// captured to /v1/messages, and its system text and tools in the other dialects' shapes.
 type agentRequest struct {
+	raw    map[string]any
 	system string
 	tools  []struct {
 		Name        string          `json:"name"`
@@ -24,20 +24,20 @@ type agentRequest struct {
 	}
 }
 
-var bigLimit = regexp.MustCompile(`,?\s*"(maxLength|maxItems|minLength)":\s*\d{4,}`)
-
 func loadAgentRequest(t *testing.T) agentRequest {
 	t.Helper()
 	data, err := os.ReadFile("../server/anthropic/testdata/agents/claude-code-2.1.332-first.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	data = bigLimit.ReplaceAll(data, nil)
 	var req struct {
 		System []struct{ Text string } `json:"system"`
 	}
 	var r agentRequest
 	if err := json.Unmarshal(data, &req); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &r.raw); err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(data, &struct {
@@ -56,12 +56,11 @@ func loadAgentRequest(t *testing.T) agentRequest {
 
 // bodies is the request in each dialect's shape, tools as each takes them.
 func (r agentRequest) bodies(model string) map[string]string {
-	var chat, responses, anthropic []map[string]any
+	var chat, responses []map[string]any
 	for _, tool := range r.tools {
 		fn := map[string]any{"name": tool.Name, "description": tool.Description, "parameters": tool.InputSchema}
 		chat = append(chat, map[string]any{"type": "function", "function": fn})
 		responses = append(responses, map[string]any{"type": "function", "name": tool.Name, "description": tool.Description, "parameters": tool.InputSchema})
-		anthropic = append(anthropic, map[string]any{"name": tool.Name, "description": tool.Description, "input_schema": tool.InputSchema})
 	}
 	user := "Say hi"
 	js := func(v any) string {
@@ -69,11 +68,14 @@ func (r agentRequest) bodies(model string) map[string]string {
 		return string(b)
 	}
 	system := map[string]any{"role": "system", "content": r.system}
+	r.raw["model"] = model
+	count := map[string]any{}
+	for _, k := range []string{"model", "system", "tools", "messages", "thinking"} {
+		count[k] = r.raw[k]
+	}
 	return map[string]string{
-		"/v1/messages": js(map[string]any{"model": model, "max_tokens": 32000, "stream": true, "system": r.system, "tools": anthropic,
-			"messages": []any{map[string]any{"role": "user", "content": user}}}),
-		"/v1/messages/count_tokens": js(map[string]any{"model": model, "system": r.system, "tools": anthropic,
-			"messages": []any{map[string]any{"role": "user", "content": user}}}),
+		"/v1/messages":              js(r.raw), // as Claude Code sent it
+		"/v1/messages/count_tokens": js(count),
 		"/v1/chat/completions": js(map[string]any{"model": model, "stream": true, "tools": chat,
 			"messages": []any{system, map[string]any{"role": "user", "content": user}}}),
 		"/v1/responses": js(map[string]any{"model": model, "stream": true, "instructions": r.system, "tools": responses, "input": user}),
@@ -85,9 +87,9 @@ func (r agentRequest) bodies(model string) map[string]string {
 // promptTokens finds the prompt's token count in a refusal: the first "N tokens".
 var promptTokens = regexp.MustCompile(`(\d+) tokens`)
 
-// TestAgentPromptOverTheWindow: an agent's first request (Claude Code's ~80 KB system prompt and
-// tools) on a model whose window is smaller is refused before anything streams, in every
-// dialect, with the dialect's error for a prompt over the window and both numbers; the desktop
+// TestAgentPromptOverTheWindow: an agent's first request (Claude Code's, as captured: ~80 KB of
+// system prompt and tools) on a model whose window is smaller is refused before anything
+// streams, in every dialect (the others get the same system text and tools), with the dialect's error for a prompt over the window and both numbers; the desktop
 // app's settings raise the window in one field, /v1/models then reports it, and the same
 // prompt fits.
 func TestAgentPromptOverTheWindow(t *testing.T) {

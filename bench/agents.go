@@ -35,9 +35,8 @@ type agentPrompt struct {
 	total int
 }
 
-// loadAgentPrompt reads the captured request. The grammar engine refuses schema limits beyond
-// its repeat bound (Workflow's script has maxLength 524288) on main, so such limits are
-// stripped: they only constrain forced calls, and this request forces none.
+// loadAgentPrompt reads the captured request; its tools go as captured (Workflow's maxLength
+// 524288 included: the server relaxes limits the grammar cannot express).
 func loadAgentPrompt() (agentPrompt, error) {
 	var req struct {
 		System []map[string]any `json:"system"`
@@ -46,29 +45,7 @@ func loadAgentPrompt() (agentPrompt, error) {
 	if err := json.Unmarshal(claudeCodeFirst, &req); err != nil {
 		return agentPrompt{}, fmt.Errorf("read the Claude Code capture: %w", err)
 	}
-	for i, t := range req.Tools {
-		req.Tools[i] = stripLimits(t)
-	}
 	return agentPrompt{system: req.System, tools: req.Tools, total: len(req.Tools)}, nil
-}
-
-// stripLimits drops maxLength, maxItems and minLength above the grammar's repeat bound (2000).
-func stripLimits(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, x := range v {
-			if n, ok := x.(float64); ok && n > 2000 && (k == "maxLength" || k == "maxItems" || k == "minLength") {
-				delete(v, k)
-				continue
-			}
-			v[k] = stripLimits(x)
-		}
-	case []any:
-		for i, x := range v {
-			v[i] = stripLimits(x)
-		}
-	}
-	return v
 }
 
 // with is the prompt's system blocks with their text cut to chars characters (-1: whole), the
@@ -329,7 +306,7 @@ func benchAgents(model string, o Options, w io.Writer) error {
 	if chars >= 0 {
 		scope = fmt.Sprintf("the first %d characters of its system prompt, no tools", chars)
 	}
-	fmt.Fprintf(w, "model %s, window %d, threads %d, %d runs; Claude Code 2.1.332's first request: %s (schema limits above 2000 stripped), through /v1/messages streaming\n",
+	fmt.Fprintf(w, "model %s, window %d, threads %d, %d runs; Claude Code 2.1.332's first request: %s, through /v1/messages streaming\n",
 		api.model, window, direct.Info().Threads, o.Repeat, scope)
 	fmt.Fprintf(w, "cold: %d prompt tokens, nothing cached; warm: a new last user turn, %d prompt tokens, %d of them cached; "+
 		"turn 2: first turn + reply + new turn, %d prompt tokens, %d of them cached\n",
