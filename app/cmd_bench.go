@@ -53,6 +53,7 @@ func newBenchCommand() *cobra.Command {
 	fs.IntVar(&opts.DecodeTokens, "decode-tokens", opts.DecodeTokens, "tokens generated per decode run")
 	fs.IntVar(&opts.PrefillTokens, "prefill-tokens", opts.PrefillTokens, "prompt tokens per prefill run")
 	fs.IntVar(&opts.Lanes, "lanes", opts.Lanes, "lanes of the server in the replay, streams and shared suites (--parallel sets the load suite's)")
+	fs.IntVar(&opts.AgentTokens, "agent-tokens", 20000, "the agents suite's prompt size in tokens (Claude Code's system prompt and the tools that fit)")
 	fs.DurationVar(&opts.Duration, "duration", opts.Duration, "how long the soak's traffic runs")
 	fs.Float64Var(&opts.Rate, "rate", opts.Rate, "the soak's requests per second, all kinds together")
 	fs.BoolVar(&opts.WriteModel, "write-model", false, "first write a TinyLlama-1.1B-shaped Q8_0 model with random weights at MODEL (outside the repository)")
@@ -96,6 +97,9 @@ func runBench(cfg Config, opts bench.Options, model string, stdout io.Writer) er
 func benchServe(cfg Config) func(bench.ServeOptions) (*bench.Server, error) {
 	return func(so bench.ServeOptions) (*bench.Server, error) {
 		cfg.ModelPath, cfg.Parallel, cfg.Threads = so.Model, so.Parallel, so.Threads
+		if so.ContextLength > 0 {
+			cfg.ContextLength = so.ContextLength
+		}
 		a, err := New(cfg)
 		if err != nil {
 			return nil, err

@@ -35,6 +35,9 @@ func TestBenchSuites(t *testing.T) {
 		{"tools", func(o *bench.Options) { o.DecodeTokens = 16 }, []string{"== tools:", "tool_choice required", "top_logprobs 5", "vs plain"}},
 		{"batch", func(o *bench.Options) { o.Repeat, o.BatchLines, o.DecodeTokens = 1, 4, 32 },
 			[]string{"== batch:", "concurrent HTTP requests", "batch/HTTP (medians)", "idle server", "while a batch runs", "busy/idle (medians)"}},
+		// A 1,500-token agent prompt: seconds, where the suite's 20k tokens take minutes on CPU.
+		{"agents", func(o *bench.Options) { o.Repeat, o.AgentTokens = 1, 1500 },
+			[]string{"== agents:", "Claude Code 2.1.332's first request", "engine prefill", "cold TTFT (API)", "warm TTFT (API)", "turn 2 TTFT (API)", "warm/cold (medians)", "of them cached"}},
 		{"qos", func(o *bench.Options) { o.Repeat, o.DecodeTokens = 1, 16 },
 			[]string{"== qos:", "idle server", "while 8 background streams run", "busy/idle (medians)", "no keys, no limits", "key checks and rate limits", "with/without (medians)"}},
 		// The soak's 30-second version: a server process of this binary's command line.

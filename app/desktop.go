@@ -375,7 +375,8 @@ func (c *controller) Settings(id string) (tray.ModelSettings, error) {
 	}
 	set, err := c.a.svc.ModelSettings(context.Background(), e.ID)
 	out := tray.ModelSettings{ContextLength: set.ContextLength, Lanes: set.Lanes, Runtime: set.Runtime,
-		MaxTokens: set.MaxTokens, SystemPrompt: set.SystemPrompt}
+		MaxTokens: set.MaxTokens, SystemPrompt: set.SystemPrompt,
+		DefaultContext: c.defaultContext(e), TrainContext: e.Facts.ContextLength}
 	if set.KeepAlive != nil {
 		out.KeepAlive = keepAliveText(*set.KeepAlive)
 	}
@@ -384,6 +385,18 @@ func (c *controller) Settings(id string) (tray.ModelSettings, error) {
 		out.TopK = strconv.Itoa(*set.TopK)
 	}
 	return out, err
+}
+
+// defaultContext is the window e loads with when its settings name none: the manager's rule
+// (--ctx, else the model's own window at most 4096).
+func (c *controller) defaultContext(e *models.Entry) int {
+	switch {
+	case c.a.cfg.ContextLength > 0:
+		return c.a.cfg.ContextLength
+	case e.Facts.ContextLength > 0:
+		return min(e.Facts.ContextLength, 4096)
+	}
+	return 4096
 }
 
 // SetSettings parses and stores a model's settings; the core validates the runtime.

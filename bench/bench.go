@@ -42,6 +42,7 @@ type Options struct {
 	Streams                         []int // the counts of concurrent streams: 1, 4 and 8
 	SharedChats, SharedTokens       int   // chats sharing a system prompt of that many tokens: 32 and 1,000
 	BatchLines                      int   // requests in the batch suite's batch: 64
+	AgentTokens                     int   // the agents suite's prompt size: 20,000 tokens
 	// WriteModel asks for a TinyLlama-1.1B-shaped Q8_0 model to be written at the model path
 	// first (see WriteModel).
 	WriteModel bool
@@ -65,6 +66,8 @@ type ServeOptions struct {
 	Model string
 	// Parallel is the number of lanes; Threads the CPU threads (0: chosen from the model size).
 	Parallel, Threads int
+	// ContextLength is the window the model is served with (0: the bench's --ctx).
+	ContextLength int
 }
 
 // Server is a running app.
@@ -95,6 +98,7 @@ var Suites = []Suite{
 	{"load", "time to first token of an unloaded model (worker start + load) vs a loaded one", benchLoad, false},
 	{"tools", "decode under the tool_choice required grammar and with top_logprobs 5, vs plain decode", benchTools, false},
 	{"batch", "a 64-line batch's throughput vs the same requests sent at once, and interactive TTFT while it runs vs idle", benchBatch, false},
+	{"agents", "time to first token of a 20k-token Claude Code request (system prompt + tools), cold and with its prefix cached, vs the engine's prefill of it", benchAgents, false},
 	{"qos", "interactive TTFT while 8 background streams run vs idle, and requests/s with key checks and rate limits vs without", benchQoS, false},
 	{"soak", "mixed traffic in every dialect with hang-ups, worker kills and reloads for --duration (1h): memory, fd and goroutine curves, nothing lost, nothing malformed; not in all", benchSoak, true},
 }

@@ -50,7 +50,7 @@ click 50 50                      # Models
 shot models
 click 748 152 1.5                # a model's settings (the gear)
 shot model-settings
-click 385 552                    # Cancel
+click 385 572                    # Cancel (the dialog is 600 tall)
 click 350 558 0.3                # the reference box
 xdotool type --delay 10 "hf.co/demo/stories-GGUF:F32"
 click 710 558 3                  # Download: the fake Hub pauses at 40%

@@ -100,8 +100,10 @@ func New(cfg Config, svc *core.Service) http.Handler {
 		r.GET("/metrics", h)
 		r.GET("/v1/metrics", h)
 	}
+	anthropicModels, anthropicModel := anthropic.ModelHandlers(svc) // /v1/models for Anthropic clients
 	openai.Routes(r, svc, openai.Options{KeepAlive: cfg.KeepAlive, WriteTimeout: writeTimeout, CompletionBurst: cfg.CompletionBurst,
-		CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline})
+		CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline,
+		AnthropicModels: anthropicModels, AnthropicModel: anthropicModel, AnthropicClient: anthropic.IsClient})
 	ollama.Routes(r, svc, ollama.Options{WriteTimeout: writeTimeout})
 	usageRoutes(r, svc)
 	anthropic.Routes(r, svc, anthropic.Options{KeepAlive: cfg.KeepAlive, WriteTimeout: writeTimeout})

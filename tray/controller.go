@@ -121,6 +121,10 @@ type ModelSettings struct {
 	TopK                 string
 	MaxTokens            int
 	SystemPrompt         string
+	// DefaultContext is the window the model loads with when ContextLength is 0 (the server's
+	// --ctx, else the model's own at most 4096); TrainContext the window it was trained for
+	// (0: unknown). Both are facts shown next to the field; SetSettings ignores them.
+	DefaultContext, TrainContext int
 }
 
 // APIKey is one API key as the Keys tab lists it; the key itself is shown only when created.

@@ -1,6 +1,7 @@
 package tray
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -24,10 +25,12 @@ type settingsForm struct {
 	system                  *widget.Entry
 	memory                  *widget.Label
 	form                    *widget.Form
+	ctxHint                 *widget.Label // below the context field, wrapped (a FormItem's hint would widen the dialog)
+	facts                   ModelSettings // the windows the hint names
 }
 
 func newSettingsForm(a *App, id string, s ModelSettings) *settingsForm {
-	f := &settingsForm{app: a, id: id}
+	f := &settingsForm{app: a, id: id, facts: s}
 	num := func(n int) string {
 		if n == 0 {
 			return ""
@@ -41,6 +44,9 @@ func newSettingsForm(a *App, id string, s ModelSettings) *settingsForm {
 		return e
 	}
 	f.ctx = entry(num(s.ContextLength), "server default")
+	if s.DefaultContext > 0 {
+		f.ctx.SetPlaceHolder(fmt.Sprintf("server default: %d tokens", s.DefaultContext))
+	}
 	f.lanes = entry(num(s.Lanes), "server default")
 	f.keepAlive = entry(s.KeepAlive, "server default (e.g. 5m, 0, -1)")
 	f.runtime = widget.NewSelect(a.c.Runtimes(), nil)
@@ -57,11 +63,13 @@ func newSettingsForm(a *App, id string, s ModelSettings) *settingsForm {
 	f.system.SetPlaceHolder("none")
 	f.memory = widget.NewLabel("")
 	f.memory.Wrapping = fyne.TextWrapWord
-	f.ctx.OnChanged = func(string) { f.showMemory() }
+	f.ctx.OnChanged = func(string) { f.showMemory(); f.showHint() }
 	f.lanes.OnChanged = func(string) { f.showMemory() }
 	f.ctx.Validator, f.lanes.Validator, f.maxTokens.Validator = optionalCount, optionalCount, optionalCount
+	f.ctxHint = widget.NewLabel(contextHint(s))
+	f.ctxHint.Wrapping = fyne.TextWrapWord
 	f.form = widget.NewForm(
-		widget.NewFormItem("Context length", f.ctx),
+		widget.NewFormItem("Context length", container.NewVBox(f.ctx, f.ctxHint)),
 		widget.NewFormItem("Lanes", f.lanes),
 		widget.NewFormItem("Memory", f.memory),
 		widget.NewFormItem("Keep loaded for", f.keepAlive),
@@ -74,6 +82,26 @@ func newSettingsForm(a *App, id string, s ModelSettings) *settingsForm {
 	)
 	f.showMemory()
 	return f
+}
+
+// agentPrompt is about what a coding agent's first request takes (Claude Code's system prompt
+// and tools are about 20k tokens); agentContext the window to suggest for it.
+const (
+	agentPrompt  = 20000
+	agentContext = 32768
+)
+
+// contextHint says what the window should be for a coding agent, and what the model was
+// trained for: a request longer than the window is refused (context_length_exceeded).
+func contextHint(s ModelSettings) string {
+	hint := fmt.Sprintf("Coding agents (Claude Code, Codex) send about %dk tokens at once: use %d or more.", agentPrompt/1000, agentContext)
+	if window := cmp.Or(s.ContextLength, s.DefaultContext); window >= agentContext {
+		hint = fmt.Sprintf("%d tokens fit a coding agent's prompt (about %dk).", window, agentPrompt/1000)
+	}
+	if s.TrainContext > 0 {
+		hint += fmt.Sprintf(" Trained for %d.", s.TrainContext)
+	}
+	return hint
 }
 
 // optionalCount accepts "" or a whole number above 0.
@@ -100,6 +128,13 @@ func (f *settingsForm) showMemory() {
 		text += " — too much: lower the context or the lanes"
 	}
 	f.memory.SetText(text)
+}
+
+// showHint updates the context field's hint for the window typed so far.
+func (f *settingsForm) showHint() {
+	s := f.facts
+	s.ContextLength = atoiOr0(f.ctx.Text)
+	f.ctxHint.SetText(contextHint(s))
 }
 
 // settings reads the form.
@@ -145,7 +180,7 @@ func (v *modelsView) showSettings(id string) {
 		}
 		v.app.refresh()
 	}, v.app.win)
-	d.Resize(fyne.NewSize(620, 560))
+	d.Resize(fyne.NewSize(620, 600)) // room for the context hint: the whole form without scrolling at the default window size
 	v.settings = f
 	d.Show()
 }

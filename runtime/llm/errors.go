@@ -29,13 +29,17 @@ type ContextLengthError struct {
 	Bytes int
 }
 
+// raiseWindow says where the window is raised: the server's --ctx, or one model's context
+// length in the desktop app's settings (Models tab) when the server runs inside it.
+const raiseWindow = "shorten the conversation, or raise the model's context length (--ctx, or the model's settings in the desktop app)"
+
 func (e *ContextLengthError) Error() string {
 	if e.Bytes > 0 {
-		return fmt.Sprintf("the prompt is %d bytes, at least %d tokens, but the context window is %d tokens; shorten the conversation or start the server with a larger --ctx",
-			e.Bytes, e.PromptTokens, e.ContextLength)
+		return fmt.Sprintf("the prompt is %d bytes, at least %d tokens, but the context window is %d tokens; %s",
+			e.Bytes, e.PromptTokens, e.ContextLength, raiseWindow)
 	}
-	return fmt.Sprintf("the prompt is %d tokens but the context window is %d tokens; shorten the conversation or start the server with a larger --ctx",
-		e.PromptTokens, e.ContextLength)
+	return fmt.Sprintf("the prompt is %d tokens but the context window is %d tokens; %s",
+		e.PromptTokens, e.ContextLength, raiseWindow)
 }
 
 // Unwrap lets errors.Is(err, ErrContextLength) match.

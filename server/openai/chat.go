@@ -35,6 +35,10 @@ type Options struct {
 	CompletionRate  float64
 	// CompletionDeadline cuts fill-in-the-middle generations (--completion-deadline-ms); 0 = none.
 	CompletionDeadline time.Duration
+	// AnthropicModels and AnthropicModel answer GET /v1/models and /v1/models/{model} for an
+	// Anthropic client (AnthropicClient), in that dialect's shape; nil: OpenAI's for everyone.
+	AnthropicModels, AnthropicModel gin.HandlerFunc
+	AnthropicClient                 func(*http.Request) bool
 }
 
 type handlers struct {

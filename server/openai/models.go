@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -16,15 +17,24 @@ import (
 
 // modelEntry is one /v1/models entry: OpenAI's fields plus what local clients need.
 type modelEntry struct {
-	ID           string         `json:"id"`
-	Object       string         `json:"object"`
-	Created      int64          `json:"created"`
-	OwnedBy      string         `json:"owned_by"`
-	Loaded       bool           `json:"loaded"`
-	Meta         modelMeta      `json:"meta"`
-	Architecture architecture   `json:"architecture"`
-	Runtime      string         `json:"runtime"`
-	Capabilities map[string]any `json:"capabilities"`
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+	Loaded  bool   `json:"loaded"`
+	// The window the model serves with (its settings, else --ctx; the worker's once loaded)
+	// under the names clients read it by: context_length (OpenRouter-style lists) and
+	// max_model_len (vLLM). LM Studio's clients read max_context_length (the trained window)
+	// and loaded_context_length (the window of a loaded model); llama-server's read
+	// meta.n_ctx and meta.n_ctx_train.
+	ContextLength       int            `json:"context_length"`
+	MaxModelLen         int            `json:"max_model_len"`
+	MaxContextLength    int            `json:"max_context_length"`
+	LoadedContextLength int            `json:"loaded_context_length,omitempty"`
+	Meta                modelMeta      `json:"meta"`
+	Architecture        architecture   `json:"architecture"`
+	Runtime             string         `json:"runtime"`
+	Capabilities        map[string]any `json:"capabilities"`
 	// State is unloaded, loading, loaded, unloading, failed or missing (the file is gone);
 	// Error says why a failed or missing model cannot be used.
 	State string `json:"state"`
@@ -58,6 +68,9 @@ func (h *handlers) entry(c *gin.Context, m *core.Model) modelEntry {
 	e := entry(m)
 	st := h.svc.ModelStatus(m)
 	e.State, e.Loaded = st.State, st.State == models.StateLoaded
+	if e.Loaded { // as the manager sees it: a failed or unloading model serves no window now
+		e.LoadedContextLength = e.ContextLength
+	}
 	if st.Err != nil {
 		e.Error = st.Err.Error()
 	}
@@ -84,6 +97,8 @@ func entry(m *core.Model) modelEntry {
 	}
 	return modelEntry{
 		ID: m.ID, Object: "model", Created: m.Created.Unix(), OwnedBy: "superfluid", Loaded: m.Loaded(),
+		ContextLength: info.ContextLength, MaxModelLen: info.ContextLength,
+		MaxContextLength: cmp.Or(info.TrainContextLength, info.ContextLength),
 		Meta: modelMeta{NCtx: info.ContextLength, NCtxTrain: info.TrainContextLength, NVocab: info.VocabSize,
 			Size: m.Size, Arch: info.Architecture, Path: m.Path},
 		Architecture: architecture{InputModalities: []string{"text"}, OutputModalities: []string{"text"}},
@@ -112,6 +127,10 @@ func capabilities(m *core.Model) map[string]any {
 }
 
 func (h *handlers) listModels(c *gin.Context) error {
+	if h.anthropicClient(c) {
+		h.opts.AnthropicModels(c)
+		return nil
+	}
 	entries := []modelEntry{}
 	for _, m := range h.svc.VisibleModels(c.Request.Context()) { // a key limited to some models sees those
 		entries = append(entries, h.entry(c, m))
@@ -120,7 +139,17 @@ func (h *handlers) listModels(c *gin.Context) error {
 	return nil
 }
 
+// anthropicClient reports whether /v1/models is answered in Anthropic's shape: one path
+// serves both SDKs, and their list shapes differ (capabilities above all).
+func (h *handlers) anthropicClient(c *gin.Context) bool {
+	return h.opts.AnthropicModels != nil && h.opts.AnthropicModel != nil && h.opts.AnthropicClient != nil && h.opts.AnthropicClient(c.Request)
+}
+
 func (h *handlers) getModel(c *gin.Context) error {
+	if h.anthropicClient(c) {
+		h.opts.AnthropicModel(c)
+		return nil
+	}
 	// The wildcard keeps ids with slashes (paths, "org/name") whole.
 	name := strings.TrimPrefix(c.Param("model"), "/")
 	if name == "" {

@@ -9,6 +9,8 @@ import (
 	openai "github.com/openai/openai-go/v3"
 
 	"github.com/superfluid/superfluid/runtime/enginetest"
+	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/server/store"
 )
 
 // getJSON fetches path and decodes a 200 JSON reply into v.
@@ -214,4 +216,70 @@ func TestTokenize(t *testing.T) {
 			checkError(t, resp, b, tt.want)
 		})
 	}
+}
+
+// windowJSON is where clients read a model's window in a /v1/models entry.
+type windowJSON struct {
+	ID                  string `json:"id"`
+	ContextLength       int    `json:"context_length"`
+	MaxModelLen         int    `json:"max_model_len"`
+	MaxContextLength    int    `json:"max_context_length"`
+	LoadedContextLength *int   `json:"loaded_context_length"`
+	Meta                struct {
+		NCtx      int `json:"n_ctx"`
+		NCtxTrain int `json:"n_ctx_train"`
+	} `json:"meta"`
+}
+
+// TestModelWindows: each entry reports the window the model serves with (its settings before
+// it loads, the worker's once loaded) as context_length, max_model_len and meta.n_ctx, the
+// trained window as max_context_length and meta.n_ctx_train, and loaded_context_length only
+// while loaded; the list, one model's entry and the official SDK read the same numbers.
+func TestModelWindows(t *testing.T) {
+	f := setupCatalog(t)
+	f.cat.AddModel(t, "long", gguf.TinyLlamaOptions{ContextLength: 65536, Seed: 3})
+	if err := f.cat.Svc.SetModelSettings(t.Context(), store.ModelSettings{ModelID: "long", ContextLength: 32768}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, w windowJSON, serve, train int, loaded bool) {
+		t.Helper()
+		if w.ContextLength != serve || w.MaxModelLen != serve || w.Meta.NCtx != serve || w.MaxContextLength != train || w.Meta.NCtxTrain != train ||
+			(w.LoadedContextLength != nil) != loaded || (loaded && *w.LoadedContextLength != serve) {
+			t.Errorf("%s: %+v (loaded_context_length %v); want window %d, trained %d, loaded %v", what, w, w.LoadedContextLength, serve, train, loaded)
+		}
+	}
+	find := func() windowJSON {
+		var list struct{ Data []windowJSON }
+		getJSON(t, f.fixture, http.MethodGet, "/v1/models", "", &list)
+		for _, m := range list.Data {
+			if m.ID == "long" {
+				return m
+			}
+		}
+		t.Fatalf("no model long in %+v", list.Data)
+		return windowJSON{}
+	}
+	check("listed before loading", find(), 32768, 65536, false)
+	var one windowJSON
+	getJSON(t, f.fixture, http.MethodGet, "/v1/models/long", "", &one)
+	check("GET /v1/models/long before loading", one, 32768, 65536, false)
+
+	page, err := f.client.Models.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(page.Data, func(m openai.Model) bool { return m.ID == "long" })
+	if i < 0 {
+		t.Fatalf("SDK list lacks long: %+v", page.Data)
+	}
+	for k, want := range map[string]string{"context_length": "32768", "max_model_len": "32768", "max_context_length": "65536"} {
+		if got := page.Data[i].JSON.ExtraFields[k].Raw(); got != want {
+			t.Errorf("SDK list: %s is %q, want %s", k, got, want)
+		}
+	}
+
+	// Loaded, the entry reports the worker's own window (the fake worker runs 512 tokens).
+	getJSON(t, f.fixture, http.MethodPost, "/v1/models/load", `{"model":"long"}`, &one)
+	check("load's answer", one, 512, 512, true)
+	check("listed while loaded", find(), 512, 512, true)
 }
