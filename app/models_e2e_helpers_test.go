@@ -1,7 +1,6 @@
 package app
 
 import (
-	"encoding/binary"
 	"math"
 	"os"
 	"path/filepath"
@@ -18,24 +17,7 @@ func writeNaNModel(t *testing.T) string {
 	if err := gguf.WriteTinyLlama(path, gguf.TinyLlamaOptions{Name: "nan-llama"}); err != nil {
 		t.Fatal(err)
 	}
-	f, err := gguf.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, ok := f.Tensor("output.weight")
-	if !ok || out.Type != gguf.TypeF32 {
-		t.Fatalf("output.weight: %+v, want an F32 tensor", out)
-	}
-	nan := make([]byte, out.Size)
-	for i := 0; i+4 <= len(nan); i += 4 {
-		binary.LittleEndian.PutUint32(nan[i:], math.Float32bits(float32(math.NaN())))
-	}
-	file, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
-	if _, err := file.WriteAt(nan, f.DataOffset+int64(out.Offset)); err != nil {
+	if err := gguf.FillF32(path, "output.weight", float32(math.NaN())); err != nil {
 		t.Fatal(err)
 	}
 	return path

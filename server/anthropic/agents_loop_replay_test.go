@@ -109,33 +109,8 @@ func TestClaudeCodeLoopReplay(t *testing.T) {
 // loopRequest reads a recorded request: its body with the model renamed to the fixture's
 // "fake", and its headers as key, value pairs.
 func loopRequest(t *testing.T, file string) (string, []string) {
-	t.Helper()
-	raw, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var req map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &req); err != nil {
-		t.Fatal(err)
-	}
-	req["model"] = json.RawMessage(`"fake"`)
-	body, err := json.Marshal(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hraw, err := os.ReadFile(strings.TrimSuffix(file, ".json") + ".headers.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var hm map[string]string
-	if err := json.Unmarshal(hraw, &hm); err != nil {
-		t.Fatal(err)
-	}
-	var headers []string
-	for k, v := range hm {
-		headers = append(headers, k, v)
-	}
-	return string(body), append(headers, "x-api-key", "x")
+	body, headers := servertest.AgentRequest(t, file, "fake")
+	return body, append(headers, "x-api-key", "x")
 }
 
 // signed reports whether a thinking block got its signature (Claude Code sends it back).

@@ -3,7 +3,6 @@ package anthropic_test
 import (
 	"encoding/json"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 
@@ -17,28 +16,11 @@ var claudeCode = []string{"claude-code-2.1.332-first", "claude-code-2.1.332-firs
 // agentRequest reads a captured request: its body, aimed at the fake model, and its headers
 // as name, value pairs.
 func agentRequest(t *testing.T, name string) (string, []string) {
-	t.Helper()
-	b, err := os.ReadFile("testdata/agents/" + name + ".json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := strings.Replace(string(b), `"model": "test-model"`, `"model": "fake"`, 1)
+	body, headers := servertest.AgentRequest(t, "testdata/agents/"+name+".json", "fake")
 	// Kept whole: the Workflow tool's maxLength 524288 is past the grammar's repeat limit and
 	// must be served (shown to the model), not refused.
 	if !strings.Contains(body, `"maxLength": 524288`) {
 		t.Fatal("the fixture lost its maxLength 524288")
-	}
-	hb, err := os.ReadFile("testdata/agents/" + name + ".headers.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var hm map[string]string
-	if err := json.Unmarshal(hb, &hm); err != nil {
-		t.Fatal(err)
-	}
-	var headers []string
-	for k, v := range hm {
-		headers = append(headers, k, v)
 	}
 	return body, headers
 }

@@ -139,31 +139,6 @@ func checkResponsesStream(t *testing.T, b []byte) responses.Response {
 // loopRequest reads a recorded request: its body with the model renamed to the fixture's
 // "fake", and its headers as key, value pairs.
 func loopRequest(t *testing.T, file string) (string, []string) {
-	t.Helper()
-	raw, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var req map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &req); err != nil {
-		t.Fatal(err)
-	}
-	req["model"] = json.RawMessage(`"fake"`)
-	body, err := json.Marshal(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hraw, err := os.ReadFile(strings.TrimSuffix(file, ".json") + ".headers.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var hm map[string]string
-	if err := json.Unmarshal(hraw, &hm); err != nil {
-		t.Fatal(err)
-	}
-	var headers []string
-	for k, v := range hm {
-		headers = append(headers, k, v)
-	}
-	return string(body), append(headers, "Authorization", "Bearer sk-test")
+	body, headers := servertest.AgentRequest(t, file, "fake")
+	return body, append(headers, "Authorization", "Bearer sk-test")
 }
