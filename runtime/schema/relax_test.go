@@ -2,7 +2,9 @@ package schema
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -192,5 +194,32 @@ func TestFormatOrCall(t *testing.T) {
 	}
 	if len(relaxed) != 1 || relaxed[0].Path != "#/$defs/s/maxLength" || relaxed[0].Tool != "" {
 		t.Errorf("relaxed = %+v", relaxed)
+	}
+}
+
+// TestCheckShownBounds: a schema only shown to the model passes the grammar's size caps, but
+// not MaxShownBytes (no prompt that holds it is served), and a big one is vetted without
+// building it in memory (unmarshalling 2 MiB of enum into Go values allocated 80 MB).
+func TestCheckShownBounds(t *testing.T) {
+	wide := func(n int) json.RawMessage {
+		return json.RawMessage(`{"type":"object","enum":[` + strings.Repeat("7,", n/2) + `7]}`)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if err := CheckShown(wide(2 << 20)); err != nil {
+		t.Errorf("CheckShown(2 MiB) = %v, want nil", err)
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 8<<20 {
+		t.Errorf("CheckShown(2 MiB) allocated %d MB, want a few", got>>20)
+	}
+	if err := CheckShown(wide(MaxShownBytes + 1)); !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "MiB a prompt") {
+		t.Errorf("CheckShown(past MaxShownBytes) = %v, want a refusal", err)
+	}
+	for _, bad := range []string{`[` + strings.Repeat("0,", MaxBytes) + `0]`, `{"a":` + strings.Repeat("0,", MaxBytes)} {
+		if err := CheckShown(json.RawMessage(bad)); !errors.Is(err, ErrSchema) {
+			t.Errorf("CheckShown(%.20s...) = %v, want a refusal", bad, err)
+		}
 	}
 }

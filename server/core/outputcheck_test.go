@@ -216,3 +216,24 @@ func TestShownToolsPassTheGrammarCaps(t *testing.T) {
 		t.Errorf("an array as a schema: %v, want a 400", err)
 	}
 }
+
+// TestShownToolsBounded: shown schemas are held to schema.MaxShownBytes, one by one and all
+// together (they go into one prompt), with a 400 before anything parses or renders them: a
+// 100 MiB body of them cost gigabytes of memory before the prompt was found too long.
+func TestShownToolsBounded(t *testing.T) {
+	big := json.RawMessage(`{"type":"object","description":"` + strings.Repeat("d", schema.MaxShownBytes/3) + `"}`)
+	req := userChat("go")
+	for i := range 4 {
+		req.Tools = append(req.Tools, chat.Tool{Name: fmt.Sprintf("t%d", i), Parameters: big})
+	}
+	fake := enginetest.New(64<<20, "Hello")
+	svc := New(Config{}, nil, fakeModel(t, fake))
+	_, err := svc.Chat(context.Background(), req, func(int, llm.Event) error { return nil })
+	if !errors.Is(err, llm.ErrInvalidInput) || !strings.Contains(err.Error(), "together") {
+		t.Errorf("4 tools of %d bytes: %v, want a 400", len(big), err)
+	}
+	req.Tools = req.Tools[:1]
+	if _, err := svc.Chat(context.Background(), req, func(int, llm.Event) error { return nil }); err != nil {
+		t.Errorf("1 tool of %d bytes: %v, want served", len(big), err)
+	}
+}
