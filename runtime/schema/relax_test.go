@@ -258,3 +258,22 @@ func TestValidateBudget(t *testing.T) {
 func raw2(defs []string) string {
 	return `{"type":"object","properties":{"a":{"$ref":"#/$defs/d30"}},"required":["a"],"$defs":{` + strings.Join(defs, ",") + `}}`
 }
+
+// TestValidateEnumItems: an enum checked on every item of an array decodes its values once
+// (5,000 values on 2,000 items took 34 s when each comparison decoded its value again).
+func TestValidateEnumItems(t *testing.T) {
+	var enum []string
+	for i := range 5000 {
+		enum = append(enum, fmt.Sprintf(`"v%d"`, i))
+	}
+	raw := json.RawMessage(`{"type":"array","maxItems":5000,"items":{"enum":[` + strings.Join(enum, ",") + `,7,{"a":[1]}]}}`)
+	value := `[` + strings.Repeat(`"v4999",`, 2000) + `7.0,{"a":[1e0]},"w"]`
+	start := time.Now()
+	vs, err := Validate(raw, []byte(value))
+	if err != nil || len(vs) != 1 || vs[0].Path != "/2002" || vs[0].Keyword != "enum" {
+		t.Errorf("Validate = %v, %v; want only /2002 outside the enum", vs, err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Validate took %v, want well under a second", d)
+	}
+}
