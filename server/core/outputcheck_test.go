@@ -210,6 +210,14 @@ func TestShownToolsPassTheGrammarCaps(t *testing.T) {
 	if !errors.Is(err, llm.ErrInvalidInput) || !strings.Contains(err.Error(), "tool wide: parameters") {
 		t.Errorf("forced: %v, want the cap's 400 naming the tool", err)
 	}
+	// tool_choice none beside a response format: the grammar is the format's alone, the
+	// tools are only shown.
+	req.ToolChoice = ToolChoice{Mode: ToolNone}
+	req.Generation.Format, req.Generation.Schema = llm.FormatSchema, json.RawMessage(`{"type":"object"}`)
+	if _, err := svc.Chat(context.Background(), req, func(int, llm.Event) error { return nil }); err != nil {
+		t.Errorf("tool_choice none with a format: %v, want served", err)
+	}
+	req.Generation.Format, req.Generation.Schema = "", nil
 	req.ToolChoice = ToolChoice{}
 	req.Tools[0].Parameters = json.RawMessage(`["not", "a", "schema"]`)
 	if _, err := svc.Chat(context.Background(), req, func(int, llm.Event) error { return nil }); !errors.Is(err, llm.ErrInvalidInput) {
