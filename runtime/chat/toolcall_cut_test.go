@@ -208,3 +208,17 @@ func TestCloseJSONLinear(t *testing.T) {
 		t.Errorf("CloseJSON took %v, want well under 3 s (linear in the text)", d)
 	}
 }
+
+// TestCutNameUnescaped: a cut call's name is decoded like a whole call's ("get\u005fx" is
+// get_x), not served with its JSON escapes.
+func TestCutNameUnescaped(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"name": "get\u005fx", "arguments": {"a": 1`: "get_x",
+		`{"name": "get\"x", "arguments": {"a": 1`:     `get"x`,
+		`{"name": "get\u005`:                          "get",
+	} {
+		if _, c, ok := salvage(in); !ok || c == nil || c.Name != want {
+			t.Errorf("salvage(%q) = %+v, %v; want the name %q", in, c, ok, want)
+		}
+	}
+}
