@@ -21,10 +21,11 @@ func CloseJSON(s string) (out json.RawMessage, complete bool) {
 	}
 	p := &partial{s: t}
 	p.scan()
-	if p.best == "" || !json.Valid([]byte(p.best)) {
+	best := p.result()
+	if best == "" || !json.Valid([]byte(best)) {
 		return json.RawMessage("{}"), false
 	}
-	return json.RawMessage(p.best), false
+	return json.RawMessage(best), false
 }
 
 // Container states while scanning.
@@ -39,24 +40,56 @@ const (
 type container struct {
 	obj   bool
 	state int
+	open  *opener // this container and the ones around it, innermost first
 }
+
+// opener is one open container in a chain to the outermost: a mark keeps the chain of its
+// moment in O(1), so marks cost nothing per byte and the closers are written once, at the end.
+type opener struct {
+	obj   bool
+	outer *opener
+}
+
+// maxDepth is the nesting past which nothing is closed: encoding/json refuses deeper values.
+const maxDepth = 10000
 
 type partial struct {
 	s     string
 	stack []container
-	best  string // the longest closable prefix, closed
+	// The longest closable prefix: s[:bestEnd] + bestExtra, then the closers of bestOpen.
+	bestEnd   int
+	bestExtra string
+	bestOpen  *opener
+	bestWhole bool // s[:bestEnd] is a whole value: no closers
+	marked    bool
 }
 
-func (p *partial) closers() string {
+// result is the longest closable prefix, closed ("" when there is none).
+func (p *partial) result() string {
+	if !p.marked {
+		return ""
+	}
 	var b strings.Builder
-	for i := len(p.stack) - 1; i >= 0; i-- {
-		if p.stack[i].obj {
-			b.WriteByte('}')
-		} else {
-			b.WriteByte(']')
+	b.WriteString(p.s[:p.bestEnd])
+	b.WriteString(p.bestExtra)
+	if !p.bestWhole {
+		for o := p.bestOpen; o != nil; o = o.outer {
+			if o.obj {
+				b.WriteByte('}')
+			} else {
+				b.WriteByte(']')
+			}
 		}
 	}
 	return b.String()
+}
+
+func (p *partial) setBest(i int, extra string) {
+	p.bestEnd, p.bestExtra, p.bestWhole, p.marked = i, extra, false, true
+	p.bestOpen = nil
+	if len(p.stack) > 0 {
+		p.bestOpen = p.stack[len(p.stack)-1].open
+	}
 }
 
 // mark records s[:i] (plus extra) as closable when every open container allows it.
@@ -65,7 +98,7 @@ func (p *partial) mark(i int, extra string) {
 		return
 	}
 	if top := p.stack[len(p.stack)-1]; top.state == opened || top.state == afterVal || extra != "" {
-		p.best = p.s[:i] + extra + p.closers()
+		p.setBest(i, extra)
 	}
 }
 
@@ -93,7 +126,14 @@ func (p *partial) scan() {
 			if top != nil && top.state != wantValue && !(top.state == opened && !top.obj) {
 				return
 			}
-			p.stack = append(p.stack, container{obj: c == '{', state: opened})
+			if len(p.stack) >= maxDepth {
+				return
+			}
+			var outer *opener
+			if top != nil {
+				outer = top.open
+			}
+			p.stack = append(p.stack, container{obj: c == '{', state: opened, open: &opener{obj: c == '{', outer: outer}})
 			i++
 			p.mark(i, "")
 		case c == '}' || c == ']':
@@ -103,7 +143,7 @@ func (p *partial) scan() {
 			p.stack = p.stack[:len(p.stack)-1]
 			i++
 			if len(p.stack) == 0 {
-				p.best = s[:i]
+				p.bestEnd, p.bestExtra, p.bestWhole, p.marked = i, "", true, true
 				return
 			}
 			p.value(i)
@@ -130,7 +170,7 @@ func (p *partial) scan() {
 			isKey := top.obj && (top.state == opened || top.state == wantKey)
 			if cut >= 0 { // the string runs to the end
 				if !isKey && (top.state == wantValue || top.state == opened) {
-					p.best = s[:cut] + `"` + p.closers()
+					p.setBest(cut, `"`)
 				}
 				return
 			}

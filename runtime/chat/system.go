@@ -45,13 +45,23 @@ func hasLateSystem(msgs []Message) bool {
 }
 
 // systemShown reports whether the text of every system message from index from on appears in
-// the rendered prompt (minja detects a template's system role the same way: by looking for
-// the message in the output).
+// the rendered prompt, in their order (minja detects a template's system role the same way:
+// by looking for the message in the output). Each is looked for after the one before, so the
+// check is linear in the prompt: a search of the whole prompt for each of many system messages
+// took minutes of CPU for one request. A template that renders system messages out of order
+// has them folded.
 func systemShown(prompt string, msgs []Message, from int) bool {
+	at := 0
 	for i, m := range msgs {
-		if i >= from && m.Role == "system" && !strings.Contains(prompt, strings.TrimSpace(m.Content)) {
+		if i < from || m.Role != "system" {
+			continue
+		}
+		text := strings.TrimSpace(m.Content)
+		j := strings.Index(prompt[at:], text)
+		if j < 0 {
 			return false
 		}
+		at += j + len(text)
 	}
 	return true
 }

@@ -2,8 +2,10 @@ package chat
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestLateSystem: a system message after the first renders at its place where the template
@@ -105,5 +107,27 @@ func TestDroppedSystem(t *testing.T) {
 	}
 	if p, err := ml.Render(msgs, opts); err != nil || p != "<|im_start|>system\nBe brief.\n\n"+weatherInstruction+"<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n" {
 		t.Errorf("ChatML: %q %v", p, err)
+	}
+}
+
+// TestLateSystemLinear: the check that every late system message shows in the prompt is
+// linear in the prompt: 20,000 reminders (a 1.5 MB prompt, a body far under the 100 MiB
+// limit) took 31 s of CPU when each was looked for in the whole prompt.
+func TestLateSystemLinear(t *testing.T) {
+	msgs := []Message{{Role: "user", Content: "hi"}}
+	for i := range 20000 {
+		msgs = append(msgs, Message{Role: "system", Content: fmt.Sprintf("%s%08d", strings.Repeat("a", 40), i)})
+	}
+	tmpl, err := Parse(chatML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	out, err := tmpl.Render(msgs, Options{AddGenerationPrompt: true})
+	if err != nil || !strings.Contains(out, "<|im_start|>system\n"+msgs[len(msgs)-1].Content+"<|im_end|>") {
+		t.Fatalf("Render = %.80q..., %v; want the reminders at their place", out, err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("Render of 20,000 system messages took %v, want well under 10 s (0.2 s here)", d)
 	}
 }

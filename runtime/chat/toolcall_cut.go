@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"encoding/json"
 	"strings"
 )
 
@@ -111,10 +112,10 @@ func cutObject(t string) *CutCall {
 			}
 			end, cutAt := stringEnd(t, i)
 			if end < 0 {
-				c.Name = t[i+1 : cutAt]
+				c.Name = unquote(t[i+1 : cutAt])
 				return c
 			}
-			c.Name, c.NameDone = t[i+1:end-1], true
+			c.Name, c.NameDone = unquote(t[i+1:end-1]), true
 			i = end
 			i = skipSpace(t, i)
 			if i < len(t) && t[i] == ',' {
@@ -147,6 +148,16 @@ func cutObject(t string) *CutCall {
 		return nil
 	}
 	return c
+}
+
+// unquote decodes the JSON escapes of a string's content (a whole call's name is decoded the
+// same way); content that does not decode is returned as it is.
+func unquote(content string) string {
+	var s string
+	if json.Unmarshal([]byte(`"`+content+`"`), &s) != nil {
+		return content
+	}
+	return s
 }
 
 // squeeze drops JSON whitespace from s.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCloseJSON(t *testing.T) {
@@ -185,4 +186,39 @@ func FuzzCut(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCloseJSONLinear: cut arguments the model can write in one long reply (100,000 values,
+// 30,000 open brackets) close in time linear in their length; every mark used to copy the
+// prefix (7 s for the values, 10 s for the brackets on 2 shared cores), a CPU sink any
+// prompt with a large max_tokens could fill.
+func TestCloseJSONLinear(t *testing.T) {
+	values := `{"a":[` + strings.Repeat("1,", 100000)
+	brackets := `{"a":` + strings.Repeat("[", 30000)
+	start := time.Now()
+	got, _ := CloseJSON(values)
+	if want := values[:len(values)-1] + "]}"; string(got) != want {
+		t.Errorf("CloseJSON(100,000 values) = %.40s... (%d bytes), want %d bytes", got, len(got), len(want))
+	}
+	got, _ = CloseJSON(brackets)
+	if !json.Valid(got) || len(got) < 2*9000 {
+		t.Errorf("CloseJSON(30,000 [) = %.40s... (%d bytes), want a valid object nested to the depth encoding/json takes", got, len(got))
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("CloseJSON took %v, want well under 3 s (linear in the text)", d)
+	}
+}
+
+// TestCutNameUnescaped: a cut call's name is decoded like a whole call's ("get\u005fx" is
+// get_x), not served with its JSON escapes.
+func TestCutNameUnescaped(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"name": "get\u005fx", "arguments": {"a": 1`: "get_x",
+		`{"name": "get\"x", "arguments": {"a": 1`:     `get"x`,
+		`{"name": "get\u005`:                          "get",
+	} {
+		if _, c, ok := salvage(in); !ok || c == nil || c.Name != want {
+			t.Errorf("salvage(%q) = %+v, %v; want the name %q", in, c, ok, want)
+		}
+	}
 }

@@ -83,11 +83,13 @@ out:
 import "C"
 
 import (
+	"context"
 	"fmt"
 	"syscall"
 	"unsafe"
 
 	"github.com/ollama/ollama/llama"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/superfluid/superfluid/runtime/llm"
 )
@@ -110,6 +112,12 @@ const (
 	maxTokenizeBytes = 4 << 20
 )
 
+// tokenizing bounds the text tokenized at once, all callers together, to maxTokenizeBytes:
+// each call touches up to stackPerByte/4 bytes of stack per byte of its text, so concurrent
+// calls on long texts (4 MiB of "!" touches 1.3 GB) would add up to more memory than the
+// machine has. A call waits, in order, until its text fits.
+var tokenizing = semaphore.NewWeighted(maxTokenizeBytes)
+
 // stackFor is the stack size a text of n bytes is tokenized on.
 func stackFor(n int) int { return stackBase + stackPerByte*n }
 
@@ -120,11 +128,15 @@ func rawModel(m *llama.Model) *C.struct_llama_model {
 
 // tokenizeOnStack tokenizes text like llama.Model.Tokenize, on a thread with a stack of
 // stackBytes; used, when not nil, gets the stack bytes the call touched.
-func tokenizeOnStack(m *llama.Model, text string, addSpecial, parseSpecial bool, stackBytes int, used *int) ([]int, error) {
+func tokenizeOnStack(ctx context.Context, m *llama.Model, text string, addSpecial, parseSpecial bool, stackBytes int, used *int) ([]int, error) {
 	if len(text) > maxTokenizeBytes {
 		return nil, fmt.Errorf("%w: the text is %d bytes, more than the %d MiB one tokenization takes (more than any context window holds); send a shorter text",
 			llm.ErrInvalidInput, len(text), maxTokenizeBytes>>20)
 	}
+	if err := tokenizing.Acquire(ctx, int64(max(len(text), 1))); err != nil {
+		return nil, err
+	}
+	defer tokenizing.Release(int64(max(len(text), 1)))
 	cText := C.CString(text) // llama.cpp reads it on another thread: C memory, not Go's
 	defer C.free(unsafe.Pointer(cText))
 	n := len(text) + 2

@@ -243,7 +243,7 @@ func defaultContext(train int) int {
 func (e *Engine) Info() llm.ModelInfo { return e.info }
 
 // Tokenize returns the token ids of text.
-func (e *Engine) Tokenize(_ context.Context, text string, addSpecial, parseSpecial bool) ([]int, error) {
+func (e *Engine) Tokenize(ctx context.Context, text string, addSpecial, parseSpecial bool) ([]int, error) {
 	if text == "" && !addSpecial {
 		return []int{}, nil
 	}
@@ -259,7 +259,7 @@ func (e *Engine) Tokenize(_ context.Context, text string, addSpecial, parseSpeci
 		return nil, errClosed
 	}
 	// On a thread of our own with room for the pre-tokenizer's recursion (bigstack.go).
-	return tokenizeOnStack(e.model, text, addSpecial, parseSpecial, stackFor(len(text)), nil)
+	return tokenizeOnStack(ctx, e.model, text, addSpecial, parseSpecial, stackFor(len(text)), nil)
 }
 
 // Piece returns the text of one token ("" once the engine is closed).

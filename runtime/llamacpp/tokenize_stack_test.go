@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/worker"
@@ -30,7 +31,7 @@ func TestTokenizeStackPerByte(t *testing.T) {
 					skip = true // refused before llama.cpp sees it
 					break
 				}
-				if _, err := tokenizeOnStack(tk.e.model, text, true, false, stackFor(len(text)), &used[i]); err != nil {
+				if _, err := tokenizeOnStack(context.Background(), tk.e.model, text, true, false, stackFor(len(text)), &used[i]); err != nil {
 					t.Fatalf("%s, %s: %v", tk.name, k.name, err)
 				}
 			}
@@ -68,7 +69,7 @@ func TestTokenizeBigStackEqualsPlain(t *testing.T) {
 					if err != nil {
 						t.Fatalf("%s, %d × %s: plain: %v", tk.name, n, k.name, err)
 					}
-					got, err := tokenizeOnStack(tk.e.model, text, special, special, stackFor(len(text)), nil)
+					got, err := tokenizeOnStack(context.Background(), tk.e.model, text, special, special, stackFor(len(text)), nil)
 					if err != nil || !slices.Equal(got, want) {
 						t.Errorf("%s, %d × %s (special %v): big stack %d ids (%v), plain %d ids; want equal", tk.name, n, k.name, special, len(got), err, len(want))
 					}
@@ -84,7 +85,7 @@ func TestTokenizeBigStackEqualsPlain(t *testing.T) {
 					continue
 				}
 				want, _ := tk.e.model.Tokenize(text, true, true)
-				got, err := tokenizeOnStack(tk.e.model, text, true, true, stackFor(len(text)), nil)
+				got, err := tokenizeOnStack(context.Background(), tk.e.model, text, true, true, stackFor(len(text)), nil)
 				if err != nil || !slices.Equal(got, want) {
 					t.Errorf("%s, %d × %s: big stack %d ids (%v), plain %d ids; want equal", tk.name, n, k.name, len(got), err, len(want))
 				}
@@ -95,7 +96,7 @@ func TestTokenizeBigStackEqualsPlain(t *testing.T) {
 	prose := strings.Repeat("Once upon a time, 中文 text!!! -- 12345\n\t  ", 2000)
 	for _, tk := range stackTokenizers(t) {
 		want, _ := tk.e.model.Tokenize(prose, true, true)
-		got, err := tokenizeOnStack(tk.e.model, prose, true, true, stackFor(len(prose)), nil)
+		got, err := tokenizeOnStack(context.Background(), tk.e.model, prose, true, true, stackFor(len(prose)), nil)
 		if err != nil || !slices.Equal(got, want) || len(want) == 0 {
 			t.Errorf("%s, %d bytes of prose: big stack %d ids (%v), plain %d ids; want equal", tk.name, len(prose), len(got), err, len(want))
 		}
@@ -207,7 +208,40 @@ func BenchmarkTokenizeShort(b *testing.B) {
 	})
 	b.Run("own thread", func(b *testing.B) {
 		for b.Loop() {
-			_, _ = tokenizeOnStack(testEngine.model, text, true, true, stackFor(len(text)), nil)
+			_, _ = tokenizeOnStack(context.Background(), testEngine.model, text, true, true, stackFor(len(text)), nil)
 		}
 	})
+}
+
+// TestTokenizeBounded: the text tokenized at once, all callers together, is at most
+// maxTokenizeBytes (each byte can touch 320 bytes of stack: concurrent 4 MiB texts would each
+// hold 1.3 GB); a call waits for room, and gives up when its context ends.
+func TestTokenizeBounded(t *testing.T) {
+	tk := stackTokenizers(t)[0]
+	if err := tokenizing.Acquire(context.Background(), maxTokenizeBytes-10); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := tk.e.Tokenize(ctx, strings.Repeat("!", 100), false, false); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Tokenize with the budget spent = %v, want it to wait until its context ends", err)
+	}
+	if ids, err := tk.e.Tokenize(context.Background(), "short", false, false); err != nil || len(ids) == 0 {
+		t.Errorf("Tokenize(5 bytes) within the budget left = %v, %v", ids, err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := tk.e.Tokenize(context.Background(), strings.Repeat("!", 100), false, false)
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	tokenizing.Release(maxTokenizeBytes - 10)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Tokenize once room came = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Tokenize still waits after the budget was released")
+	}
 }

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,22 +40,23 @@ func Check(raw json.RawMessage) error {
 // CheckShown is Check for a schema that is only shown to the model (a tool under tool_choice
 // auto): no grammar is built from it, so the grammar engine's size caps (MaxBytes, MaxValues,
 // MaxProperties, MaxRefs, MaxExpanded) do not refuse it; a schema past one of them need only be
-// JSON with an object or boolean root. A broken schema is still refused.
+// JSON with an object or boolean root, of at most MaxShownBytes. A broken schema is still
+// refused.
 func CheckShown(raw json.RawMessage) error {
+	if len(raw) > MaxShownBytes {
+		return refuse("#", "the schema is %d bytes, more than the %d MiB a prompt of this server holds; shorten descriptions or send fewer tools", len(raw), MaxShownBytes>>20)
+	}
 	err := Check(raw)
 	var e *Error
 	if !errors.As(err, &e) || !e.sizeCap {
 		return err
 	}
-	var root any
-	if json.Unmarshal(raw, &root) != nil {
+	// Valid JSON whose root is an object or a boolean, read without building it.
+	t := bytes.TrimSpace(raw)
+	if !json.Valid(t) || len(t) == 0 || t[0] != '{' && t[0] != 't' && t[0] != 'f' {
 		return err
 	}
-	switch root.(type) {
-	case map[string]any, bool:
-		return nil
-	}
-	return err
+	return nil
 }
 
 // check parses and vets raw, returning the tree for callers that go on to rewrite it.

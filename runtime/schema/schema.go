@@ -41,6 +41,11 @@ import (
 const (
 	// MaxBytes caps the schema's JSON text.
 	MaxBytes = 512 << 10
+	// MaxShownBytes caps the JSON text of a schema only shown to the model (CheckShown): the
+	// most text one tokenization takes (llamacpp's 4 MiB), so no prompt that holds a longer
+	// one is ever served. Past it, the parse and the template's copy cost about 60 bytes of
+	// memory per byte (a 20 MB schema allocated 1.3 GB) for a reply that cannot come.
+	MaxShownBytes = 4 << 20
 	// MaxDepth caps JSON nesting (objects and arrays, the root is level 1). The converter and the
 	// grammar parser recurse once per level, and rule names grow with depth (quadratic memory:
 	// 3000 levels took 1.3 GB).

@@ -3,6 +3,7 @@ package core
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -111,8 +112,12 @@ func (o *outputCheck) warning(text, finish string) string {
 		return strings.Join(notes, "; ")
 	}
 	if o.full != nil && !isCall {
-		if vs, err := schema.Validate(o.full, []byte(text)); err == nil && len(vs) > 0 {
+		vs, err := schema.Validate(o.full, []byte(text))
+		if (err == nil || errors.Is(err, schema.ErrValidateBudget)) && len(vs) > 0 {
 			notes = append(notes, "the reply breaks its JSON schema where the grammar engine could not enforce it: "+violations(vs))
+		}
+		if errors.Is(err, schema.ErrValidateBudget) {
+			notes = append(notes, "the reply was not checked whole against its JSON schema: "+err.Error())
 		}
 	}
 	for _, c := range calls {
@@ -120,8 +125,12 @@ func (o *outputCheck) warning(text, finish string) string {
 		if !ok || c.args == nil {
 			continue
 		}
-		if vs, err := schema.Validate(params, c.args); err == nil && len(vs) > 0 {
+		vs, err := schema.Validate(params, c.args)
+		if (err == nil || errors.Is(err, schema.ErrValidateBudget)) && len(vs) > 0 {
 			notes = append(notes, fmt.Sprintf("the arguments of the call to %q break the tool's parameters schema where the grammar engine could not enforce it: %s", c.name, violations(vs)))
+		}
+		if errors.Is(err, schema.ErrValidateBudget) {
+			notes = append(notes, fmt.Sprintf("the arguments of the call to %q were not checked whole: %v", c.name, err))
 		}
 	}
 	return strings.Join(notes, "; ")

@@ -210,9 +210,38 @@ func TestShownToolsPassTheGrammarCaps(t *testing.T) {
 	if !errors.Is(err, llm.ErrInvalidInput) || !strings.Contains(err.Error(), "tool wide: parameters") {
 		t.Errorf("forced: %v, want the cap's 400 naming the tool", err)
 	}
+	// tool_choice none beside a response format: the grammar is the format's alone, the
+	// tools are only shown.
+	req.ToolChoice = ToolChoice{Mode: ToolNone}
+	req.Generation.Format, req.Generation.Schema = llm.FormatSchema, json.RawMessage(`{"type":"object"}`)
+	if _, err := svc.Chat(context.Background(), req, func(int, llm.Event) error { return nil }); err != nil {
+		t.Errorf("tool_choice none with a format: %v, want served", err)
+	}
+	req.Generation.Format, req.Generation.Schema = "", nil
 	req.ToolChoice = ToolChoice{}
 	req.Tools[0].Parameters = json.RawMessage(`["not", "a", "schema"]`)
 	if _, err := svc.Chat(context.Background(), req, func(int, llm.Event) error { return nil }); !errors.Is(err, llm.ErrInvalidInput) {
 		t.Errorf("an array as a schema: %v, want a 400", err)
+	}
+}
+
+// TestShownToolsBounded: shown schemas are held to schema.MaxShownBytes, one by one and all
+// together (they go into one prompt), with a 400 before anything parses or renders them: a
+// 100 MiB body of them cost gigabytes of memory before the prompt was found too long.
+func TestShownToolsBounded(t *testing.T) {
+	big := json.RawMessage(`{"type":"object","description":"` + strings.Repeat("d", schema.MaxShownBytes/3) + `"}`)
+	req := userChat("go")
+	for i := range 4 {
+		req.Tools = append(req.Tools, chat.Tool{Name: fmt.Sprintf("t%d", i), Parameters: big})
+	}
+	fake := enginetest.New(64<<20, "Hello")
+	svc := New(Config{}, nil, fakeModel(t, fake))
+	_, err := svc.Chat(context.Background(), req, func(int, llm.Event) error { return nil })
+	if !errors.Is(err, llm.ErrInvalidInput) || !strings.Contains(err.Error(), "together") {
+		t.Errorf("4 tools of %d bytes: %v, want a 400", len(big), err)
+	}
+	req.Tools = req.Tools[:1]
+	if _, err := svc.Chat(context.Background(), req, func(int, llm.Event) error { return nil }); err != nil {
+		t.Errorf("1 tool of %d bytes: %v, want served", len(big), err)
 	}
 }

@@ -32,12 +32,18 @@ func checkTools(req *ChatRequest) error {
 	}
 	// The grammar engine's limits (schema.Check's caps on size, properties, depth) matter only
 	// when a grammar is built from the tools' schemas: a forced call, or a response format
-	// beside tools. Otherwise the schemas are only shown to the model, and any JSON Schema is
+	// beside tools the model may call (not tool_choice none). Otherwise the schemas are only shown to the model, and any JSON Schema is
 	// served, however large (the window decides).
-	grammar := req.ToolChoice.forced() || req.Generation.Format == llm.FormatSchema
+	grammar := req.ToolChoice.forced() || req.Generation.Format == llm.FormatSchema && req.ToolChoice.Mode != ToolNone
+	shown := 0
 	for _, t := range req.Tools {
 		if len(t.Parameters) == 0 {
 			continue
+		}
+		// Together they go into one prompt, which holds no more than one schema may be.
+		if shown += len(t.Parameters); shown > schema.MaxShownBytes {
+			return fmt.Errorf("%w: the tools' parameters schemas are more than %d MiB together, more than a prompt of this server holds; send fewer tools or shorter schemas",
+				llm.ErrInvalidInput, schema.MaxShownBytes>>20)
 		}
 		check := schema.Check
 		if !grammar {
