@@ -145,8 +145,16 @@ func TestAgentPromptOverTheWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
-	if err := json.NewDecoder(res.Body).Decode(&list); err != nil || len(list.Data) != 1 || list.Data[0].ContextLength != 65536 {
-		t.Fatalf("/v1/models after raising the window: %+v %v", list, err)
+	if err := json.NewDecoder(res.Body).Decode(&list); err != nil {
+		t.Fatal(err)
+	}
+	// The catalog may hold the bundled model too (a clone without ../shared tests on a written one).
+	raised := false
+	for _, m := range list.Data {
+		raised = raised || m.ID == model && m.ContextLength == 65536
+	}
+	if !raised {
+		t.Fatalf("/v1/models after raising %s's window to 65536: %+v", model, list)
 	}
 	// count_tokens counts what it would not run (Claude Code reads it to decide to compact).
 	status, _, b := post(t, srv.URL+"/v1/messages/count_tokens", bodies["/v1/messages/count_tokens"])
