@@ -300,3 +300,25 @@ func TestResponsesCustomToolChain(t *testing.T) {
 		t.Errorf("prompt lacks %q:\n%s", want, lastPrompt(s))
 	}
 }
+
+// TestResponsesAllowedTools: tool_choice allowed_tools offers the model only the tools it
+// lists (by name, namespaced or not); mode required forces a call among them.
+func TestResponsesAllowedTools(t *testing.T) {
+	s := startResponsesWith(t, filepath.Join(t.TempDir(), "db.sqlite"), respConfig{template: servertest.ToolTemplate, reply: hermesCall("spawn_agent", `{"task":"x"}`)})
+	choice := `"tool_choice":{"type":"allowed_tools","mode":"required","tools":[{"type":"function","name":"spawn_agent","namespace":"multi_agent_v1"},{"type":"web_search"}]}`
+	r, _ := postResponse(t, s, respBody(`"go"`, []string{execTool, agentsNS, `{"type":"web_search"}`}, choice))
+	p := lastPrompt(s)
+	if !strings.Contains(p, "spawn_agent") || strings.Contains(p, "exec_command") || strings.Contains(p, "close_agent") {
+		t.Errorf("the prompt offers other tools than spawn_agent:\n%s", p)
+	}
+	if g := s.eng.Requests()[len(s.eng.Requests())-1]; g.Format == "" {
+		t.Errorf("mode required built no grammar")
+	}
+	if len(r.Output) == 0 || r.Output[len(r.Output)-1].Type != "function_call" || r.Output[len(r.Output)-1].AsFunctionCall().Name != "spawn_agent" {
+		t.Errorf("output %s", r.RawJSON())
+	}
+	postResponse(t, s, respBody(`"go"`, []string{execTool, agentsNS}, `"tool_choice":{"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"exec_command"}]}`))
+	if p := lastPrompt(s); !strings.Contains(p, "exec_command") || strings.Contains(p, "spawn_agent") {
+		t.Errorf("mode auto: the prompt offers other tools than exec_command:\n%s", p)
+	}
+}

@@ -296,7 +296,7 @@ func toResponseToolChoice(raw json.RawMessage, ts *toolSet) (core.ToolChoice, js
 	switch {
 	case obj.Type == "function" || obj.Type == "custom":
 	case obj.Type == "allowed_tools":
-		return core.ToolChoice{}, nil, unsupported("tool_choice", "tool_choice allowed_tools is not supported; send only the tools the model may call, with tool_choice auto or required")
+		return allowedTools(raw, ts)
 	case slices.Contains(builtinTools, obj.Type) || slices.Contains(ts.dropped, obj.Type):
 		return core.ToolChoice{}, nil, unsupported("tool_choice", fmt.Sprintf("tool_choice forces the built-in tool %s, which this server does not run (it runs function and custom tools that your code runs); use auto or name a function", obj.Type))
 	default:
@@ -337,4 +337,43 @@ func compact(raw json.RawMessage) json.RawMessage {
 		return raw
 	}
 	return b.Bytes()
+}
+
+// allowedTools serves tool_choice {"type": "allowed_tools", "mode": "auto"|"required", "tools":
+// [...]}: the model is offered only the tools listed (a function or custom tool by name and
+// optional namespace; a built-in tool listed is one this server dropped already), and mode
+// says whether it must call one.
+func allowedTools(raw json.RawMessage, ts *toolSet) (core.ToolChoice, json.RawMessage, error) {
+	var obj struct {
+		Mode  string `json:"mode"`
+		Tools []struct {
+			Type      string `json:"type"`
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return core.ToolChoice{}, nil, invalid("tool_choice", fmt.Sprintf("tool_choice allowed_tools is not of the form {\"type\": \"allowed_tools\", \"mode\": \"auto\", \"tools\": [...]}: %v", err))
+	}
+	mode := obj.Mode
+	if mode != core.ToolAuto && mode != core.ToolRequired {
+		return core.ToolChoice{}, nil, invalid("tool_choice.mode", fmt.Sprintf("tool_choice.mode is %q; use auto or required", obj.Mode))
+	}
+	keep := map[string]bool{}
+	for i, t := range obj.Tools {
+		if t.Type != "function" && t.Type != "custom" {
+			continue // a built-in tool: not run here, already left out of tools
+		}
+		name, ok := ts.chosen(t.Type == "custom", t.Namespace, t.Name)
+		if !ok {
+			p := fmt.Sprintf("tool_choice.tools[%d]", i)
+			return core.ToolChoice{}, nil, invalid(p, fmt.Sprintf("%s names the %s %q, which is not in tools; list only tools given", p, t.Type, t.Name))
+		}
+		keep[name] = true
+	}
+	ts.tools = slices.DeleteFunc(ts.tools, func(t chat.Tool) bool { return !keep[t.Name] })
+	if mode == core.ToolRequired && len(ts.tools) == 0 {
+		return core.ToolChoice{}, nil, invalid("tool_choice.tools", "tool_choice allowed_tools is required but lists none of the function or custom tools given; list one, or use mode auto")
+	}
+	return core.ToolChoice{Mode: mode}, compact(raw), nil
 }
