@@ -164,7 +164,9 @@ func (e *Engine) embedTokens(ctx context.Context, in llm.EmbedInput, truncate bo
 
 func (e *Engine) textTokens(ctx context.Context, text string) ([]int, error) {
 	tokens, err := e.Tokenize(ctx, text, true, false)
-	if errors.Is(err, errClosed) {
+	// A closed engine, a caller that gave up (waiting for the tokenizer's memory budget) and a
+	// refusal that already says why pass as they are.
+	if errors.Is(err, errClosed) || errors.Is(err, llm.ErrInvalidInput) || ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return nil, err
 	}
 	if err != nil {
