@@ -24,6 +24,13 @@ func TestAgentsInstall(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(failingNPM, "npm"), []byte("#!/bin/sh\necho 'npm error network ENOTFOUND registry.npmjs.org' >&2\nexit 1\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// An npm whose install leaves Claude Code's placeholder (install scripts off): it exits 1.
+	stubNPM := t.TempDir()
+	if err := os.WriteFile(filepath.Join(stubNPM, "npm"), []byte("#!/bin/sh\nmkdir -p node_modules/.bin\n"+
+		"printf '#!/bin/sh\\necho placeholder >&2\\nexit 1\\n' > node_modules/.bin/claude\n"+
+		"printf '#!/bin/sh\\necho 0.171.0\\n' > node_modules/.bin/codex\nchmod +x node_modules/.bin/*\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	installed := filepath.Join(t.TempDir(), "agents")
 	for _, f := range []string{"claude", "codex"} {
 		p := filepath.Join(installed, "node_modules", ".bin", f)
@@ -34,12 +41,27 @@ func TestAgentsInstall(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// An agent that is there but does not run (Claude Code's placeholder) is skipped, saying why.
+	if path, why := findAgent(filepath.Join(installed, "node_modules", ".bin"), "claude"); path == "" {
+		t.Errorf("findAgent of an agent that runs: %q", why)
+	}
+	broken := filepath.Join(t.TempDir(), "agents", "node_modules", ".bin")
+	if err := os.MkdirAll(broken, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(broken, "claude"), []byte("#!/bin/sh\necho placeholder >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if path, why := findAgent(broken, "claude"); path != "" || !strings.Contains(why, "installed but does not run") {
+		t.Errorf("findAgent of the placeholder: %q, %q", path, why)
+	}
 	for _, tt := range []struct {
 		name, dir, path, want string
 	}{
 		{"installed", installed, t.TempDir(), ""}, // an empty PATH: npm is never asked
 		{"no npm", filepath.Join(t.TempDir(), "agents"), t.TempDir(), "npm is not installed; the coding-agent tests will skip"},
 		{"npm fails", filepath.Join(t.TempDir(), "agents"), failingNPM + ":" + os.Getenv("PATH"), "npm ci failed (no network?); the coding-agent tests will skip"},
+		{"placeholder agent", filepath.Join(t.TempDir(), "agents"), stubNPM + ":" + os.Getenv("PATH"), "claude --version failed after npm ci"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cmd := exec.Command(bash, script, tt.dir)
@@ -60,6 +82,16 @@ func TestAgentsInstall(t *testing.T) {
 			}
 			if path, why := findAgent(filepath.Join(tt.dir, "node_modules", ".bin"), "claude"); path != "" || !strings.Contains(why, "make agents installs") {
 				t.Errorf("findAgent after a failed install: %q, %q", path, why)
+			}
+			if tt.name == "no npm" {
+				return
+			}
+			// A second make test within the hour does not wait on npm again.
+			cmd = exec.Command(bash, script, tt.dir)
+			cmd.Env = []string{"PATH=" + tt.path, "HOME=" + t.TempDir()}
+			out, err = cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "the install failed less than an hour ago") {
+				t.Errorf("second run after a failed install: exit %v, output %q", err, out)
 			}
 		})
 	}

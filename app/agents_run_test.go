@@ -40,6 +40,13 @@ func findAgent(dir, name string) (path, why string) {
 	if _, err := exec.LookPath("node"); err != nil && name == "codex" {
 		return "", fmt.Sprintf("codex needs node on PATH: %v", err)
 	}
+	// An install whose scripts did not run leaves Claude Code's placeholder, which only prints
+	// how to install: a broken install, not a failure of the server.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, path, "--version").CombinedOutput(); err != nil {
+		return "", fmt.Sprintf("%s is installed but does not run (%v: %s): remove %s and run make agents", name, err, clipText(string(out), 300), filepath.Dir(filepath.Dir(dir)))
+	}
 	return path, ""
 }
 

@@ -47,3 +47,15 @@ func TestContextFieldForAgents(t *testing.T) {
 		t.Errorf("hint for 8192: %q", h)
 	}
 }
+
+// TestContextHintSmallModel: a model trained for fewer tokens than an agent needs is not told
+// to use a window past what it was trained for.
+func TestContextHintSmallModel(t *testing.T) {
+	h := contextHint(ModelSettings{DefaultContext: 2048, TrainContext: 2048})
+	if strings.Contains(h, "use 32768 or more") || !strings.Contains(h, "Trained for 2048 tokens only") {
+		t.Errorf("hint for a model trained for 2048: %q", h)
+	}
+	if h := contextHint(ModelSettings{DefaultContext: 4096}); !strings.Contains(h, "use 32768 or more") {
+		t.Errorf("hint when the trained window is unknown: %q", h)
+	}
+}

@@ -98,7 +98,12 @@ func contextHint(s ModelSettings) string {
 	if window := cmp.Or(s.ContextLength, s.DefaultContext); window >= agentContext {
 		hint = fmt.Sprintf("%d tokens fit a coding agent's prompt (about %dk).", window, agentPrompt/1000)
 	}
-	if s.TrainContext > 0 {
+	switch {
+	case s.TrainContext > 0 && s.TrainContext < agentContext:
+		// A window past the trained one does not help: the model's output degrades beyond it.
+		hint = fmt.Sprintf("Trained for %d tokens only: too few for a coding agent's prompt (about %dk); pick a model trained for %d or more.",
+			s.TrainContext, agentPrompt/1000, agentContext)
+	case s.TrainContext > 0:
 		hint += fmt.Sprintf(" Trained for %d.", s.TrainContext)
 	}
 	return hint
