@@ -53,7 +53,7 @@ GOFLAGS_BUILD := -tags '$(TAGS)'
 # (and skip, saying why, when they are absent).
 AGENTS_HASH := $(shell cat scripts/agents/package.json scripts/agents/package-lock.json 2>/dev/null | sha256sum | cut -c1-16)
 AGENTS_DIR  := $(HOME)/.cache/superfluid/agents/$(AGENTS_HASH)
-export SUPERFLUID_AGENTS := $(AGENTS_DIR)/node_modules/.bin
+export SUPERFLUID_AGENTS ?= $(AGENTS_DIR)/node_modules/.bin
 
 .PHONY: all setup agents build portable run test test-short gotest fuzz bench screenshots package clean
 all: build
