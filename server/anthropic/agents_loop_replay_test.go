@@ -3,34 +3,12 @@ package anthropic_test
 import (
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/superfluid/superfluid/server/servertest"
 )
-
-// loopDone is what the scripted model answers the tool result with in the replays.
-const loopDone = "The file is written."
-
-// loopTemplate is the scripted model's template in app.TestAgents: Qwen 3's, whose tool calls
-// are <tool_call> blocks and whose reasoning is <think>.
-const loopTemplate = "../../runtime/chat/testdata/templates/qwen3.jinja"
-
-// loopReply is what the loop's model answered: thinking, then the tool call or the final text.
-func loopReply(t *testing.T, call string, result bool) (template, reply string) {
-	t.Helper()
-	b, err := os.ReadFile(loopTemplate)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reply = "<think>\nA shell command writes the file.\n</think>\n\n<tool_call>\n" + call + "\n</tool_call>"
-	if result {
-		reply = "<think>\nThe command ran.\n</think>\n\n" + loopDone
-	}
-	return string(b), reply
-}
 
 // TestClaudeCodeLoopReplay replays every request Claude Code sent in app.TestAgents' tool loop
 // (recorded unmodified, with their headers, by SUPERFLUID_AGENTS_RECORD=1) on the fake engine
@@ -40,24 +18,12 @@ func loopReply(t *testing.T, call string, result bool) (template, reply string) 
 // tool_use, the one carrying the tool result (and the thinking block sent back) a text block
 // with end_turn.
 func TestClaudeCodeLoopReplay(t *testing.T) {
-	files, err := filepath.Glob("testdata/agents/claude-code-*-loop-*.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bodies []string
-	for _, f := range files {
-		if !strings.HasSuffix(f, ".headers.json") {
-			bodies = append(bodies, f)
-		}
-	}
-	if len(bodies) < 2 {
-		t.Fatalf("want the loop's requests (the first and the one with the tool result) in testdata/agents, found %q", files)
-	}
+	bodies := servertest.LoopRequests(t, "testdata/agents/claude-code-*-loop-*.json")
 	for _, file := range bodies {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			body, headers := loopRequest(t, file)
 			result := strings.Contains(body, `"tool_result"`)
-			tmpl, reply := loopReply(t, `{"name": "Bash", "arguments": {"command": "echo hello > made-by-claude.txt"}}`, result)
+			tmpl, reply := servertest.LoopReply(t, `{"name": "Bash", "arguments": {"command": "echo hello > made-by-claude.txt"}}`, result)
 			// One token per byte: the agent's ~50 KB prompt needs a window past it.
 			f := setup(t, config{ctx: 1 << 20, reply: reply, template: tmpl})
 			resp, b := servertest.Do(t, http.MethodPost, f.srv.URL+"/v1/messages?beta=true", body, headers...)
@@ -90,8 +56,8 @@ func TestClaudeCodeLoopReplay(t *testing.T) {
 					joined.WriteString(str(d["text"]) + str(d["partial_json"]))
 				}
 				switch {
-				case typ == "text" && joined.String() != loopDone:
-					t.Errorf("text block %q, want %q", joined.String(), loopDone)
+				case typ == "text" && joined.String() != servertest.LoopDone:
+					t.Errorf("text block %q, want %q", joined.String(), servertest.LoopDone)
 				case typ == "tool_use" && (str(bl.start["name"]) != "Bash" || !json.Valid([]byte(joined.String()))):
 					t.Errorf("tool_use block %s with input %q, want Bash with a JSON object", bl.start["name"], joined.String())
 				}

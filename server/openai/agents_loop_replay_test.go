@@ -3,7 +3,6 @@ package openai_test
 import (
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,27 +11,6 @@ import (
 
 	"github.com/superfluid/superfluid/server/servertest"
 )
-
-// loopDone is what the scripted model answers the tool result with in the replays.
-const loopDone = "The file is written."
-
-// loopTemplate is the scripted model's template in app.TestAgents: Qwen 3's, whose tool calls
-// are <tool_call> blocks and whose reasoning is <think>.
-const loopTemplate = "../../runtime/chat/testdata/templates/qwen3.jinja"
-
-// loopReply is what the loop's model answered: thinking, then the tool call or the final text.
-func loopReply(t *testing.T, call string, result bool) (template, reply string) {
-	t.Helper()
-	b, err := os.ReadFile(loopTemplate)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reply = "<think>\nA shell command writes the file.\n</think>\n\n<tool_call>\n" + call + "\n</tool_call>"
-	if result {
-		reply = "<think>\nThe command ran.\n</think>\n\n" + loopDone
-	}
-	return string(b), reply
-}
 
 // TestCodexLoopReplay replays every request the Codex CLI sent in app.TestAgents' tool loop
 // (recorded unmodified, with their headers, by SUPERFLUID_AGENTS_RECORD=1) on the fake engine
@@ -43,24 +21,12 @@ func loopReply(t *testing.T, call string, result bool) (template, reply string) 
 // then an exec_command function_call, the one carrying the call's output (and the reasoning
 // item sent back) a message with the final text.
 func TestCodexLoopReplay(t *testing.T) {
-	files, err := filepath.Glob("testdata/agents/codex-*-loop-*.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bodies []string
-	for _, f := range files {
-		if !strings.HasSuffix(f, ".headers.json") {
-			bodies = append(bodies, f)
-		}
-	}
-	if len(bodies) < 2 {
-		t.Fatalf("want the loop's requests (the first and the one with the tool output) in testdata/agents, found %q", files)
-	}
+	bodies := servertest.LoopRequests(t, "testdata/agents/codex-*-loop-*.json")
 	for _, file := range bodies {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			body, headers := loopRequest(t, file)
 			result := strings.Contains(body, `"function_call_output"`)
-			tmpl, reply := loopReply(t, `{"name": "exec_command", "arguments": {"cmd": "echo hello > made-by-codex.txt"}}`, result)
+			tmpl, reply := servertest.LoopReply(t, `{"name": "exec_command", "arguments": {"cmd": "echo hello > made-by-codex.txt"}}`, result)
 			// One token per byte: the agent's ~40 KB prompt needs a window past it.
 			f := setup(t, config{ctx: 1 << 20, reply: reply, template: tmpl})
 			resp, b := servertest.Do(t, http.MethodPost, f.srv.URL+"/v1/responses", body, headers...)
@@ -87,8 +53,8 @@ func TestCodexLoopReplay(t *testing.T) {
 					for _, c := range item.Content {
 						text.WriteString(c.Text)
 					}
-					if text.String() != loopDone {
-						t.Errorf("message %q, want %q", text.String(), loopDone)
+					if text.String() != servertest.LoopDone {
+						t.Errorf("message %q, want %q", text.String(), servertest.LoopDone)
 					}
 				}
 			}
