@@ -264,7 +264,7 @@ func registerBundled(ctx context.Context, cat *models.Catalog) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	_, err := cat.Register(ctx, store.ModelRecord{ID: assets.BundledModelID, Path: path, Source: store.SourceBundled, SHA256: assets.BundledModelSHA256})
+	_, err := cat.Register(ctx, models.Record{ID: assets.BundledModelID, Path: path, Source: models.SourceBundled, SHA256: assets.BundledModelSHA256})
 	return err
 }
 

@@ -44,6 +44,15 @@ func TestImportRules(t *testing.T) {
 				}
 			}
 		}
+		// No arrow runs back up: the runtime never depends on the server (the catalog's
+		// persistence is an interface that server/store implements).
+		if strings.HasPrefix(rel, "runtime/") {
+			for _, d := range deps {
+				if strings.HasPrefix(d, module+"server/") {
+					t.Errorf("%s depends on %s; no runtime package may depend on a server package", rel, d)
+				}
+			}
+		}
 		// The dialects reach SQLite only through the core.
 		if dialects[rel] {
 			for _, imp := range imports {

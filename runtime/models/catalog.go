@@ -22,27 +22,26 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models/hf"
-	"github.com/superfluid/superfluid/server/store"
 )
 
 // Entry is one catalog model: its record and the facts its GGUF header gave when the catalog
 // read it.
 type Entry struct {
-	store.ModelRecord
+	Record
 	Facts Facts
 	// Err says why the file cannot be used (missing, damaged); nil when it can.
 	Err error
 }
 
 // IsAlias reports whether the entry is another name for a registered model (ollama cp).
-func (e *Entry) IsAlias() bool { return e.Source == store.SourceAlias }
+func (e *Entry) IsAlias() bool { return e.Source == SourceAlias }
 
 // Missing reports whether the model's file is gone from disk.
 func (e *Entry) Missing() bool { return e.Err != nil && errors.Is(e.Err, os.ErrNotExist) }
 
 // Catalog is the set of registered models. It is safe for concurrent use.
 type Catalog struct {
-	st  *store.Store
+	st  RecordStore
 	dir string
 
 	mu      sync.RWMutex
@@ -92,7 +91,7 @@ func (c *Catalog) sync(force bool) {
 
 // OpenCatalog reads the catalog from st. dir is the models folder (<data>/models), where pulls
 // and the bundled model are written and the only place rm deletes files from.
-func OpenCatalog(ctx context.Context, st *store.Store, dir string) (*Catalog, error) {
+func OpenCatalog(ctx context.Context, st RecordStore, dir string) (*Catalog, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create the models folder %s: %w", dir, err)
 	}
@@ -110,8 +109,8 @@ func OpenCatalog(ctx context.Context, st *store.Store, dir string) (*Catalog, er
 // Dir is the models folder.
 func (c *Catalog) Dir() string { return c.dir }
 
-func describeEntry(r store.ModelRecord) *Entry {
-	e := &Entry{ModelRecord: r}
+func describeEntry(r Record) *Entry {
+	e := &Entry{Record: r}
 	e.Facts, e.Err = Describe(r.Path)
 	return e
 }
@@ -201,7 +200,7 @@ func (c *Catalog) byRepo(name string, allow func(*Entry) bool) (*Entry, error) {
 	c.mu.RLock()
 	var cands []*Entry
 	for _, e := range c.entries {
-		if e.Source == store.SourceHuggingFace && strings.EqualFold(e.Repo, ref.Repo) {
+		if e.Source == SourceHuggingFace && strings.EqualFold(e.Repo, ref.Repo) {
 			cands = append(cands, e)
 		}
 	}
@@ -309,14 +308,14 @@ func (c *Catalog) AddLocal(ctx context.Context, path, id string) (*Entry, error)
 		return nil, err
 	}
 	for _, e := range c.List() {
-		if e.Path == abs && e.Source != store.SourceAlias && (derived || e.ID == id) {
+		if e.Path == abs && e.Source != SourceAlias && (derived || e.ID == id) {
 			return e, nil
 		}
 	}
 	if e, err := c.Lookup(id); err == nil && e.Path != abs && sameContent(e.Path, abs) {
 		return e, nil // the same model under this name already (e.g. the bundled one)
 	}
-	return c.Register(ctx, store.ModelRecord{ID: id, Path: abs, Source: store.SourceLocal})
+	return c.Register(ctx, Record{ID: id, Path: abs, Source: SourceLocal})
 }
 
 // sameContent reports whether two files hold the same bytes (hashed only when sizes match).
@@ -358,7 +357,7 @@ func idFromFile(base string) string {
 
 // Register checks the record's file with the strict GGUF reader and stores it. A file that is
 // not a usable model is refused before anything is stored.
-func (c *Catalog) Register(ctx context.Context, r store.ModelRecord) (*Entry, error) {
+func (c *Catalog) Register(ctx context.Context, r Record) (*Entry, error) {
 	if err := checkID(r.ID); err != nil {
 		return nil, err
 	}
@@ -379,7 +378,7 @@ func (c *Catalog) Register(ctx context.Context, r store.ModelRecord) (*Entry, er
 	if err := c.st.PutModel(ctx, r); err != nil {
 		return nil, err
 	}
-	e := &Entry{ModelRecord: r, Facts: facts}
+	e := &Entry{Record: r, Facts: facts}
 	c.entries[r.ID] = e
 	return e, nil
 }
@@ -396,8 +395,8 @@ func (c *Catalog) Copy(ctx context.Context, src, dst string) (*Entry, error) {
 	if _, err := c.Lookup(dst); err == nil {
 		return nil, fmt.Errorf("%w: a model named %q already exists; delete it first", llm.ErrInvalidInput, dst)
 	}
-	r := e.ModelRecord
-	r.ID, r.Source, r.AliasOf, r.AddedAt, r.LastUsedAt = dst, store.SourceAlias, e.ID, time.Now(), time.Time{}
+	r := e.Record
+	r.ID, r.Source, r.AliasOf, r.AddedAt, r.LastUsedAt = dst, SourceAlias, e.ID, time.Now(), time.Time{}
 	return c.Register(ctx, r)
 }
 
@@ -408,7 +407,7 @@ func (c *Catalog) Remove(ctx context.Context, name string) (*Entry, bool, error)
 	if err != nil {
 		return nil, false, err
 	}
-	if err := c.st.DeleteModel(ctx, e.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := c.st.DeleteModel(ctx, e.ID); err != nil && !errors.Is(err, ErrNoRecord) {
 		return nil, false, err
 	}
 	c.mu.Lock()
@@ -446,7 +445,7 @@ func (c *Catalog) Touch(id string, t time.Time) {
 
 // Refresh re-reads an entry's file (after it reappeared or was replaced).
 func (c *Catalog) Refresh(e *Entry) *Entry {
-	fresh := describeEntry(e.ModelRecord)
+	fresh := describeEntry(e.Record)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cur, ok := c.entries[e.ID]; ok && cur == e {

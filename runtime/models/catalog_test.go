@@ -11,17 +11,12 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/gguf"
 	"github.com/superfluid/superfluid/runtime/llm"
-	"github.com/superfluid/superfluid/server/store"
 )
 
-func openTestCatalog(t *testing.T) (*Catalog, *store.Store, string) {
+func openTestCatalog(t *testing.T) (*Catalog, RecordStore, string) {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := store.Open(filepath.Join(dir, "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := newMemRecords()
 	cat, err := OpenCatalog(context.Background(), st, filepath.Join(dir, "models"))
 	if err != nil {
 		t.Fatal(err)
@@ -45,9 +40,9 @@ func TestCatalogRegistersWhatTheReaderAccepts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.ID != "good" || e.Source != store.SourceLocal || e.Architecture != "llama" || e.Quantization != "Q8_0" ||
+	if e.ID != "good" || e.Source != SourceLocal || e.Architecture != "llama" || e.Quantization != "Q8_0" ||
 		e.ParameterCount == 0 || e.ContextLength != 2048 || len(e.Capabilities) == 0 || e.Size == 0 || e.AddedAt.IsZero() {
-		t.Fatalf("entry %+v", e.ModelRecord)
+		t.Fatalf("entry %+v", e.Record)
 	}
 	if again, err := cat.AddLocal(ctx, good, ""); err != nil || again.ID != "good" {
 		t.Fatalf("adding the same path again: %v %v", again, err)
@@ -111,7 +106,7 @@ func TestCatalogLookupNames(t *testing.T) {
 	cat, _, dir := openTestCatalog(t)
 	path := filepath.Join(dir, "x.gguf")
 	writeTiny(t, path, 1)
-	if _, err := cat.Register(ctx, store.ModelRecord{ID: "hf.co/Owner/Repo:Q4_K_M", Path: path, Source: store.SourceHuggingFace}); err != nil {
+	if _, err := cat.Register(ctx, Record{ID: "hf.co/Owner/Repo:Q4_K_M", Path: path, Source: SourceHuggingFace}); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"hf.co/Owner/Repo:Q4_K_M", "Owner/Repo:Q4_K_M", "owner/repo:q4_k_m", "hf.co/owner/repo:Q4_K_M"} {
@@ -138,7 +133,7 @@ func TestCatalogCopyAndRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	alias, err := cat.Copy(ctx, "m", "my-model")
-	if err != nil || alias.Source != store.SourceAlias || alias.AliasOf != "m" || alias.Path != inside {
+	if err != nil || alias.Source != SourceAlias || alias.AliasOf != "m" || alias.Path != inside {
 		t.Fatalf("copy: %+v %v", alias, err)
 	}
 	if _, err := cat.Copy(ctx, "m", "my-model"); !errors.Is(err, llm.ErrInvalidInput) {
@@ -203,7 +198,7 @@ func TestRepositoryNameWithoutQuant(t *testing.T) {
 		t.Helper()
 		path := filepath.Join(f.cat.Dir(), strings.NewReplacer("/", "_", ":", "_").Replace(id)+".gguf")
 		writeTiny(t, path, seed)
-		e, err := f.cat.Register(ctx, store.ModelRecord{ID: id, Path: path, Source: store.SourceHuggingFace, Repo: repo})
+		e, err := f.cat.Register(ctx, Record{ID: id, Path: path, Source: SourceHuggingFace, Repo: repo})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models/hf"
-	"github.com/superfluid/superfluid/server/store"
 )
 
 // IsReference reports whether name is a Hugging Face reference rather than a catalog id or a
@@ -56,8 +55,8 @@ func (m *Manager) Pull(ctx context.Context, client *hf.Client, reference string,
 	if err != nil {
 		return nil, pullError(err)
 	}
-	e, err := m.cat.Register(ctx, store.ModelRecord{
-		ID: id, Path: paths[0], Source: store.SourceHuggingFace,
+	e, err := m.cat.Register(ctx, Record{
+		ID: id, Path: paths[0], Source: SourceHuggingFace,
 		Repo: ref.Repo, File: res.Files[0].Path, Revision: res.Revision, SHA256: res.Files[0].SHA256,
 	})
 	if err != nil {

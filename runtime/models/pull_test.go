@@ -68,7 +68,7 @@ func TestPull(t *testing.T) {
 	}
 	if e.ID != "hf.co/owner/tiny-GGUF:Q8_0" || e.Source != "huggingface" || e.Repo != "owner/tiny-GGUF" || e.File != "tiny-Q8_0.gguf" ||
 		e.Revision != hftest.Commit || e.SHA256 != hub.SHA256("owner/tiny-GGUF", "tiny-Q8_0.gguf") || !strings.HasPrefix(e.Path, f.cat.Dir()) {
-		t.Fatalf("entry %+v", e.ModelRecord)
+		t.Fatalf("entry %+v", e.Record)
 	}
 	if len(seen) == 0 || seen[len(seen)-1].Status != hf.StatusDone {
 		t.Fatalf("progress %+v", seen)
@@ -88,7 +88,7 @@ func TestPull(t *testing.T) {
 		t.Fatal(err)
 	}
 	if split.ID != "hf.co/owner/split-GGUF:Q4_K_M" || len(split.Facts.Parts) != 3 || !strings.HasSuffix(split.Path, "-00001-of-00003.gguf") {
-		t.Fatalf("split entry %+v parts %v", split.ModelRecord, split.Facts.Parts)
+		t.Fatalf("split entry %+v parts %v", split.Record, split.Facts.Parts)
 	}
 	for _, p := range split.Facts.Parts {
 		if _, err := os.Stat(p); err != nil {
@@ -161,7 +161,7 @@ func TestPullFromAHostileHub(t *testing.T) {
 		repo := fmt.Sprintf("owner/names%d-GGUF", i)
 		hub.AddFile(repo, name, good)
 		if e, err := f.mgr.Pull(ctx, client, repo, nil); err == nil {
-			t.Errorf("file %q: Pull = %+v, want a refusal", name, e.ModelRecord)
+			t.Errorf("file %q: Pull = %+v, want a refusal", name, e.Record)
 		}
 	}
 	if got, err := os.ReadFile(victim); err != nil || string(got) != "precious" {

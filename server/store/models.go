@@ -6,35 +6,31 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/superfluid/superfluid/runtime/models"
 )
+
+// The models table holds the catalog's records: *Store is the catalog's models.RecordStore,
+// and the record type and sources are the catalog's own.
 
 // Model sources.
 const (
-	SourceLocal       = "local"
-	SourceHuggingFace = "huggingface"
-	SourceBundled     = "bundled"
-	SourceAlias       = "alias"
+	SourceLocal       = models.SourceLocal
+	SourceHuggingFace = models.SourceHuggingFace
+	SourceBundled     = models.SourceBundled
+	SourceAlias       = models.SourceAlias
 )
 
 // ModelRecord is one catalog row (see migrations/0003_models.sql).
-type ModelRecord struct {
-	ID   string
-	Path string // absolute path of the GGUF file (the first part of a split model)
-	// Source is SourceLocal, SourceHuggingFace, SourceBundled or SourceAlias.
-	Source string
-	// Repo, File and Revision locate a Hugging Face pull; SHA256 is the verified digest of File.
-	Repo, File, Revision, SHA256 string
-	// AliasOf is the model an alias (an /api/copy) was copied from.
-	AliasOf        string
-	Size           int64 // bytes on disk, all parts
-	Architecture   string
-	ParameterCount int64
-	Quantization   string
-	ContextLength  int
-	Capabilities   []string
-	AddedAt        time.Time
-	LastUsedAt     time.Time // zero until first used
-}
+type ModelRecord = models.Record
+
+var _ models.RecordStore = (*Store)(nil)
+
+// errNoModel is DeleteModel's not-found: ErrNotFound here, models.ErrNoRecord to the catalog.
+type errNoModel struct{}
+
+func (errNoModel) Error() string        { return ErrNotFound.Error() }
+func (errNoModel) Is(target error) bool { return target == ErrNotFound || target == models.ErrNoRecord }
 
 const modelColumns = `id, path, source, repo, file, revision, sha256, alias_of, size, architecture,
 	parameter_count, quantization, context_length, capabilities, added_at, last_used_at`
@@ -103,7 +99,7 @@ func (s *Store) DeleteModel(ctx context.Context, id string) error {
 		return fmt.Errorf("delete model %s: %w", id, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("delete model %s: %w", id, ErrNotFound)
+		return fmt.Errorf("delete model %s: %w", id, errNoModel{})
 	}
 	return nil
 }
