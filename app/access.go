@@ -12,7 +12,6 @@ import (
 
 	"github.com/superfluid/superfluid/server"
 	"github.com/superfluid/superfluid/server/auth"
-	"github.com/superfluid/superfluid/server/peer"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -83,7 +82,7 @@ func corsOrigins(cfg Config) []string {
 // client arrives from the proxy's address, and a proxy on this machine would make each of them
 // a loopback admin. Keys stay required there even if every key is revoked later.
 func (a *App) expose(host string) error {
-	loopback := peer.LoopbackHost(host)
+	loopback := auth.LoopbackHost(host)
 	proxied := len(a.cfg.TrustedProxies) > 0
 	a.bind.Set(host)
 	a.keys.SetRequired(proxied || !loopback && !a.cfg.InsecureOpen)
@@ -110,7 +109,7 @@ func (a *App) exposureNote(w io.Writer, l net.Addr) {
 	switch {
 	case a.keys.Enabled():
 		fmt.Fprintf(w, "superfluid: requests need an API key (%d configured or stored); /health needs none\n", a.keys.Size())
-	case !peer.LoopbackHost(host):
+	case !auth.LoopbackHost(host):
 		fmt.Fprintf(w, "superfluid: WARNING: serving on %s without API keys (--insecure-open): anyone who can reach it can use the server\n", l)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/superfluid/superfluid/server"
 	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/core"
-	"github.com/superfluid/superfluid/server/peer"
 )
 
 // DefaultRateLimitIP is the per-address limit of a server bound to a non-loopback address
@@ -35,7 +34,7 @@ func rateLimitIP(cfg Config) int {
 	if cfg.RateLimitIP >= 0 {
 		return cfg.RateLimitIP
 	}
-	if peer.LoopbackHost(cfg.Host) {
+	if auth.LoopbackHost(cfg.Host) {
 		return 0
 	}
 	return DefaultRateLimitIP

@@ -13,7 +13,6 @@ import (
 	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/ollama"
 	"github.com/superfluid/superfluid/server/openai"
-	"github.com/superfluid/superfluid/server/peer"
 )
 
 // Bind is the host the server listens on, as the Host check reads it. The desktop app moves
@@ -63,7 +62,7 @@ func (g *guard) handle(c *gin.Context) {
 	// DNS rebinding: a page on evil.example whose name now resolves to 127.0.0.1 reaches a
 	// loopback server with Host: evil.example. Only this machine's own names are answered.
 	if g.bind != nil {
-		if bound := g.bind.Host(); peer.LoopbackHost(bound) && !allowedHost(r.Host, bound) {
+		if bound := g.bind.Host(); auth.LoopbackHost(bound) && !allowedHost(r.Host, bound) {
 			refuse(c, http.StatusForbidden, "host_not_allowed", "the Host header "+quote(r.Host)+" does not name this server; "+
 				"a server bound to this machine answers only localhost, 127.0.0.1, [::1] and its bound address "+
 				"(a web page may be trying DNS rebinding; to serve other names, bind another address with --host and set --api-key)")

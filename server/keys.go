@@ -12,7 +12,6 @@ import (
 
 	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/openai"
-	"github.com/superfluid/superfluid/server/peer"
 	"github.com/superfluid/superfluid/server/reqbody"
 )
 
@@ -39,7 +38,7 @@ type keyHandlers struct{ keys *auth.Keyring }
 func (h keyHandlers) wrap(fn func(*gin.Context) error) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		err := func() error {
-			if ok, refusal := peer.Admin(c.Request); !ok {
+			if ok, refusal := auth.Admin(c.Request); !ok {
 				return &openai.Error{Status: http.StatusForbidden, Type: "permission_error", Code: "admin_required", Message: refusal}
 			}
 			return fn(c)

@@ -6,6 +6,9 @@
 // usage and limits) by key; it knows nothing of HTTP. The HTTP middleware (package server)
 // authenticates and puts the identity in the context with NewContext.
 //
+// It also tells who sent a request (peer.go, browser.go): this machine or another, a program or
+// a web page, and whether the request may use the admin routes (Admin).
+//
 // Keys are kept and compared as SHA-256 hashes: a presented key is hashed once and the hash is
 // compared with crypto/subtle. Keys are random (sk-sf- and 48 hex digits), so a fast hash is
 // the right one; a key chosen by hand (--api-key, a policy's "key") is only ever in memory.

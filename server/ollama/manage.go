@@ -13,7 +13,7 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/models/hf"
 
-	"github.com/superfluid/superfluid/server/peer"
+	"github.com/superfluid/superfluid/server/auth"
 )
 
 // admin guards the model-management routes (pull, delete, copy) with local.
@@ -28,9 +28,9 @@ func admin(h Handler) gin.HandlerFunc {
 
 // local refuses model management to a key that is not an admin key. Without keys, being the
 // machine's own user is the only credential model management has, and a loopback peer is the
-// proof of it (see peer.Admin).
+// proof of it (see auth.Admin).
 func local(c *gin.Context) error {
-	ok, refusal := peer.Admin(c.Request)
+	ok, refusal := auth.Admin(c.Request)
 	if ok {
 		return nil
 	}

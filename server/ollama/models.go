@@ -19,8 +19,8 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models"
+	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/core"
-	"github.com/superfluid/superfluid/server/peer"
 )
 
 // latest is the tag /api/tags gives every model; a name with it resolves like the bare id.
@@ -162,7 +162,7 @@ func (h *handlers) show(c *gin.Context) error {
 	ctx := m.Info().ContextLength
 	resp := showResponse{
 		License:      meta.license,
-		Modelfile:    modelfile(m, ctx, peer.Trusted(c.Request)),
+		Modelfile:    modelfile(m, ctx, auth.Trusted(c.Request)),
 		Parameters:   fmt.Sprintf("%-30s %d", "num_ctx", ctx),
 		Template:     m.Template.Source(),
 		Details:      h.details(m),
@@ -198,7 +198,7 @@ func capabilities(m *core.Model) []string {
 }
 
 // modelfile describes the served model as a Modelfile would build it. Its FROM line is the
-// file's absolute path only for a caller trusted with it (see peer.Trusted); others get the
+// file's absolute path only for a caller trusted with it (see auth.Trusted); others get the
 // file's base name, which says which file it is without telling where the data lives.
 func modelfile(m *core.Model, ctx int, trusted bool) string {
 	var b strings.Builder

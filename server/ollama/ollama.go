@@ -29,7 +29,7 @@
 //     Once keys exist, keep_alive 0 (an unload) needs an admin key too. A key limited to some
 //     models gets, for any other, Ollama's 404 for a model it does not have, before anything
 //     loads or unloads it; the Modelfile's FROM line is the file's name unless the caller is
-//     trusted with paths (see peer.Trusted).
+//     trusted with paths (see auth.Trusted).
 //   - Only /api/generate with no prompt (Ollama's load call) is an explicit load, which retries
 //     a failed load at once; chats and embeddings wait out the failed load's backoff.
 //   - prompt_eval_count counts only the prompt tokens actually evaluated (prompt minus the part

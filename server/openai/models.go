@@ -11,8 +11,8 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models"
+	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/core"
-	"github.com/superfluid/superfluid/server/peer"
 )
 
 // modelEntry is one /v1/models entry: OpenAI's fields plus what local clients need.
@@ -74,7 +74,7 @@ func (h *handlers) entry(c *gin.Context, m *core.Model) modelEntry {
 	if st.Err != nil {
 		e.Error = st.Err.Error()
 	}
-	if !peer.Trusted(c.Request) {
+	if !auth.Trusted(c.Request) {
 		e.Meta.Path = filepath.Base(m.Path)
 		e.Error = strings.ReplaceAll(e.Error, m.Path, e.Meta.Path) // a failed load quotes its file
 	}
@@ -166,7 +166,7 @@ func (h *handlers) getModel(c *gin.Context) error {
 // adminOnly refuses model management to a key that is not an admin key (without keys: to
 // other machines).
 func adminOnly(c *gin.Context) error {
-	ok, refusal := peer.Admin(c.Request)
+	ok, refusal := auth.Admin(c.Request)
 	if ok {
 		return nil
 	}

@@ -7,8 +7,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/core"
-	"github.com/superfluid/superfluid/server/peer"
 )
 
 // llama.cpp server routes, answered in OpenAI's error shape.
@@ -93,11 +93,11 @@ func (h *handlers) health(c *gin.Context) {
 // /v1/models/load), and never for a web page of another origin, which could otherwise make any
 // visitor's server load models with a plain GET (an <img> on any site).
 func autoloadAllowed(r *http.Request) error {
-	if peer.CrossOrigin(r) {
+	if auth.CrossOrigin(r) {
 		return &Error{Status: http.StatusForbidden, Type: "permission_error", Code: "admin_required",
 			Message: "autoload is refused to web pages of other origins; load the model with POST /v1/models/load from this machine or with an admin key"}
 	}
-	if ok, refusal := peer.Admin(r); !ok {
+	if ok, refusal := auth.Admin(r); !ok {
 		return &Error{Status: http.StatusForbidden, Type: "permission_error", Code: "admin_required",
 			Message: "autoload loads the model: " + refusal}
 	}
@@ -119,7 +119,7 @@ func (h *handlers) props(c *gin.Context) error {
 	}
 	info := m.Info()
 	path := m.Path
-	if !peer.Trusted(c.Request) {
+	if !auth.Trusted(c.Request) {
 		path = filepath.Base(m.Path) // the absolute path is the operator's business (see entry)
 	}
 	c.JSON(http.StatusOK, gin.H{

@@ -1,15 +1,14 @@
-// Package peer tells who sent a request and whether it may use the admin routes (model load,
-// unload, delete, pull, copy and the keys routes): with API keys, an admin key decides; without
-// them, only this machine (a loopback peer) may.
-package peer
+package auth
+
+// Who sent a request, and whether it may use the admin routes (model load, unload, delete, pull,
+// copy and the keys routes): with API keys, an admin key decides; without them, only this
+// machine (a loopback peer) may.
 
 import (
 	"net"
 	"net/http"
 	"net/netip"
 	"strings"
-
-	"github.com/superfluid/superfluid/server/auth"
 )
 
 // IsLoopback reports whether the request came from this machine (a loopback address).
@@ -68,7 +67,7 @@ func Proxied(r *http.Request) bool {
 // proxy forwarded it, and no other. RemoteAddr is the TCP peer itself: X-Forwarded-For and the like are ignored on
 // purpose, since any client can send them.
 func Admin(r *http.Request) (ok bool, refusal string) {
-	if id, keyed := auth.FromContext(r.Context()); keyed {
+	if id, keyed := FromContext(r.Context()); keyed {
 		if id.Admin {
 			return true, ""
 		}

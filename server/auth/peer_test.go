@@ -1,10 +1,8 @@
-package peer
+package auth
 
 import (
 	"net/http/httptest"
 	"testing"
-
-	"github.com/superfluid/superfluid/server/auth"
 )
 
 func TestIsLoopback(t *testing.T) {
@@ -23,23 +21,23 @@ func TestIsLoopback(t *testing.T) {
 func TestAdmin(t *testing.T) {
 	cases := []struct {
 		name, addr string
-		id         *auth.Identity
+		id         *Identity
 		want       bool
 		refusal    string
 		headers    []string
 	}{
 		{"no keys, this machine", "127.0.0.1:1", nil, true, "", nil},
 		{"no keys, another machine", "192.168.1.5:1", nil, false, AdminOnlyMessage, nil},
-		{"admin key, another machine", "192.168.1.5:1", &auth.Identity{Admin: true}, true, "", nil},
-		{"plain key, this machine", "127.0.0.1:1", &auth.Identity{}, false, NotAdminMessage, nil},
+		{"admin key, another machine", "192.168.1.5:1", &Identity{Admin: true}, true, "", nil},
+		{"plain key, this machine", "127.0.0.1:1", &Identity{}, false, NotAdminMessage, nil},
 		{"no keys, a page on this machine", "127.0.0.1:1", nil, false, BrowserMessage, []string{"Origin", "http://localhost:3000"}},
 		{"no keys, a page of another port (no Origin)", "[::1]:1", nil, false, BrowserMessage, []string{"Sec-Fetch-Site", "same-site"}},
 		{"no keys, a cross-site page", "127.0.0.1:1", nil, false, BrowserMessage, []string{"Sec-Fetch-Site", "cross-site"}},
 		{"no keys, typed in the address bar", "127.0.0.1:1", nil, true, "", []string{"Sec-Fetch-Site", "none"}},
 		{"no keys, through a local proxy", "127.0.0.1:1", nil, false, ProxiedMessage, []string{"X-Forwarded-For", "203.0.113.9"}},
 		{"no keys, through a proxy that sends Forwarded", "127.0.0.1:1", nil, false, ProxiedMessage, []string{"Forwarded", "for=203.0.113.9"}},
-		{"admin key through a proxy", "127.0.0.1:1", &auth.Identity{Admin: true}, true, "", []string{"X-Forwarded-For", "203.0.113.9"}},
-		{"admin key from a page", "127.0.0.1:1", &auth.Identity{Admin: true}, true, "", []string{"Origin", "http://localhost:3000"}},
+		{"admin key through a proxy", "127.0.0.1:1", &Identity{Admin: true}, true, "", []string{"X-Forwarded-For", "203.0.113.9"}},
+		{"admin key from a page", "127.0.0.1:1", &Identity{Admin: true}, true, "", []string{"Origin", "http://localhost:3000"}},
 	}
 	for _, c := range cases {
 		r := httptest.NewRequest("POST", "/v1/models/load", nil)
@@ -48,7 +46,7 @@ func TestAdmin(t *testing.T) {
 			r.Header.Set(c.headers[i], c.headers[i+1])
 		}
 		if c.id != nil {
-			r = r.WithContext(auth.NewContext(r.Context(), c.id))
+			r = r.WithContext(NewContext(r.Context(), c.id))
 		}
 		if ok, refusal := Admin(r); ok != c.want || refusal != c.refusal {
 			t.Errorf("%s: %v %q", c.name, ok, refusal)

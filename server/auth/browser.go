@@ -1,11 +1,9 @@
-package peer
+package auth
 
 import (
 	"net/http"
 	"net/url"
 	"strings"
-
-	"github.com/superfluid/superfluid/server/auth"
 )
 
 // CrossOrigin reports whether r was sent by a web page of another origin than this server's:
@@ -35,7 +33,7 @@ func Trusted(r *http.Request) bool {
 	if ok, _ := Admin(r); !ok {
 		return false
 	}
-	if _, keyed := auth.FromContext(r.Context()); keyed {
+	if _, keyed := FromContext(r.Context()); keyed {
 		return true
 	}
 	return !FromBrowser(r)
