@@ -215,8 +215,8 @@ func (t *App) setTray(st ServerStatus, models []Model) {
 	if !ok {
 		return
 	}
-	d.SetSystemTrayMenu(fyne.NewMenu("superfluid", t.fyneItems(TrayMenu(st, models))...))
-	if icon := TrayIcon(st, models, t.c.Generating()); icon != t.icon {
+	d.SetSystemTrayMenu(fyne.NewMenu("superfluid", t.fyneItems(MenuItems(st, models))...))
+	if icon := IconFor(st, models, t.c.Generating()); icon != t.icon {
 		t.icon = icon
 		if res := t.icons.State[icon]; res != nil {
 			d.SetSystemTrayIcon(res)

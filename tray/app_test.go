@@ -65,7 +65,7 @@ func TestModelsTabLoadUnload(t *testing.T) {
 	ui(app, func() { test.Tap(app.models.rows["stories260K"].unload) })
 	eventually(t, app, "the row says unloaded", func() bool { return app.models.rows["stories260K"].state.Text == "Unloaded" })
 	// The tray menu follows: with nothing loaded it says so.
-	items := TrayMenu(app.c.Server(), app.c.Models())
+	items := MenuItems(app.c.Server(), app.c.Models())
 	if find(items, "No model loaded") == nil {
 		t.Fatalf("tray menu %v", labels(items))
 	}
@@ -301,7 +301,7 @@ func TestFaultsShowInTheWindow(t *testing.T) {
 	if row.state.Text != "File missing" || !row.load.Disabled() || row.delete.Disabled() {
 		t.Fatalf("missing model row: state %q load disabled %v", row.state.Text, row.load.Disabled())
 	}
-	if items := TrayMenu(f.Server(), f.Models()); !find(items, "Load model").Children[1].Disabled {
+	if items := MenuItems(f.Server(), f.Models()); !find(items, "Load model").Children[1].Disabled {
 		t.Fatal("the tray offers to load a missing model")
 	}
 	// The worker crashes during a playground reply: the reply shows the error.

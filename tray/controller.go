@@ -1,5 +1,6 @@
-// Package tray is the desktop app: the tray menu and the main window (models with downloads,
-// the server, a playground). It knows the server only through the Controller interface and its
+// Package tray is the whole desktop UI of superfluid (the folder name is the product's top
+// level): the main window and its tabs (Models with downloads and settings, Server, Playground,
+// Keys) and the tray menu and icon. It knows the server only through the Controller interface and its
 // events, so it can be driven by a fake in headless tests; every UI update from an event runs
 // inside fyne.Do (App.do).
 package tray

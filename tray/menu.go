@@ -18,7 +18,7 @@ const (
 	ActionQuit
 )
 
-// MenuItem is one entry of the tray menu, built by TrayMenu and turned into fyne menu items by
+// MenuItem is one entry of the tray menu, built by MenuItems and turned into fyne menu items by
 // the window code; keeping it plain data makes the menu testable without a display.
 type MenuItem struct {
 	Label     string
@@ -29,9 +29,9 @@ type MenuItem struct {
 	Children  []MenuItem
 }
 
-// TrayMenu is the tray menu for a server state and catalog: the status with Start or Stop, the
+// MenuItems is the tray menu for a server state and catalog: the status with Start or Stop, the
 // loaded models each with Unload, a Load submenu listing the catalog, then the window entries.
-func TrayMenu(st ServerStatus, models []Model) []MenuItem {
+func MenuItems(st ServerStatus, models []Model) []MenuItem {
 	var items []MenuItem
 	switch {
 	case st.Running:
@@ -103,9 +103,9 @@ func (s IconState) String() string {
 	return [...]string{"idle", "loading", "generating", "error"}[s]
 }
 
-// TrayIcon picks the icon: an error (server failed, a model failed) wins, then generating, then
+// IconFor picks the icon: an error (server failed, a model failed) wins, then generating, then
 // loading, else idle.
-func TrayIcon(st ServerStatus, models []Model, generating int) IconState {
+func IconFor(st ServerStatus, models []Model, generating int) IconState {
 	if st.Err != "" {
 		return IconError
 	}

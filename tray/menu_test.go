@@ -34,7 +34,7 @@ func TestTrayMenu(t *testing.T) {
 		{ID: "bad", State: "failed"},
 	}
 	running := ServerStatus{Running: true, Address: "127.0.0.1:8453"}
-	items := TrayMenu(running, models)
+	items := MenuItems(running, models)
 	got := strings.Join(labels(items), "|")
 	want := "Running on 127.0.0.1:8453|Stop server|---|stories260K|Load model|---|Open window|Open playground|Copy API URL|---|Quit"
 	if got != want {
@@ -54,7 +54,7 @@ func TestTrayMenu(t *testing.T) {
 		}
 	}
 
-	stopped := TrayMenu(ServerStatus{Err: "port 8453 is in use"}, nil)
+	stopped := MenuItems(ServerStatus{Err: "port 8453 is in use"}, nil)
 	if labels(stopped)[0] != "Stopped: port 8453 is in use" || stopped[1].Action != ActionStartServer {
 		t.Fatalf("stopped menu %v", labels(stopped))
 	}
@@ -82,8 +82,8 @@ func TestTrayIcon(t *testing.T) {
 		{ServerStatus{Err: "port in use"}, nil, 0, IconError},
 	}
 	for _, tt := range tests {
-		if got := TrayIcon(tt.st, tt.models, tt.gen); got != tt.want {
-			t.Errorf("TrayIcon(%+v, %+v, %d) = %v, want %v", tt.st, tt.models, tt.gen, got, tt.want)
+		if got := IconFor(tt.st, tt.models, tt.gen); got != tt.want {
+			t.Errorf("IconFor(%+v, %+v, %d) = %v, want %v", tt.st, tt.models, tt.gen, got, tt.want)
 		}
 	}
 }
@@ -91,8 +91,8 @@ func TestTrayIcon(t *testing.T) {
 // TestFyneMenuItems: the plain menu becomes fyne's tray menu item for item, with actions wired.
 func TestFyneMenuItems(t *testing.T) {
 	app, f := newTestApp(t)
-	items := app.fyneItems(TrayMenu(f.Server(), f.Models()))
-	plain := TrayMenu(f.Server(), f.Models())
+	items := app.fyneItems(MenuItems(f.Server(), f.Models()))
+	plain := MenuItems(f.Server(), f.Models())
 	if len(items) != len(plain) {
 		t.Fatalf("%d fyne items for %d menu items", len(items), len(plain))
 	}

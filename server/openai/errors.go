@@ -1,6 +1,10 @@
-// Package openai is the OpenAI dialect: /v1/chat/completions, /v1/models and /v1/tokenize.
-// It decodes wire JSON straight into core requests, renders core results and events as
-// OpenAI's JSON and SSE, and renders every error in OpenAI's error shape.
+// Package openai is the OpenAI dialect and its llama-server-style extensions: chat completions
+// and completions (/v1/chat/completions, /v1/completions), the Responses API (/v1/responses and
+// its reads), embeddings and rerank (/v1/embeddings, /v1/rerank), files and batches (/v1/files,
+// /v1/batches), models (/v1/models, load, unload, delete; Anthropic clients get their shape
+// through hooks), tokenize (/v1/tokenize), and llama-server's /health, /props and /slots. It
+// decodes wire JSON straight into core requests, renders core results and events as OpenAI's
+// JSON and SSE, and renders every error in OpenAI's error shape.
 package openai
 
 import (

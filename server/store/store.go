@@ -1,6 +1,6 @@
-// Package store persists the server's records in SQLite: request records, stored Responses
-// API responses and the model catalog now, and sessions, files, batches, keys and usage as those
-// features add their migrations.
+// Package store persists the server's records in SQLite: request records and usage, stored
+// Responses API responses and conversations, the model catalog (as runtime/models'
+// RecordStore) and per-model settings, files, batches and API keys.
 //
 // It uses modernc.org/sqlite (pure Go, no cgo). A Store holds three pools on one database
 // file:
