@@ -107,12 +107,9 @@ func (s *soak) messagesStream(ctx context.Context, r *req, tools bool) outcome {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	body := s.messagesBody(r, true, tools)
-	c, err := do(ctx, s.http, http.MethodPost, s.url+"/v1/messages", body, true)
-	if err != nil {
-		return broken(err)
-	}
-	if c.res.StatusCode != http.StatusOK {
-		return errorReply(anthropicDialect, c.res.StatusCode, c.body)
+	c, refused, ok := s.send(ctx, anthropicDialect, http.MethodPost, "/v1/messages", body, true)
+	if !ok {
+		return refused
 	}
 	defer c.res.Body.Close()
 	var (
@@ -121,7 +118,7 @@ func (s *soak) messagesStream(ctx context.Context, r *req, tools bool) outcome {
 		toolInput           strings.Builder
 		uses                int
 	)
-	err = readSSE(c.res.Body, func(ev sseEvent) error {
+	err := readSSE(c.res.Body, func(ev sseEvent) error {
 		if ended {
 			return badEvent("an event after the stream ended: %s %s", ev.name, clip([]byte(ev.data)))
 		}
@@ -281,12 +278,9 @@ func (s *soak) ollama(ctx context.Context, r *req, chat, stream, tools bool) out
 	if r.hangUp {
 		opts["ignore_eos"] = true
 	}
-	c, err := do(ctx, s.http, http.MethodPost, s.url+path, body, stream)
-	if err != nil {
-		return broken(err)
-	}
-	if c.res.StatusCode != http.StatusOK {
-		return errorReply(ollamaDialect, c.res.StatusCode, c.body)
+	c, refused, ok := s.send(ctx, ollamaDialect, http.MethodPost, path, body, stream)
+	if !ok {
+		return refused
 	}
 	if !stream {
 		var l ollamaLine
@@ -308,7 +302,7 @@ func (s *soak) ollama(ctx context.Context, r *req, chat, stream, tools bool) out
 		calls               int
 		reason              string
 	)
-	err = readNDJSON(c.res.Body, func(line []byte) error {
+	err := readNDJSON(c.res.Body, func(line []byte) error {
 		if ended {
 			return badEvent("a line after the done line: %s", clip(line))
 		}
@@ -354,12 +348,9 @@ func (s *soak) ollamaEmbed(ctx context.Context, r *req) outcome {
 	for i := range inputs {
 		inputs[i] = r.prompt()
 	}
-	c, err := do(ctx, s.http, http.MethodPost, s.url+"/api/embed", map[string]any{"model": s.embedModel, "input": inputs}, false)
-	if err != nil {
-		return broken(err)
-	}
-	if c.res.StatusCode != http.StatusOK {
-		return errorReply(ollamaDialect, c.res.StatusCode, c.body)
+	c, refused, ok := s.send(ctx, ollamaDialect, http.MethodPost, "/api/embed", map[string]any{"model": s.embedModel, "input": inputs}, false)
+	if !ok {
+		return refused
 	}
 	var e struct {
 		Model      *string     `json:"model"`

@@ -196,12 +196,9 @@ func (s *soak) chatStream(ctx context.Context, r *req, tools bool) outcome {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	body := s.chatBody(r, true, tools)
-	c, err := do(ctx, s.http, http.MethodPost, s.url+"/v1/chat/completions", body, true)
-	if err != nil {
-		return broken(err)
-	}
-	if c.res.StatusCode != http.StatusOK {
-		return errorReply(openAI, c.res.StatusCode, c.body)
+	c, refused, ok := s.send(ctx, openAI, http.MethodPost, "/v1/chat/completions", body, true)
+	if !ok {
+		return refused
 	}
 	defer c.res.Body.Close()
 	var (
@@ -213,7 +210,7 @@ func (s *soak) chatStream(ctx context.Context, r *req, tools bool) outcome {
 		calls          int
 		finish         string
 	)
-	err = readSSE(c.res.Body, func(ev sseEvent) error {
+	err := readSSE(c.res.Body, func(ev sseEvent) error {
 		if done {
 			return badEvent("an event after [DONE]: %s", clip([]byte(ev.data)))
 		}

@@ -194,12 +194,9 @@ func (s *soak) fileList(ctx context.Context, _ *req) outcome {
 		before[id] = f
 	}
 	s.records.mu.Unlock()
-	c, err := do(ctx, s.http, http.MethodGet, s.url+"/v1/files?limit=10000", nil, false)
-	if err != nil {
-		return broken(err)
-	}
-	if c.res.StatusCode != http.StatusOK {
-		return errorReply(openAI, c.res.StatusCode, c.body)
+	c, refused, ok := s.send(ctx, openAI, http.MethodGet, "/v1/files?limit=10000", nil, false)
+	if !ok {
+		return refused
 	}
 	var l struct {
 		Object  *string      `json:"object"`
@@ -238,12 +235,9 @@ func (s *soak) fileDelete(ctx context.Context, _ *req) outcome {
 }
 
 func (s *soak) deleteFile(ctx context.Context, id string) outcome {
-	c, err := do(ctx, s.http, http.MethodDelete, s.url+"/v1/files/"+id, nil, false)
-	if err != nil {
-		return broken(err)
-	}
-	if c.res.StatusCode != http.StatusOK {
-		return errorReply(openAI, c.res.StatusCode, c.body)
+	c, refused, ok := s.send(ctx, openAI, http.MethodDelete, "/v1/files/"+id, nil, false)
+	if !ok {
+		return refused
 	}
 	var d struct {
 		ID      *string `json:"id"`
@@ -301,12 +295,9 @@ func (s *soak) batchCreate(ctx context.Context, r *req) outcome {
 	if fileID == "" {
 		return o
 	}
-	c, err := do(ctx, s.http, http.MethodPost, s.url+"/v1/batches", map[string]any{"input_file_id": fileID, "endpoint": endpoint, "completion_window": "24h"}, false)
-	if err != nil {
-		return broken(err)
-	}
-	if c.res.StatusCode != http.StatusOK {
-		return errorReply(openAI, c.res.StatusCode, c.body)
+	c, refused, ok := s.send(ctx, openAI, http.MethodPost, "/v1/batches", map[string]any{"input_file_id": fileID, "endpoint": endpoint, "completion_window": "24h"}, false)
+	if !ok {
+		return refused
 	}
 	var bo batchObject
 	if err := strictJSON(c.body, &bo); err != nil || bo.ID == nil || bo.Object == nil || *bo.Object != "batch" || bo.Status == nil {

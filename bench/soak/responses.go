@@ -118,12 +118,9 @@ func (s *soak) responseStream(ctx context.Context, r *req, tools bool) outcome {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	body := s.responsesBody(r, true, tools)
-	c, err := do(ctx, s.http, http.MethodPost, s.url+"/v1/responses", body, true)
-	if err != nil {
-		return broken(err)
-	}
-	if c.res.StatusCode != http.StatusOK {
-		return errorReply(openAI, c.res.StatusCode, c.body)
+	c, refused, ok := s.send(ctx, openAI, http.MethodPost, "/v1/responses", body, true)
+	if !ok {
+		return refused
 	}
 	defer c.res.Body.Close()
 	var (
@@ -132,7 +129,7 @@ func (s *soak) responseStream(ctx context.Context, r *req, tools bool) outcome {
 		failure             string
 		deltas              strings.Builder
 	)
-	err = readSSE(c.res.Body, func(ev sseEvent) error {
+	err := readSSE(c.res.Body, func(ev sseEvent) error {
 		if ended {
 			return badEvent("an event after the terminal one: %s", clip([]byte(ev.data)))
 		}

@@ -46,12 +46,9 @@ func malformed(format string, args ...any) outcome {
 // done is false with the outcome to return when the reply is anything else (what names the
 // reply in a malformed outcome).
 func postJSON[T any](ctx context.Context, s *soak, d dialect, path, what string, body any, check func(*T) error) (v *T, raw []byte, o outcome, done bool) {
-	c, err := do(ctx, s.http, http.MethodPost, s.url+path, body, false)
-	if err != nil {
-		return nil, nil, broken(err), false
-	}
-	if c.res.StatusCode != http.StatusOK {
-		return nil, nil, errorReply(d, c.res.StatusCode, c.body), false
+	c, o, ok := s.send(ctx, d, http.MethodPost, path, body, false)
+	if !ok {
+		return nil, nil, o, false
 	}
 	v = new(T)
 	if err := strictJSON(c.body, v); err != nil {
@@ -61,6 +58,19 @@ func postJSON[T any](ctx context.Context, s *soak, d dialect, path, what string,
 		return nil, nil, malformed("%s: %v: %s", what, err, clip(c.body)), false
 	}
 	return v, c.body, outcome{status: http.StatusOK, answered: true}, true
+}
+
+// send is do against the server; ok is false with the outcome to return when the request did
+// not get through or was answered with a status other than 200 (read in d's error shape).
+func (s *soak) send(ctx context.Context, d dialect, method, path string, body any, stream bool) (c *call, o outcome, ok bool) {
+	c, err := do(ctx, s.http, method, s.url+path, body, stream)
+	if err != nil {
+		return nil, broken(err), false
+	}
+	if c.res.StatusCode != http.StatusOK {
+		return nil, errorReply(d, c.res.StatusCode, c.body), false
+	}
+	return c, outcome{}, true
 }
 
 // call is one HTTP request's reply: the status and, unless streamed, the whole body.
