@@ -14,24 +14,12 @@ const llamaPackage = "github.com/ollama/ollama/llama"
 
 func TestImportRules(t *testing.T) {
 	cgo := cgoPackages(t)
-	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}|{{join .Imports " "}}|{{join .Deps " "}}`, "github.com/superfluid/superfluid/...").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	const module = "github.com/superfluid/superfluid/"
 	const llama = llamaPackage
 	core := []string{"server/core", "server/store", "server/auth", "runtime/llm", "runtime/chat", "runtime/worker", "runtime/gguf", "runtime/sampling",
 		"runtime/enginetest", "runtime/models", "runtime/models/hf", "runtime/runtimes"}
 	dialects := map[string]bool{"server/openai": true, "server/anthropic": true, "server/ollama": true}
-	seen := 0
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		parts := strings.SplitN(line, "|", 3)
-		pkg, imports, deps := parts[0], strings.Fields(parts[1]), strings.Fields(parts[2])
-		if !strings.HasPrefix(pkg, module) {
-			continue
-		}
-		seen++
-		rel := strings.TrimPrefix(pkg, module)
+	for _, p := range moduleGraph(t) {
+		rel, imports, deps := p.Rel, p.Imports, p.Deps
 		for _, imp := range imports {
 			if imp == llama && rel != "runtime/llamacpp" {
 				t.Errorf("%s imports %s; only runtime/llamacpp may", rel, llama)
@@ -82,9 +70,48 @@ func TestImportRules(t *testing.T) {
 			}
 		}
 	}
-	if seen < 10 {
-		t.Fatalf("go list saw only %d of the module's packages", seen)
+}
+
+// modulePackage is one of the module's packages: its path relative to the module, what it
+// imports directly and everything it depends on (full import paths).
+type modulePackage struct {
+	Rel           string
+	Imports, Deps []string
+}
+
+// module is the module's import path prefix.
+const module = "github.com/superfluid/superfluid/"
+
+// moduleGraph lists the module's packages with their imports and dependencies, for the
+// import rules (each rule may live in its own test file).
+func moduleGraph(t *testing.T) []modulePackage {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}|{{join .Imports " "}}|{{join .Deps " "}}`, module+"...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
 	}
+	var pkgs []modulePackage
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		parts := strings.SplitN(line, "|", 3)
+		if !strings.HasPrefix(parts[0], module) {
+			continue
+		}
+		pkgs = append(pkgs, modulePackage{strings.TrimPrefix(parts[0], module), strings.Fields(parts[1]), strings.Fields(parts[2])})
+	}
+	if len(pkgs) < 10 {
+		t.Fatalf("go list saw only %d of the module's packages", len(pkgs))
+	}
+	return pkgs
+}
+
+// hasPrefix reports whether any of paths starts with prefix.
+func hasPrefix(paths []string, prefix string) (string, bool) {
+	for _, p := range paths {
+		if strings.HasPrefix(p, prefix) {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 // cgoPackages lists the non-standard packages (in the module's dependency graph) with cgo files.
