@@ -170,9 +170,10 @@ func (a *App) newRunner(e *models.Entry, vocabOnly bool) models.Runner {
 		ContextLength: a.cfg.ContextLength, Parallel: a.cfg.Parallel, Threads: a.cfg.Threads, Log: a.cfg.WorkerLog,
 		SocketDir: filepath.Join(a.cfg.DataDir, "run"),
 	}
-	if !vocabOnly && a.svc != nil {
-		// The model's own settings: its window, lanes and runtime.
-		set, _ := a.svc.ModelSettings(context.Background(), e.ID)
+	if !vocabOnly {
+		// The model's own settings, as the core handed them to the manager: its window, lanes
+		// and runtime.
+		set := a.mgr.Settings(e.ID)
 		if set.ContextLength > 0 {
 			opts.ContextLength = set.ContextLength
 		}

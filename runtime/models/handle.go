@@ -38,7 +38,7 @@ func (h *Handle) Info() llm.ModelInfo {
 		Path: e.Path, Architecture: e.Facts.Architecture, ContextLength: h.m.contextLength(e),
 		TrainContextLength: e.Facts.ContextLength, Parallel: max(1, h.m.lanes(e)),
 		// What its next load runs on.
-		Runtime:   "llamacpp-" + cmp.Or(h.m.settings(e).Runtime, "cpu"),
+		Runtime:   "llamacpp-" + cmp.Or(h.m.Settings(e.ID).Runtime, "cpu"),
 		Embedding: e.Facts.Embedding,
 	}
 }

@@ -47,8 +47,6 @@ type Config struct {
 	DrainTimeout time.Duration
 	// Crashed reports whether a call's error means the worker died during it.
 	Crashed func(error) bool
-	// Settings are a model's own settings (the desktop app's per-model settings); nil: none.
-	Settings func(e *Entry) Settings
 }
 
 // Settings are what one model overrides of the server's defaults; zero values keep them.
@@ -58,13 +56,26 @@ type Settings struct {
 	Runtime              string
 }
 
-// settings reads e's settings; callers may hold m.mu (the function is set before any load).
-func (m *Manager) settings(e *Entry) Settings {
-	fn := m.cfg.Settings
-	if fn == nil {
-		return Settings{}
+// SetSettings records a model's own settings. Its owner (the core, which keeps them in the
+// store) hands them over at start and at each change; the manager never asks for them. A
+// window, lane count or runtime applies from the model's next load (Reconfigure unloads it so
+// that it does); zero settings forget the model's.
+func (m *Manager) SetSettings(id string, set Settings) {
+	m.setMu.Lock()
+	defer m.setMu.Unlock()
+	if set == (Settings{}) {
+		delete(m.settings, id)
+		return
 	}
-	return fn(e)
+	m.settings[id] = set
+}
+
+// Settings are the model's own settings as last handed over (zero: none). The runner factory
+// reads them here: it may, since they have their own lock (it is called with m.mu held).
+func (m *Manager) Settings(id string) Settings {
+	m.setMu.Lock()
+	defer m.setMu.Unlock()
+	return m.settings[id]
 }
 
 // Model states.
@@ -101,6 +112,11 @@ type Manager struct {
 	closed    bool
 	closeDone chan struct{}    // closed when Close has returned
 	slots     map[string]*slot // by file path: ids that share a file share a worker
+
+	// settings are each model's own settings by id (SetSettings), under their own lock so
+	// that they can be read with mu held or not.
+	setMu    sync.Mutex
+	settings map[string]Settings
 }
 
 // slot is one model file's runtime state; fields below mu are guarded by Manager.mu.
@@ -161,7 +177,8 @@ func NewManager(cat *Catalog, cfg Config) *Manager {
 		cfg.Crashed = func(error) bool { return false }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Manager{cfg: cfg, cat: cat, ctx: ctx, cancel: cancel, events: newEvents(), slots: map[string]*slot{}, closeDone: make(chan struct{})}
+	m := &Manager{cfg: cfg, cat: cat, ctx: ctx, cancel: cancel, events: newEvents(), slots: map[string]*slot{}, closeDone: make(chan struct{}),
+		settings: map[string]Settings{}}
 	cat.mu.Lock()
 	cat.loaded = m.live
 	cat.mu.Unlock()
@@ -195,7 +212,7 @@ func (m *Manager) slot(e *Entry) *slot {
 		s = &slot{path: e.Path, runner: m.cfg.NewRunner(e, false), state: StateUnloaded, crashes: map[[32]byte]int{}}
 		m.slots[e.Path] = s
 	}
-	set := m.settings(e)
+	set := m.Settings(e.ID)
 	s.need = Estimate(e.Facts, m.contextLength(e), m.lanes(e))
 	s.defaultKeepAlive = m.cfg.KeepAlive
 	if set.KeepAlive != nil {
@@ -206,7 +223,7 @@ func (m *Manager) slot(e *Entry) *slot {
 
 // lanes is how many lanes a worker for e runs.
 func (m *Manager) lanes(e *Entry) int {
-	if n := m.settings(e).Lanes; n > 0 {
+	if n := m.Settings(e.ID).Lanes; n > 0 {
 		return n
 	}
 	return m.cfg.Parallel
@@ -214,7 +231,7 @@ func (m *Manager) lanes(e *Entry) int {
 
 // contextLength is the window a worker for e loads with.
 func (m *Manager) contextLength(e *Entry) int {
-	if n := m.settings(e).ContextLength; n > 0 {
+	if n := m.Settings(e.ID).ContextLength; n > 0 {
 		return n
 	}
 	if m.cfg.ContextLength > 0 {
@@ -485,11 +502,4 @@ func (m *Manager) SetMemoryBudget(n int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.cfg.MemoryBudget = n
-}
-
-// SetSettings installs where the manager reads each model's own settings (the core's store).
-func (m *Manager) SetSettings(fn func(e *Entry) Settings) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.cfg.Settings = fn
 }

@@ -517,13 +517,11 @@ func TestMissingFileIsReported(t *testing.T) {
 }
 
 func TestPerModelSettings(t *testing.T) {
-	set := map[string]Settings{}
 	f := newFixture(t, 2, Config{KeepAlive: time.Hour, Parallel: 4}, nil)
-	f.mgr.cfg.Settings = func(e *Entry) Settings { return set[e.ID] }
 	h0, h1 := f.handle(t, "m0"), f.handle(t, "m1")
 	base := f.mgr.Status(h0.Entry()).Need
 	forever := time.Duration(-1)
-	set["m0"] = Settings{ContextLength: 1024, Lanes: 1, KeepAlive: &forever}
+	f.mgr.SetSettings("m0", Settings{ContextLength: 1024, Lanes: 1, KeepAlive: &forever})
 	h0 = f.handle(t, "m0")
 	if info := h0.Info(); info.ContextLength != 1024 || info.Parallel != 1 {
 		t.Fatalf("info with settings %+v", info)

@@ -56,10 +56,7 @@ type catalogLibrary struct {
 // loads on demand; hub pulls models from Hugging Face.
 func NewCatalog(cfg Config, st *store.Store, mgr *models.Manager, hub *hf.Client) *Service {
 	s := &Service{cfg: cfg, store: st, lib: &catalogLibrary{mgr: mgr, built: map[*models.Entry]*Model{}, scheds: map[string]*workerSched{}}, mgr: mgr, hub: hub}
-	mgr.SetSettings(func(e *models.Entry) models.Settings {
-		set, _ := s.ModelSettings(context.Background(), e.ID)
-		return models.Settings{ContextLength: set.ContextLength, Lanes: set.Lanes, KeepAlive: set.KeepAlive, Runtime: set.Runtime}
-	})
+	s.handOverSettings(context.Background())
 	return s
 }
 
@@ -198,12 +195,7 @@ func (s *Service) DeleteModel(ctx context.Context, name string) (*Model, error) 
 	if err != nil {
 		return nil, err
 	}
-	if s.store != nil {
-		_ = s.store.DeleteModelSettings(ctx, e.ID)
-	}
-	s.settings.mu.Lock()
-	delete(s.settings.byID, e.ID)
-	s.settings.mu.Unlock()
+	s.forgetSettings(ctx, e.ID)
 	if deleteFile {
 		for _, part := range append([]string{e.Path}, e.Facts.Parts...) {
 			if err := os.Remove(part); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -73,6 +75,7 @@ func (s *Service) SetModelSettings(ctx context.Context, set store.ModelSettings)
 	}
 	s.settings.byID[set.ModelID] = set
 	s.settings.mu.Unlock()
+	s.handOver(set)
 	if old.ContextLength != set.ContextLength || old.Lanes != set.Lanes || old.Runtime != set.Runtime || !sameDuration(old.KeepAlive, set.KeepAlive) {
 		if cat, ok := s.lib.(*catalogLibrary); ok {
 			cat.forget(m.Entry) // its window is read again
@@ -80,6 +83,37 @@ func (s *Service) SetModelSettings(ctx context.Context, set store.ModelSettings)
 		return s.mgr.Reconfigure(ctx, m.Entry)
 	}
 	return nil
+}
+
+// handOverSettings gives the manager every catalog model's stored settings (at start, before
+// any load): settings take one road, from the store through the core to the manager, which
+// never calls back for them.
+func (s *Service) handOverSettings(ctx context.Context) {
+	for _, e := range s.mgr.Catalog().List() {
+		set, err := s.ModelSettings(ctx, e.ID)
+		if err != nil {
+			slog.Warn("a model's settings could not be read; it loads with the server's", "model", e.ID, "err", err)
+		}
+		s.handOver(set)
+	}
+}
+
+// handOver gives the manager what it applies of a model's settings (window, lanes, keep-alive,
+// runtime); the rest apply per request here.
+func (s *Service) handOver(set store.ModelSettings) {
+	s.mgr.SetSettings(set.ModelID, models.Settings{ContextLength: set.ContextLength, Lanes: set.Lanes,
+		KeepAlive: set.KeepAlive, Runtime: set.Runtime})
+}
+
+// forgetSettings deletes a removed model's settings: from the store, the cache and the manager.
+func (s *Service) forgetSettings(ctx context.Context, id string) {
+	if s.store != nil {
+		_ = s.store.DeleteModelSettings(ctx, id)
+	}
+	s.settings.mu.Lock()
+	delete(s.settings.byID, id)
+	s.settings.mu.Unlock()
+	s.mgr.SetSettings(id, models.Settings{})
 }
 
 // settingsOf is m's settings, or none for a model outside the catalog.
