@@ -125,7 +125,7 @@ func TestAgentPromptOverTheWindow(t *testing.T) {
 
 	// One field in the Models tab's settings: the window.
 	c := newController(a)
-	defer c.close()
+	defer c.Close()
 	set, err := c.Settings(model)
 	if err != nil || set.DefaultContext != 8192 || set.TrainContext != 2048 {
 		t.Fatalf("settings %+v %v; want the default window 8192 (--ctx) and the trained one 2048", set, err)

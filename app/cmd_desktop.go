@@ -12,6 +12,7 @@ import (
 	fyneapp "fyne.io/fyne/v2/app"
 	"github.com/spf13/cobra"
 
+	"github.com/superfluid/superfluid/app/desktop"
 	"github.com/superfluid/superfluid/assets"
 	"github.com/superfluid/superfluid/tray"
 )
@@ -55,7 +56,7 @@ func runDesktop(cmd *cobra.Command, cfg Config, hidden bool) error {
 		return err
 	}
 	c := newController(a)
-	defer c.close()
+	defer c.Close()
 	hidden = hidden || c.StartHidden()
 	ui := fyneapp.NewWithID("io.superfluid.app")
 	app := tray.New(ui, c, trayIcons(), nil)
@@ -75,6 +76,13 @@ func runDesktop(cmd *cobra.Command, cfg Config, hidden bool) error {
 	}()
 	ui.Run()
 	return nil
+}
+
+// newController is the desktop controller over a's core, store and keys, serving a's API on
+// the configured address.
+func newController(a *App) *desktop.Controller {
+	return desktop.New(desktop.Deps{Service: a.svc, Store: a.store, Keys: a.keys, Handler: a.handler,
+		Host: a.cfg.Host, Port: a.cfg.Port, Expose: a.expose, StartBackground: a.startBackground, Runtimes: a.runtimes})
 }
 
 func trayIcons() tray.Icons {

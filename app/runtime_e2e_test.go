@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/superfluid/superfluid/app/desktop"
 	"github.com/superfluid/superfluid/runtime/runtimes"
 	"github.com/superfluid/superfluid/tray"
 )
@@ -80,7 +81,7 @@ func TestVulkanRuntimeServesAReply(t *testing.T) {
 
 	// The desktop app's per-model settings pick the same runtime (and the CPU back).
 	c := newController(a)
-	defer c.close()
+	defer c.Close()
 	if err := c.SetSettings(e.ID, tray.ModelSettings{Runtime: "cpu"}); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestVulkanRuntimeServesAReply(t *testing.T) {
 	}
 }
 
-func modelRuntime(t *testing.T, c *controller, id string) string {
+func modelRuntime(t *testing.T, c *desktop.Controller, id string) string {
 	t.Helper()
 	for _, m := range c.Models() {
 		if m.ID == id {

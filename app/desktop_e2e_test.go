@@ -32,7 +32,7 @@ func TestDesktopController(t *testing.T) {
 	}
 	defer a.Close()
 	c := newController(a)
-	defer c.close()
+	defer c.Close()
 	events, stop := c.Subscribe()
 	defer stop()
 
@@ -194,7 +194,7 @@ func TestDesktopControllerFaults(t *testing.T) {
 		done <- err
 	}()
 	<-started
-	c.close()
+	c.Close()
 	a.Close()
 	if err := <-done; err == nil {
 		t.Fatal("a reply cut by closing the app reported success")
@@ -214,7 +214,7 @@ func TestDesktopControllerFaults(t *testing.T) {
 	}
 	os.Remove(gone)
 	c2 := newController(b)
-	defer c2.close()
+	defer c2.Close()
 	for _, m := range c2.Models() {
 		if m.ID == "gone" && m.State != "missing" {
 			t.Fatalf("a deleted file's model shows %q", m.State)

@@ -37,7 +37,7 @@ func TestDesktopStopMidBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newController(a)
-	defer c.close()
+	defer c.Close()
 	if err := c.StartServer(); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestDesktopStopCutsARunningReply(t *testing.T) {
 	}
 	defer a.Close()
 	c := newController(a)
-	defer c.close()
+	defer c.Close()
 	if err := c.StartServer(); err != nil {
 		t.Fatal(err)
 	}

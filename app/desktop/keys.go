@@ -1,4 +1,4 @@
-package app
+package desktop
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 )
 
 // Keys lists the active API keys for the Keys tab.
-func (c *controller) Keys() ([]tray.APIKey, error) {
-	infos, err := c.a.keys.List(context.Background(), false)
+func (c *Controller) Keys() ([]tray.APIKey, error) {
+	infos, err := c.d.Keys.List(context.Background(), false)
 	if err != nil {
 		return nil, err
 	}
@@ -27,13 +27,13 @@ func (c *controller) Keys() ([]tray.APIKey, error) {
 }
 
 // CreateKey stores a new key; it works at once in the running server.
-func (c *controller) CreateKey(k tray.NewAPIKey) (string, error) {
-	key, _, err := c.a.keys.Create(context.Background(), auth.NewKey{Name: k.Name, Admin: k.Admin, Models: k.Models})
+func (c *Controller) CreateKey(k tray.NewAPIKey) (string, error) {
+	key, _, err := c.d.Keys.Create(context.Background(), auth.NewKey{Name: k.Name, Admin: k.Admin, Models: k.Models})
 	return key, err
 }
 
 // RevokeKey revokes a stored key; it stops working at once in the running server.
-func (c *controller) RevokeKey(id string) error {
-	_, err := c.a.keys.Revoke(context.Background(), id)
+func (c *Controller) RevokeKey(id string) error {
+	_, err := c.d.Keys.Revoke(context.Background(), id)
 	return err
 }

@@ -23,7 +23,7 @@ func TestDesktopKeys(t *testing.T) {
 	}
 	defer a.Close()
 	c := newController(a)
-	defer c.close()
+	defer c.Close()
 	free, _ := net.Listen("tcp", "127.0.0.1:0")
 	port := free.Addr().(*net.TCPAddr).Port
 	free.Close()
