@@ -1,0 +1,96 @@
+package desktop_test
+
+import (
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/superfluid/superfluid/app/desktop"
+	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/models"
+	"github.com/superfluid/superfluid/runtime/runtimes"
+	"github.com/superfluid/superfluid/server/servertest"
+	"github.com/superfluid/superfluid/tray"
+)
+
+// newController is a controller over a catalog-backed core with fake workers and one model, m.
+func newController(t *testing.T) (*desktop.Controller, *servertest.Catalog, *models.Entry) {
+	t.Helper()
+	cat := servertest.NewCatalog(t, models.Config{})
+	e := cat.AddModel(t, "m", gguf.TinyLlamaOptions{})
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := free.Addr().(*net.TCPAddr).Port
+	free.Close()
+	c := desktop.New(desktop.Deps{Service: cat.Svc, Store: cat.Store, Handler: http.NotFoundHandler(),
+		Host: "127.0.0.1", Port: port, Expose: func(string) error { return nil }, StartBackground: func() error { return nil },
+		Runtimes: func() []runtimes.Runtime { return []runtimes.Runtime{{Name: runtimes.CPU, Usable: true}, {Name: "vulkan"}} }})
+	t.Cleanup(c.Close)
+	return c, cat, e
+}
+
+func state(c *desktop.Controller, id string) tray.Model {
+	for _, m := range c.Models() {
+		if m.ID == id {
+			return m
+		}
+	}
+	return tray.Model{}
+}
+
+// TestLoadGoesThroughTheCore: the window's Load, Unload and Stop reach the worker through the
+// core (an unknown model is the core's error), and the model list follows.
+func TestLoadGoesThroughTheCore(t *testing.T) {
+	c, cat, e := newController(t)
+	if err := c.Load("nope"); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("loading an unknown model: %v", err)
+	}
+	if err := c.Load("m"); err != nil {
+		t.Fatal(err)
+	}
+	if r := cat.Runner(e.Path); r == nil || r.Starts.Load() != 1 || !state(c, "m").Loaded() {
+		t.Fatalf("after Load: %+v", state(c, "m"))
+	}
+	if err := c.Unload("m"); err != nil || state(c, "m").Loaded() {
+		t.Fatalf("after Unload (%v): %+v", err, state(c, "m"))
+	}
+	if err := c.StartServer(); err != nil || !c.Server().Running {
+		t.Fatalf("start: %v %+v", err, c.Server())
+	}
+	if err := c.Load("m"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StopServer(); err != nil || c.Server().Running || state(c, "m").Loaded() {
+		t.Fatalf("after Stop (%v): server %+v, model %+v", err, c.Server(), state(c, "m"))
+	}
+	if got := c.Runtimes(); len(got) != 1 || got[0] != runtimes.CPU {
+		t.Fatalf("usable runtimes %v", got)
+	}
+}
+
+// TestSettingsDialog: the dialog's text is parsed, stored through the core, read back, and the
+// model's next load uses the new window.
+func TestSettingsDialog(t *testing.T) {
+	c, cat, _ := newController(t)
+	if err := c.SetSettings("m", tray.ModelSettings{ContextLength: 1024, Lanes: 1, KeepAlive: "-1", Temperature: "0.5", TopK: "4"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Settings("m")
+	if err != nil || got.ContextLength != 1024 || got.Lanes != 1 || got.KeepAlive != "-1" || got.Temperature != "0.5" || got.TopK != "4" || got.TopP != "" {
+		t.Fatalf("read back %+v %v", got, err)
+	}
+	if set := cat.Mgr.Settings("m"); set.ContextLength != 1024 || set.Lanes != 1 || set.KeepAlive == nil || *set.KeepAlive >= 0 {
+		t.Fatalf("the manager holds %+v", set)
+	}
+	if m := state(c, "m"); m.Context != 1024 {
+		t.Fatalf("the list shows %+v", m)
+	}
+	for _, bad := range []tray.ModelSettings{{TopP: "2"}, {TopK: "x"}, {KeepAlive: "later"}, {Runtime: "vulkan"}} {
+		if err := c.SetSettings("m", bad); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
