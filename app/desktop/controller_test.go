@@ -27,7 +27,9 @@ func newController(t *testing.T) (*desktop.Controller, *servertest.Catalog, *mod
 	free.Close()
 	c := desktop.New(desktop.Deps{Service: cat.Svc, Store: cat.Store, Handler: http.NotFoundHandler(),
 		Host: "127.0.0.1", Port: port, Expose: func(string) error { return nil }, StartBackground: func() error { return nil },
-		Runtimes: func() []runtimes.Runtime { return []runtimes.Runtime{{Name: runtimes.CPU, Usable: true}, {Name: "vulkan"}} }})
+		Runtimes: func() []runtimes.Runtime {
+			return []runtimes.Runtime{{Name: runtimes.CPU, Usable: true}, {Name: "vulkan"}}
+		}})
 	t.Cleanup(c.Close)
 	return c, cat, e
 }
