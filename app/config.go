@@ -1,8 +1,8 @@
 // Package app is the composition root: it turns flags and stored settings into one Config,
 // opens the store, builds the model manager (its catalog on the store, its workers as child
-// processes), wires the core, the metrics and the HTTP server, implements the desktop app's
-// Controller, and runs the subcommands (serve, pull, list, add, rm, keys, usage, bench,
-// worker).
+// processes), wires the core, the metrics and the HTTP server, builds the desktop app's
+// Controller (app/desktop), and runs the subcommands (serve, pull, list, add, rm, keys, usage,
+// bench, worker).
 package app
 
 import (
