@@ -1,4 +1,4 @@
-package core
+package batches
 
 import (
 	"bufio"
@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -70,7 +71,7 @@ func (s *Service) StartBackground() error {
 	if err := s.sweepFiles(ctx); err != nil {
 		return err
 	}
-	r := &s.batches
+	r := &s.runner
 	r.mu.Lock()
 	if r.ctx != nil {
 		r.mu.Unlock()
@@ -88,7 +89,7 @@ func (s *Service) StartBackground() error {
 // StopBackground stops the background work and waits for it, or for ctx. Lines still running
 // are abandoned unrecorded: they run again when the service starts next.
 func (s *Service) StopBackground(ctx context.Context) error {
-	r := &s.batches
+	r := &s.runner
 	r.mu.Lock()
 	if r.stopAll != nil {
 		r.stopAll()
@@ -118,24 +119,24 @@ func (s *Service) StopBackground(ctx context.Context) error {
 // model can load any more is not a result, it runs again after the restart, and no line or
 // batch is started, retried or finished against a closed manager.
 func (s *Service) stopIfClosed() bool {
-	r := &s.batches
+	r := &s.runner
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return s.stopIfClosedLocked()
 }
 
 func (s *Service) stopIfClosedLocked() bool {
-	if s.mgr == nil || !s.mgr.Closed() {
+	if !s.core.ShuttingDown() {
 		return false
 	}
-	if r := &s.batches; r.stopAll != nil {
+	if r := &s.runner; r.stopAll != nil {
 		r.stopAll()
 	}
 	return true
 }
 
 func (s *Service) expiryLoop(ctx context.Context) {
-	defer s.batches.wg.Done()
+	defer s.runner.wg.Done()
 	t := time.NewTicker(fileExpiryEvery)
 	defer t.Stop()
 	for {
@@ -152,7 +153,7 @@ func (s *Service) expiryLoop(ctx context.Context) {
 
 // fillBatches starts waiting batches while fewer than BatchConfig.Running run.
 func (s *Service) fillBatches() {
-	r := &s.batches
+	r := &s.runner
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ctx == nil || r.ctx.Err() != nil || s.stopIfClosedLocked() {
@@ -197,14 +198,14 @@ func boolRank(b bool) int {
 }
 
 func (s *Service) lineFunc(url string) LineFunc {
-	s.batches.mu.Lock()
-	defer s.batches.mu.Unlock()
-	return s.batches.lines[url]
+	s.runner.mu.Lock()
+	defer s.runner.mu.Unlock()
+	return s.runner.lines[url]
 }
 
 // runBatch runs one batch to its end (or to the shutdown), then lets the next one start.
 func (s *Service) runBatch(ctx context.Context, rb *runningBatch, b store.Batch) {
-	r := &s.batches
+	r := &s.runner
 	defer r.wg.Done()
 	defer s.fillBatches()
 	defer func() {
@@ -316,8 +317,8 @@ func (s *Service) runLines(ctx context.Context, rb *runningBatch, b store.Batch)
 	}
 	defer in.Close()
 	// The lanes of the batch's model are shared with its other batches and with interactive
-	// requests (see laneShare); a model that is gone has its lines fail one by one.
-	m, _ := s.Model(b.Model)
+	// requests (core.Model.TakeBatchLane); a model that is gone has its lines fail one by one.
+	m, _ := s.core.Model(b.Model)
 	lanes := func() int {
 		if m == nil {
 			return 1
@@ -350,13 +351,13 @@ func (s *Service) runLines(ctx context.Context, rb *runningBatch, b store.Batch)
 		case <-ctx.Done():
 			return false, nil
 		}
-		if m != nil && !m.sched().lanes.take(ctx, rb.cancel, lanes()) {
+		if m != nil && !m.TakeBatchLane(ctx, rb.cancel) {
 			<-slots
 			return false, nil
 		}
 		if rb.stopped() || ctx.Err() != nil {
 			if m != nil {
-				m.sched().lanes.give()
+				m.GiveBatchLane()
 			}
 			<-slots
 			return false, nil // between lines
@@ -370,7 +371,7 @@ func (s *Service) runLines(ctx context.Context, rb *runningBatch, b store.Batch)
 			free := func() {
 				once.Do(func() {
 					if m != nil {
-						m.sched().lanes.give()
+						m.GiveBatchLane()
 					}
 					<-slots
 				})
@@ -425,7 +426,7 @@ func (s *Service) runLine(ctx context.Context, b store.Batch, idx int, raw []byt
 	case run == nil:
 		out.Error = &batchLineError{Code: "unsupported_endpoint", Message: fmt.Sprintf("%s is not served", in.URL)}
 	default:
-		resp, err := run(context.WithValue(ctx, batchLineKey{}, b.ID), in.Body)
+		resp, err := run(core.AsBatchLine(ctx, b.ID), in.Body)
 		done()
 		if failed := err != nil || resp.Status/100 != 2; failed && (s.stopIfClosed() || ctx.Err() != nil) {
 			return // stopped by the shutdown (a reply that came whole is kept)
@@ -455,7 +456,7 @@ func (s *Service) runLine(ctx context.Context, b store.Batch, idx int, raw []byt
 		slog.Error("a batch line's result could not be saved; it runs again when the batch resumes", "batch", b.ID, "line", idx+1, "err", err)
 		return
 	}
-	s.Observer().BatchLine(ok)
+	s.core.Observer().BatchLine(ok)
 }
 
 // finishBatch writes b's output and error files and ends it with status.

@@ -1,4 +1,4 @@
-package core
+package batches
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -260,7 +261,7 @@ func (u *Upload) Commit(ctx context.Context, nf NewFile) (File, error) {
 		return File{}, errors.New("the upload was committed or discarded already")
 	}
 	s := u.s
-	f := store.File{ID: newFileID(), Filename: nf.Filename, Purpose: nf.Purpose, Bytes: u.n, CreatedAt: time.Now(), Owner: ownerOf(ctx)}
+	f := store.File{ID: newFileID(), Filename: nf.Filename, Purpose: nf.Purpose, Bytes: u.n, CreatedAt: time.Now(), Owner: core.OwnerOf(ctx)}
 	f.ExpiresAt = s.expiry(f.CreatedAt, nf.ExpiresAfter)
 	dir := s.cfg.Files.Dir
 	path := filepath.Join(dir, f.ID)
@@ -373,7 +374,7 @@ func (s *Service) file(ctx context.Context, id string) (store.File, error) {
 		return store.File{}, &FileNotFoundError{ID: id}
 	}
 	f, err := s.store.File(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && (f.Expired(time.Now()) || !visible(ctx, f.Owner))) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (f.Expired(time.Now()) || !core.Visible(ctx, f.Owner))) {
 		return store.File{}, &FileNotFoundError{ID: id}
 	}
 	return f, err
@@ -387,7 +388,7 @@ func (s *Service) Files(ctx context.Context, q FileQuery) ([]File, bool, error) 
 	}
 	limit := max(1, q.Limit)
 	fs, err := s.store.Files(ctx, store.FileQuery{Purpose: q.Purpose, After: q.After, Limit: limit + 1, Ascending: q.Ascending, Now: time.Now(),
-		Owners: visibleOwners(ctx)})
+		Owners: core.VisibleOwners(ctx)})
 	if err != nil {
 		return nil, false, err
 	}

@@ -5,7 +5,88 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/superfluid/superfluid/runtime/llm"
 )
+
+// Background work (the batch runner, server/batches) runs through the same public calls as
+// HTTP requests; these are the hooks it needs into the scheduling state the core owns: a mark
+// that a request is a batch line (background priority, the model's own defaults, a cap of
+// lineCap tokens, outside --queue), the lane share batch lines take on a model's worker, and
+// whether the server is shutting down.
+
+// batchLineKey marks the context of a batch line's request; its value is the batch's id.
+type batchLineKey struct{}
+
+// AsBatchLine returns ctx marked as a request of a line of batch batchID (see prepare).
+func AsBatchLine(ctx context.Context, batchID string) context.Context {
+	return context.WithValue(ctx, batchLineKey{}, batchID)
+}
+
+// isBatchLine reports whether ctx is a batch line's request: it runs at background priority
+// with the model's own defaults, not the operator's settings, and is capped at 2048 tokens
+// when it names no cap.
+func isBatchLine(ctx context.Context) bool {
+	return ctx.Value(batchLineKey{}) != nil
+}
+
+// lineCap caps a batch line that names no max_tokens.
+const lineCap = 2048
+
+// DefaultMaxTokens is the completion cap of a request that names none: the operator's
+// --max-tokens (0 fills the context), or 2048 for a batch line.
+func (s *Service) DefaultMaxTokens(ctx context.Context) int {
+	if isBatchLine(ctx) {
+		return lineCap
+	}
+	return s.cfg.MaxTokens
+}
+
+// prepare fills in what a generation left unset and reserves its place on m. An interactive
+// request takes the model's settings and the operator's --max-tokens, and counts against
+// --queue. A batch line takes the model's own defaults (none of the operator's settings), at
+// most 2048 tokens when it names no cap, background priority in the engine's queue, and never
+// takes a place in the queue from an interactive request.
+func (s *Service) prepare(ctx context.Context, m *Model, gen *llm.Request, n int) (release func(), err error) {
+	if !isBatchLine(ctx) {
+		applySettings(gen, s.settingsOf(ctx, m))
+		if gen.MaxTokens == 0 {
+			gen.MaxTokens = s.cfg.MaxTokens
+		}
+		release, err := s.admit(m, n)
+		if err != nil {
+			return nil, err
+		}
+		w := m.sched()
+		w.lanes.interactive()
+		return func() {
+			release()
+			w.lanes.interactive()
+		}, nil
+	}
+	if gen.MaxTokens == 0 {
+		gen.MaxTokens = lineCap
+	}
+	gen.Priority = llm.PriorityBackground // queued interactive generations go first
+	w := m.sched()
+	w.background.Add(int64(n))
+	return func() { w.background.Add(-int64(n)) }, nil
+}
+
+// TakeBatchLane waits for a share of m's worker's lanes for one batch line (see laneShare),
+// or for stop or ctx to end (false). GiveBatchLane gives it back.
+func (m *Model) TakeBatchLane(ctx context.Context, stop <-chan struct{}) bool {
+	return m.sched().lanes.take(ctx, stop, max(m.Info().Parallel, 1))
+}
+
+// GiveBatchLane returns a share taken by TakeBatchLane.
+func (m *Model) GiveBatchLane() { m.sched().lanes.give() }
+
+// ShuttingDown reports whether the model manager has closed (the server's shutdown): no model
+// loads any more, so a request that failed now says nothing about the request itself.
+func (s *Service) ShuttingDown() bool {
+	return s.mgr != nil && s.mgr.Closed()
+}
 
 // InteractiveHold is how long after an interactive request one lane of its model stays out of
 // the batch lines' reach, so that the next interactive request finds it free.
