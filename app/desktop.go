@@ -170,7 +170,7 @@ func (c *controller) StopServer() error {
 	// this unloads again, and those it cuts short would be recorded as failed.
 	bctx, bcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer bcancel()
-	if err := c.a.svc.StopBackground(bctx); err != nil {
+	if err := c.a.batches.StopBackground(bctx); err != nil {
 		slog.Warn("the batch runner did not stop in time", "err", err)
 	}
 	c.mu.Lock()
