@@ -27,7 +27,8 @@ type BatchConfig struct {
 	// ErrBatchQueueFull.
 	Waiting int
 	// LinesAtOnce is how many lines of one batch run at once; 0 for as many as its model's
-	// lanes share allows (one more than the lanes, see laneShare), which keeps them busy.
+	// lanes share allows (one more than the lanes, see core.Model.TakeBatchLane), which keeps
+	// them busy.
 	LinesAtOnce int
 	// Window is how long a batch has to complete (default 24h, the one window OpenAI offers).
 	Window time.Duration
