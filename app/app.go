@@ -21,6 +21,7 @@ import (
 	"github.com/superfluid/superfluid/runtime/worker"
 	"github.com/superfluid/superfluid/server"
 	"github.com/superfluid/superfluid/server/auth"
+	"github.com/superfluid/superfluid/server/batches"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/metrics"
 	"github.com/superfluid/superfluid/server/store"
@@ -33,6 +34,7 @@ type App struct {
 	mgr     *models.Manager
 	hub     *hf.Client
 	svc     *core.Service
+	batches *batches.Service // the Files and Batches APIs and the batch runner
 	handler http.Handler
 	preload *models.Entry // the model named on the command line, or nil
 	metrics *metrics.Metrics
@@ -87,7 +89,7 @@ func New(cfg Config) (*App, error) {
 // rereading of API keys) for a server: New and the desktop app call it; the library commands
 // (list, pull) do not.
 func (a *App) startBackground() error {
-	if err := a.svc.StartBackground(); err != nil {
+	if err := a.batches.StartBackground(); err != nil {
 		return fmt.Errorf("start the batch runner: %w", err)
 	}
 	a.keys.Start() // keys made or revoked by superfluid keys apply here within auth.DefaultRefresh
@@ -147,14 +149,15 @@ func build(cfg Config, st *store.Store) (*App, error) {
 	a.bind = newBind(cfg)
 	a.metrics = metrics.New()
 	a.svc = core.NewCatalog(core.Config{MaxTokens: cfg.MaxTokens, Queue: cfg.Queue, CheckRuntime: a.checkRuntime, Observer: a.metrics,
-		Files: core.FilesConfig{Dir: filesDir(cfg.DataDir), MaxBytes: cfg.FilesMaxBytes, Expiry: cfg.FilesExpiry},
-		QoS:   qosConfig(cfg), Owner: ownerLookup(a.keys)}, st, a.mgr, a.hub)
+		QoS: qosConfig(cfg)}, st, a.mgr, a.hub)
+	a.batches = batches.New(batches.Config{Owner: ownerLookup(a.keys),
+		Files: batches.FilesConfig{Dir: filesDir(cfg.DataDir), MaxBytes: cfg.FilesMaxBytes, Expiry: cfg.FilesExpiry}}, a.svc, st)
 	a.metrics.WatchService(a.svc)
 	a.stopMetrics = a.metrics.Watch(a.mgr)
 	a.handler = server.New(server.Config{KeepAlive: cfg.KeepAlive, WriteTimeout: cfg.WriteTimeout, TrustedProxies: cfg.TrustedProxies,
 		CompletionBurst: cfg.CompletionBurst, CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline,
 		Metrics: a.metrics, Keys: a.keys, Bind: a.bind, CORSOrigins: corsOrigins(cfg),
-		Limits: serverLimits(cfg), AllowBatchInvariant: cfg.AllowBatchInvariant, NonstreamKeepalive: cfg.NonstreamKeepalive}, a.svc)
+		Limits: serverLimits(cfg), AllowBatchInvariant: cfg.AllowBatchInvariant, NonstreamKeepalive: cfg.NonstreamKeepalive, Batches: a.batches}, a.svc)
 	return a, nil
 }
 
@@ -310,14 +313,14 @@ func (a *App) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// Batch lines still running are dropped unrecorded; they run again at the next start.
-	if err := a.svc.StopBackground(ctx); err != nil {
+	if err := a.batches.StopBackground(ctx); err != nil {
 		slog.Warn("the batch runner did not stop in time", "err", err)
 	}
 	a.mgr.Close()       // loads are refused from here on; requests still running end with an engine failure...
 	a.preloading.Wait() // (the preload, refused too, is done)
 	_ = a.svc.Wait(ctx) // ...and are recorded before the store drains its queue and closes
 	// A batch runner that outlived its stop has seen the manager close and stopped since.
-	if err := a.svc.StopBackground(ctx); err != nil {
+	if err := a.batches.StopBackground(ctx); err != nil {
 		slog.Warn("the batch runner did not stop", "err", err)
 	}
 	a.stopMetrics()

@@ -82,7 +82,8 @@ func runDesktop(cmd *cobra.Command, cfg Config, hidden bool) error {
 // the configured address.
 func newController(a *App) *desktop.Controller {
 	return desktop.New(desktop.Deps{Service: a.svc, Store: a.store, Keys: a.keys, Handler: a.handler,
-		Host: a.cfg.Host, Port: a.cfg.Port, Expose: a.expose, StartBackground: a.startBackground, Runtimes: a.runtimes})
+		Host: a.cfg.Host, Port: a.cfg.Port, Expose: a.expose,
+		StopBackground: a.batches.StopBackground, StartBackground: a.startBackground, Runtimes: a.runtimes})
 }
 
 func trayIcons() tray.Icons {

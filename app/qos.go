@@ -10,6 +10,7 @@ import (
 
 	"github.com/superfluid/superfluid/server"
 	"github.com/superfluid/superfluid/server/auth"
+	"github.com/superfluid/superfluid/server/batches"
 	"github.com/superfluid/superfluid/server/core"
 )
 
@@ -113,6 +114,6 @@ func ownerLookup(k *auth.Keyring) func(ctx context.Context, id string) (*auth.Id
 				return &who, nil
 			}
 		}
-		return nil, core.ErrOwnerNotFound
+		return nil, batches.ErrOwnerNotFound
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/superfluid/superfluid/server/anthropic"
 	"github.com/superfluid/superfluid/server/auth"
+	"github.com/superfluid/superfluid/server/batches"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/metrics"
 	"github.com/superfluid/superfluid/server/ollama"
@@ -70,6 +71,8 @@ type Config struct {
 	// NonstreamKeepalive pads non-streaming generations with a space at this interval once
 	// they are admitted (--nonstream-keepalive, keepalive.go); 0 pads nothing.
 	NonstreamKeepalive time.Duration
+	// Batches serves the Files and Batches APIs (/v1/files, /v1/batches); nil keeps no files.
+	Batches *batches.Service
 }
 
 // DefaultWriteTimeout is how long one frame of a streamed reply may take to write when the
@@ -103,7 +106,7 @@ func New(cfg Config, svc *core.Service) http.Handler {
 	anthropicModels, anthropicModel := anthropic.ModelHandlers(svc) // /v1/models for Anthropic clients
 	openai.Routes(r, svc, openai.Options{KeepAlive: cfg.KeepAlive, WriteTimeout: writeTimeout, CompletionBurst: cfg.CompletionBurst,
 		CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline,
-		AnthropicModels: anthropicModels, AnthropicModel: anthropicModel, AnthropicClient: anthropic.IsClient})
+		AnthropicModels: anthropicModels, AnthropicModel: anthropicModel, AnthropicClient: anthropic.IsClient, Batches: cfg.Batches})
 	ollama.Routes(r, svc, ollama.Options{WriteTimeout: writeTimeout})
 	usageRoutes(r, svc)
 	anthropic.Routes(r, svc, anthropic.Options{KeepAlive: cfg.KeepAlive, WriteTimeout: writeTimeout})

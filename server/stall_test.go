@@ -14,6 +14,7 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/enginetest"
+	"github.com/superfluid/superfluid/server/batches"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/servertest"
 	"github.com/superfluid/superfluid/server/store"
@@ -43,8 +44,9 @@ func stallServer(t *testing.T, cfg Config, setup ...func(*httptest.Server)) (*ht
 	}
 	const window = 1 << 16
 	eng := enginetest.New(window, strings.Repeat("stall ", 8000))
-	svc := core.New(core.Config{Queue: 67, Files: core.FilesConfig{Dir: t.TempDir()}}, st,
+	svc := core.New(core.Config{Queue: 67}, st,
 		&core.Model{ID: "fake", Path: "/m/fake.gguf", Engine: eng, Template: tmpl, ContextLength: window})
+	cfg.Batches = batches.New(batches.Config{Files: batches.FilesConfig{Dir: t.TempDir()}}, svc, st)
 	srv := httptest.NewUnstartedServer(New(cfg, svc))
 	srv.Listener = smallBuffers{srv.Listener}
 	for _, f := range setup {

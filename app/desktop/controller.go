@@ -41,8 +41,10 @@ type Deps struct {
 	// Expose readies the server for listening on host (the Host check, whether keys are
 	// required) or says why it may not (a network address without an API key).
 	Expose func(host string) error
+	// StopBackground stops the batch runner (StopServer: batches are the server's work too);
 	// StartBackground starts what runs beside the requests (the batch runner, the rereading
-	// of keys) again, after StopServer stopped it.
+	// of keys) again.
+	StopBackground  func(ctx context.Context) error
 	StartBackground func() error
 	// Runtimes are the runtimes this machine has (the CPU and those installed).
 	Runtimes func() []runtimes.Runtime
@@ -203,7 +205,7 @@ func (c *Controller) StopServer() error {
 	// this unloads again, and those it cuts short would be recorded as failed.
 	bctx, bcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer bcancel()
-	if err := c.svc.StopBackground(bctx); err != nil {
+	if err := c.d.StopBackground(bctx); err != nil {
 		slog.Warn("the batch runner did not stop in time", "err", err)
 	}
 	c.mu.Lock()

@@ -1,6 +1,7 @@
 package desktop_test
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"strings"
@@ -26,7 +27,8 @@ func newController(t *testing.T) (*desktop.Controller, *servertest.Catalog, *mod
 	port := free.Addr().(*net.TCPAddr).Port
 	free.Close()
 	c := desktop.New(desktop.Deps{Service: cat.Svc, Store: cat.Store, Handler: http.NotFoundHandler(),
-		Host: "127.0.0.1", Port: port, Expose: func(string) error { return nil }, StartBackground: func() error { return nil },
+		Host: "127.0.0.1", Port: port, Expose: func(string) error { return nil },
+		StopBackground: func(context.Context) error { return nil }, StartBackground: func() error { return nil },
 		Runtimes: func() []runtimes.Runtime {
 			return []runtimes.Runtime{{Name: runtimes.CPU, Usable: true}, {Name: "vulkan"}}
 		}})

@@ -16,7 +16,6 @@ import (
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/runtime/models/hf"
-	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -56,7 +55,7 @@ type Model struct {
 type workerSched struct {
 	inflight   atomic.Int64 // generations running or queued on the engine
 	background atomic.Int64 // batch lines among them, outside the --queue bound
-	lanes      laneShare    // how many of its lanes batch lines may take (batchrun.go)
+	lanes      laneShare    // how many of its lanes batch lines may take (background.go)
 	gate       qosGate      // hands its lanes to generations by scheduling class (qos.go)
 }
 
@@ -104,17 +103,8 @@ type Config struct {
 	// Observer receives the core's metrics (tokens, latencies, batch lines); nil observes
 	// nothing.
 	Observer Observer
-	// Files is where uploads are kept, and how many bytes for how long.
-	Files FilesConfig
-	// Batches bounds the batch runner.
-	Batches BatchConfig
 	// QoS tunes the scheduling classes.
 	QoS QoSConfig
-	// Owner looks up the API key a batch was made with (by its id), for its lines to run as
-	// that key; a key that was revoked or is gone is an error wrapping ErrOwnerNotFound. A
-	// batch whose key cannot be looked up (nil, or an error) fails instead of running
-	// (owners.go).
-	Owner func(ctx context.Context, id string) (*auth.Identity, error)
 }
 
 // Service is the core.
@@ -128,10 +118,6 @@ type Service struct {
 	// running counts the generation requests between their start and their record, so a
 	// shutdown can wait for their records before closing the store.
 	running sync.WaitGroup
-	// batches is the batch runner (batchrun.go).
-	batches batchRunner
-	// quota holds what uploads in progress have reserved of --files-max-bytes (files.go).
-	quota fileQuota
 }
 
 // Wait blocks until every generation request has been recorded, or ctx ends.

@@ -23,7 +23,7 @@ func (s *Service) SaveResponse(ctx context.Context, r StoredResponse) error {
 	if s.store == nil {
 		return nil
 	}
-	r.Owner = ownerOf(ctx)
+	r.Owner = OwnerOf(ctx)
 	return s.store.SaveResponse(ctx, r)
 }
 
@@ -33,7 +33,7 @@ func (s *Service) Response(ctx context.Context, id string) (StoredResponse, erro
 		return StoredResponse{}, &MissingResponseError{ID: id}
 	}
 	r, err := s.store.Response(ctx, id)
-	if err == nil && !visible(ctx, r.Owner) {
+	if err == nil && !Visible(ctx, r.Owner) {
 		return StoredResponse{}, &MissingResponseError{ID: id} // another key's: as if missing
 	}
 	return r, err
@@ -47,7 +47,7 @@ func (s *Service) ResponseChain(ctx context.Context, id string) ([]StoredRespons
 	}
 	chain, err := s.store.ResponseChain(ctx, id)
 	for i := len(chain) - 1; err == nil && i >= 0; i-- {
-		if !visible(ctx, chain[i].Owner) {
+		if !Visible(ctx, chain[i].Owner) {
 			return nil, &MissingResponseError{ID: chain[i].ID} // another key's: as if missing
 		}
 	}

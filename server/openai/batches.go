@@ -16,13 +16,14 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/superfluid/superfluid/runtime/llm"
-	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/batches"
 )
 
 // Batches: POST /v1/batches, GET /v1/batches, GET /v1/batches/{id} and
-// POST /v1/batches/{id}/cancel in OpenAI's shapes. The core runs the lines; this dialect tells
-// it how (ServeBatchLines): each line's body goes through the same handler as the HTTP
-// request would, in process, so the output file holds exactly what the endpoint serves.
+// POST /v1/batches/{id}/cancel in OpenAI's shapes. server/batches runs the lines; this
+// dialect tells it how (ServeBatchLines): each line's body goes through the same handler as
+// the HTTP request would, in process, so the output file holds exactly what the endpoint
+// serves.
 
 func (h *handlers) routesBatches(r gin.IRouter) {
 	r.POST("/v1/batches", Handle(h.createBatch))
@@ -36,7 +37,7 @@ func (h *handlers) routesBatches(r gin.IRouter) {
 	lines.POST("/v1/completions", Handle(h.completions))
 	lines.POST("/v1/embeddings", Handle(h.embeddings))
 	for _, url := range []string{"/v1/chat/completions", "/v1/completions", "/v1/embeddings"} {
-		h.svc.ServeBatchLines(url, runLine(lines, url))
+		h.files.ServeBatchLines(url, runLine(lines, url))
 	}
 }
 
@@ -107,7 +108,7 @@ func stringOrNil(s string) *string {
 	return &s
 }
 
-func toBatchObject(b core.Batch) batchObject {
+func toBatchObject(b batches.Batch) batchObject {
 	out := batchObject{
 		ID: b.ID, Object: "batch", Endpoint: b.Endpoint, Model: b.Model, InputFileID: b.InputFileID,
 		CompletionWindow: b.CompletionWindow, Status: b.Status,
@@ -163,11 +164,11 @@ func (h *handlers) createBatch(c *gin.Context) error {
 	if req.InputFileID == nil || *req.InputFileID == "" {
 		return invalid("input_file_id", "missing required parameter 'input_file_id': upload the JSONL input with POST /v1/files (purpose batch) and pass its id")
 	}
-	nb := core.NewBatch{InputFileID: *req.InputFileID, Endpoint: "/v1/chat/completions", CompletionWindow: "24h"}
+	nb := batches.NewBatch{InputFileID: *req.InputFileID, Endpoint: "/v1/chat/completions", CompletionWindow: "24h"}
 	if req.Endpoint != nil {
 		nb.Endpoint = *req.Endpoint
 	}
-	if !slices.Contains(core.BatchEndpoints, nb.Endpoint) {
+	if !slices.Contains(batches.BatchEndpoints, nb.Endpoint) {
 		return invalid("endpoint", fmt.Sprintf("endpoint %q cannot be batched; use one of /v1/chat/completions, /v1/completions, /v1/embeddings", nb.Endpoint))
 	}
 	if req.CompletionWindow != nil && *req.CompletionWindow != "24h" {
@@ -188,7 +189,7 @@ func (h *handlers) createBatch(c *gin.Context) error {
 		}
 		nb.OutputExpiresAfter = time.Duration(e.Seconds) * time.Second
 	}
-	b, err := h.svc.CreateBatch(c.Request.Context(), nb)
+	b, err := h.files.CreateBatch(c.Request.Context(), nb)
 	if err != nil {
 		return batchCreateError(nb.InputFileID, err)
 	}
@@ -219,16 +220,16 @@ func checkBatchMetadata(raw json.RawMessage) error {
 	return nil
 }
 
-// batchCreateError maps the core's refusals of a new batch.
+// batchCreateError maps server/batches' refusals of a new batch.
 func batchCreateError(fileID string, err error) error {
 	switch {
-	case errors.Is(err, core.ErrFileNotFound):
+	case errors.Is(err, batches.ErrFileNotFound):
 		e := fileNotFound(fileID)
 		e.Param = "input_file_id"
 		return e
-	case errors.Is(err, core.ErrBatchQueueFull):
+	case errors.Is(err, batches.ErrBatchQueueFull):
 		return &Error{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "batch_queue_full", Message: err.Error()}
-	case errors.Is(err, core.ErrNoFiles):
+	case errors.Is(err, batches.ErrNoFiles):
 		return &Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: err.Error()}
 	case errors.Is(err, llm.ErrInvalidInput):
 		return invalid("input_file_id", err.Error())
@@ -243,7 +244,7 @@ func batchNotFound(id string) *Error {
 }
 
 func batchError404(id string, err error) error {
-	if errors.Is(err, core.ErrBatchNotFound) {
+	if errors.Is(err, batches.ErrBatchNotFound) {
 		return batchNotFound(id)
 	}
 	return err
@@ -251,7 +252,7 @@ func batchError404(id string, err error) error {
 
 func (h *handlers) getBatch(c *gin.Context) error {
 	id := strings.TrimPrefix(c.Param("path"), "/")
-	b, err := h.svc.Batch(c.Request.Context(), id)
+	b, err := h.files.Batch(c.Request.Context(), id)
 	if err != nil {
 		return batchError404(id, err)
 	}
@@ -264,7 +265,7 @@ func (h *handlers) listBatches(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	bs, more, err := h.svc.Batches(c.Request.Context(), c.Query("after"), limit)
+	bs, more, err := h.files.Batches(c.Request.Context(), c.Query("after"), limit)
 	if err != nil {
 		return err
 	}
@@ -282,8 +283,8 @@ func (h *handlers) cancelBatch(c *gin.Context) error {
 		return &Error{Status: http.StatusNotFound, Type: "invalid_request_error",
 			Message: fmt.Sprintf("unknown route POST %s; cancel a batch with POST /v1/batches/{id}/cancel", c.Request.URL.Path)}
 	}
-	b, err := h.svc.CancelBatch(c.Request.Context(), id)
-	if errors.Is(err, core.ErrBatchFinished) {
+	b, err := h.files.CancelBatch(c.Request.Context(), id)
+	if errors.Is(err, batches.ErrBatchFinished) {
 		return &Error{Status: http.StatusConflict, Type: "invalid_request_error", Message: err.Error()}
 	}
 	if err != nil {
@@ -297,29 +298,29 @@ func (h *handlers) cancelBatch(c *gin.Context) error {
 // what the endpoint answered. A line that asks to stream is refused (the output file holds
 // whole replies); a line refused by a rate limit (429 with Retry-After, e.g. the
 // fill-in-the-middle bucket) waits and tries again rather than fail.
-func runLine(router http.Handler, url string) core.LineFunc {
-	return func(ctx context.Context, body json.RawMessage) (core.LineResponse, error) {
+func runLine(router http.Handler, url string) batches.LineFunc {
+	return func(ctx context.Context, body json.RawMessage) (batches.LineResponse, error) {
 		var peek struct {
 			Stream bool `json:"stream"`
 		}
 		if json.Unmarshal(body, &peek) == nil && peek.Stream {
 			e := invalid("stream", "stream is not supported in a batch: drop it; the output file holds each whole reply")
 			b, _ := json.Marshal(e.wire())
-			return core.LineResponse{Status: e.Status, Body: b}, nil
+			return batches.LineResponse{Status: e.Status, Body: b}, nil
 		}
 		for {
 			rec, err := serveLine(ctx, router, url, body)
 			if err != nil {
-				return core.LineResponse{}, err
+				return batches.LineResponse{}, err
 			}
 			wait, _ := strconv.Atoi(rec.header.Get("Retry-After"))
 			if rec.status != http.StatusTooManyRequests || wait <= 0 {
-				return core.LineResponse{Status: rec.status, Body: rec.body.Bytes(), Usage: lineUsage(rec.body.Bytes())}, nil
+				return batches.LineResponse{Status: rec.status, Body: rec.body.Bytes(), Usage: lineUsage(rec.body.Bytes())}, nil
 			}
 			select {
 			case <-time.After(time.Duration(wait) * time.Second):
 			case <-ctx.Done():
-				return core.LineResponse{}, ctx.Err()
+				return batches.LineResponse{}, ctx.Err()
 			}
 		}
 	}
@@ -337,7 +338,7 @@ func serveLine(ctx context.Context, router http.Handler, url string, body []byte
 	defer func() {
 		if v := recover(); v != nil {
 			slog.Error("batch line panic", "url", url, "panic", v)
-			rec, err = nil, &core.LineError{Code: "server_error", Message: fmt.Sprintf("internal error: %v", v)}
+			rec, err = nil, &batches.LineError{Code: "server_error", Message: fmt.Sprintf("internal error: %v", v)}
 		}
 	}()
 	router.ServeHTTP(rec, req)

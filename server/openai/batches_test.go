@@ -14,7 +14,7 @@ import (
 
 	openai "github.com/openai/openai-go/v3"
 
-	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/batches"
 )
 
 // chatBatchLine is one line of a chat completions batch input.
@@ -268,7 +268,7 @@ func TestBatchBadInput(t *testing.T) {
 // TestBatchQueueFull: past 256 (here 2) waiting batches a new one is refused with 429
 // batch_queue_full.
 func TestBatchQueueFull(t *testing.T) {
-	f := setupFiles(t, filesConfig{stopped: true, batches: core.BatchConfig{Waiting: 2}})
+	f := setupFiles(t, filesConfig{stopped: true, batches: batches.BatchConfig{Waiting: 2}})
 	in := f.uploadBatch(t, chatBatchLine("a", `{"model":"fake","messages":[{"role":"user","content":"x"}]}`))
 	body := `{"input_file_id":"` + in + `","endpoint":"/v1/chat/completions","completion_window":"24h"}`
 	for range 2 {
@@ -295,7 +295,7 @@ func TestBatchQueueFull(t *testing.T) {
 // TestBatchCancelDuringLongLine: a cancel while a slow line runs answers cancelling at once;
 // the line finishes, no other starts, and the batch ends cancelled with that line's output.
 func TestBatchCancelDuringLongLine(t *testing.T) {
-	f := setupFiles(t, filesConfig{delay: 20 * time.Millisecond, batches: core.BatchConfig{LinesAtOnce: 1}})
+	f := setupFiles(t, filesConfig{delay: 20 * time.Millisecond, batches: batches.BatchConfig{LinesAtOnce: 1}})
 	var lines []string
 	for _, id := range []string{"a", "b", "c"} {
 		lines = append(lines, chatBatchLine(id, `{"model":"fake","messages":[{"role":"user","content":"x"}]}`))
@@ -325,7 +325,7 @@ func TestBatchCancelDuringLongLine(t *testing.T) {
 // TestBatchOutputOrder: the output holds each custom_id once, in input order, however the
 // lines interleave.
 func TestBatchOutputOrder(t *testing.T) {
-	f := setupFiles(t, filesConfig{delay: time.Millisecond, batches: core.BatchConfig{LinesAtOnce: 4}})
+	f := setupFiles(t, filesConfig{delay: time.Millisecond, batches: batches.BatchConfig{LinesAtOnce: 4}})
 	var lines, want []string
 	for i := range 12 {
 		id := fmt.Sprintf("req-%02d", i)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/batches"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/ratelimit"
 	"github.com/superfluid/superfluid/server/sse"
@@ -39,17 +40,23 @@ type Options struct {
 	// Anthropic client (AnthropicClient), in that dialect's shape; nil: OpenAI's for everyone.
 	AnthropicModels, AnthropicModel gin.HandlerFunc
 	AnthropicClient                 func(*http.Request) bool
+	// Batches serves /v1/files and /v1/batches; nil keeps no files (uploads are refused).
+	Batches *batches.Service
 }
 
 type handlers struct {
-	svc  *core.Service
-	opts Options
-	fim  *ratelimit.Buckets
+	svc   *core.Service
+	files *batches.Service // the Files and Batches APIs (files.go, batches.go)
+	opts  Options
+	fim   *ratelimit.Buckets
 }
 
 // Routes registers the OpenAI routes on r.
 func Routes(r gin.IRouter, svc *core.Service, opts Options) {
-	h := &handlers{svc: svc, opts: opts, fim: ratelimit.New(opts.CompletionBurst, opts.CompletionRate)}
+	h := &handlers{svc: svc, files: opts.Batches, opts: opts, fim: ratelimit.New(opts.CompletionBurst, opts.CompletionRate)}
+	if h.files == nil {
+		h.files = batches.New(batches.Config{}, svc, nil) // keeps no files: uploads are refused
+	}
 	r.POST("/v1/completions", Handle(h.completions))
 	r.POST("/v1/chat/completions", Handle(h.chatCompletions))
 	r.GET("/v1/models", Handle(h.listModels))

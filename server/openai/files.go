@@ -13,12 +13,12 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/batches"
 )
 
 // Files: POST /v1/files (multipart file and purpose), GET /v1/files, GET /v1/files/{id},
 // GET /v1/files/{id}/content and DELETE /v1/files/{id}, in OpenAI's shapes. The upload
-// streams to disk through the core; it is never held whole in memory.
+// streams to disk through server/batches; it is never held whole in memory.
 
 func (h *handlers) routesFiles(r gin.IRouter) {
 	r.POST("/v1/files", Handle(h.uploadFile))
@@ -51,7 +51,7 @@ type fileObject struct {
 	StatusDetails *string `json:"status_details"`
 }
 
-func toFileObject(f core.File) fileObject {
+func toFileObject(f batches.File) fileObject {
 	return fileObject{ID: f.ID, Object: "file", Bytes: f.Bytes, CreatedAt: f.CreatedAt.Unix(), ExpiresAt: unixOrNil(f.ExpiresAt),
 		Filename: f.Filename, Purpose: f.Purpose, Status: "processed"}
 }
@@ -95,7 +95,7 @@ func (h *handlers) uploadFile(c *gin.Context) error {
 		return invalid("file", "POST /v1/files takes multipart/form-data with the fields file and purpose")
 	}
 	var (
-		upload                   *core.Upload
+		upload                   *batches.Upload
 		filename, purpose        string
 		anchor, seconds          string
 		havePurpose, haveSeconds bool
@@ -119,7 +119,7 @@ func (h *handlers) uploadFile(c *gin.Context) error {
 				return invalid("file", "send one file per upload")
 			}
 			filename = part.FileName()
-			if upload, err = h.svc.Receive(c.Request.Context(), part); err != nil {
+			if upload, err = h.files.Receive(c.Request.Context(), part); err != nil {
 				return uploadError(err)
 			}
 		case "purpose":
@@ -150,7 +150,7 @@ func (h *handlers) uploadFile(c *gin.Context) error {
 	if filename == "" {
 		filename = "upload"
 	}
-	f, err := upload.Commit(c.Request.Context(), core.NewFile{Filename: filename, Purpose: purpose, ExpiresAfter: expires})
+	f, err := upload.Commit(c.Request.Context(), batches.NewFile{Filename: filename, Purpose: purpose, ExpiresAfter: expires})
 	if err != nil {
 		return uploadError(err)
 	}
@@ -191,14 +191,14 @@ func expiresAfter(anchor, seconds string, given bool) (time.Duration, error) {
 	return time.Duration(n) * time.Second, nil
 }
 
-// uploadError maps the core's upload failures to OpenAI errors.
+// uploadError maps server/batches' upload failures to OpenAI errors.
 func uploadError(err error) error {
 	switch {
-	case errors.Is(err, core.ErrFilesQuota):
+	case errors.Is(err, batches.ErrFilesQuota):
 		return &Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "files_quota_exceeded", Param: "file", Message: err.Error()}
-	case errors.Is(err, core.ErrNoFiles):
+	case errors.Is(err, batches.ErrNoFiles):
 		return &Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: err.Error()}
-	case errors.Is(err, core.ErrUploadCut):
+	case errors.Is(err, batches.ErrUploadCut):
 		return invalid("file", err.Error())
 	default:
 		return err
@@ -210,7 +210,7 @@ func (h *handlers) listFiles(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	q := core.FileQuery{Purpose: c.Query("purpose"), After: c.Query("after"), Limit: limit}
+	q := batches.FileQuery{Purpose: c.Query("purpose"), After: c.Query("after"), Limit: limit}
 	switch order := c.DefaultQuery("order", "desc"); order {
 	case "asc":
 		q.Ascending = true
@@ -218,7 +218,7 @@ func (h *handlers) listFiles(c *gin.Context) error {
 	default:
 		return invalid("order", fmt.Sprintf("order %q: use asc or desc", order))
 	}
-	files, more, err := h.svc.Files(c.Request.Context(), q)
+	files, more, err := h.files.Files(c.Request.Context(), q)
 	if err != nil {
 		return err
 	}
@@ -256,14 +256,14 @@ func fileRoute(c *gin.Context) (id string, content bool) {
 func (h *handlers) getFile(c *gin.Context) error {
 	id, content := fileRoute(c)
 	if !content {
-		f, err := h.svc.File(c.Request.Context(), id)
+		f, err := h.files.File(c.Request.Context(), id)
 		if err != nil {
 			return fileError(id, err)
 		}
 		c.JSON(http.StatusOK, toFileObject(f))
 		return nil
 	}
-	f, r, err := h.svc.OpenFile(c.Request.Context(), id)
+	f, r, err := h.files.OpenFile(c.Request.Context(), id)
 	if err != nil {
 		return fileError(id, err)
 	}
@@ -279,7 +279,7 @@ func (h *handlers) deleteFile(c *gin.Context) error {
 	if content {
 		return fileNotFound(id + "/content")
 	}
-	if err := h.svc.DeleteFile(c.Request.Context(), id); err != nil {
+	if err := h.files.DeleteFile(c.Request.Context(), id); err != nil {
 		return fileError(id, err)
 	}
 	c.JSON(http.StatusOK, gin.H{"id": id, "object": "file", "deleted": true})
@@ -288,7 +288,7 @@ func (h *handlers) deleteFile(c *gin.Context) error {
 
 // fileError is the 404 for a file that is not found, and err otherwise.
 func fileError(id string, err error) error {
-	if errors.Is(err, core.ErrFileNotFound) {
+	if errors.Is(err, batches.ErrFileNotFound) {
 		return fileNotFound(id)
 	}
 	return err

@@ -23,6 +23,7 @@ import (
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/enginetest"
 	"github.com/superfluid/superfluid/server"
+	"github.com/superfluid/superfluid/server/batches"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/servertest"
 	"github.com/superfluid/superfluid/server/store"
@@ -30,21 +31,21 @@ import (
 
 // filesConfig describes a test server that keeps files and runs batches.
 type filesConfig struct {
-	maxBytes  int64              // --files-max-bytes
-	maxTokens int                // --max-tokens
-	batches   core.BatchConfig   // the runner's bounds
-	stopped   bool               // the runner is not started (batches wait)
-	delay     time.Duration      // the fake's delay per token
-	reply     string             // what the fake says
-	dir       string             // the files folder; "" a fresh one
-	st        *store.Store       // the store; nil a fresh one
-	engine    *enginetest.Engine // the fake; nil a fresh one
+	maxBytes  int64               // --files-max-bytes
+	maxTokens int                 // --max-tokens
+	batches   batches.BatchConfig // the runner's bounds
+	stopped   bool                // the runner is not started (batches wait)
+	delay     time.Duration       // the fake's delay per token
+	reply     string              // what the fake says
+	dir       string              // the files folder; "" a fresh one
+	st        *store.Store        // the store; nil a fresh one
+	engine    *enginetest.Engine  // the fake; nil a fresh one
 }
 
 // filesFixture is a running server with a files folder and the batch runner.
 type filesFixture struct {
 	srv    *httptest.Server
-	svc    *core.Service
+	svc    *batches.Service
 	st     *store.Store
 	eng    *enginetest.Engine
 	dir    string
@@ -71,9 +72,10 @@ func setupFiles(t *testing.T, cfg filesConfig) *filesFixture {
 		eng = enginetest.New(4096, cfg.reply)
 		eng.TokenDelay = cfg.delay
 	}
-	svc := core.New(core.Config{MaxTokens: cfg.maxTokens, Files: core.FilesConfig{Dir: cfg.dir, MaxBytes: cfg.maxBytes}, Batches: cfg.batches},
+	cs := core.New(core.Config{MaxTokens: cfg.maxTokens},
 		cfg.st, &core.Model{ID: "fake", Path: "/models/fake.gguf", Engine: eng, Template: tmpl, ContextLength: 4096})
-	srv := httptest.NewServer(server.New(server.Config{}, svc))
+	svc := batches.New(batches.Config{Files: batches.FilesConfig{Dir: cfg.dir, MaxBytes: cfg.maxBytes}, Batches: cfg.batches}, cs, cfg.st)
+	srv := httptest.NewServer(server.New(server.Config{Batches: svc}, cs))
 	if !cfg.stopped {
 		if err := svc.StartBackground(); err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package core
+package batches
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/enginetest"
+	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -25,7 +26,7 @@ func fileService(t *testing.T, cfg Config) (*Service, *store.Store) {
 	if cfg.Files.Dir == "" {
 		cfg.Files.Dir = filepath.Join(t.TempDir(), "files")
 	}
-	svc := New(cfg, st, fakeModel(t, enginetest.New(4096, "Hello world!")))
+	svc := New(cfg, core.New(core.Config{}, st, fakeModel(t, enginetest.New(4096, "Hello world!"))), st)
 	t.Cleanup(func() {
 		if err := svc.StopBackground(context.Background()); err != nil {
 			t.Error(err)
@@ -195,7 +196,7 @@ func TestSweepAfterCrash(t *testing.T) {
 		}
 	}
 	// A restart: a new service over the same store and folder.
-	again := New(Config{Files: FilesConfig{Dir: dir}}, st)
+	again := New(Config{Files: FilesConfig{Dir: dir}}, core.New(core.Config{}, st), st)
 	if err := again.StartBackground(); err != nil {
 		t.Fatal(err)
 	}

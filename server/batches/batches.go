@@ -1,4 +1,4 @@
-package core
+package batches
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/auth"
+	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -25,7 +27,8 @@ type BatchConfig struct {
 	// ErrBatchQueueFull.
 	Waiting int
 	// LinesAtOnce is how many lines of one batch run at once; 0 for as many as its model's
-	// lanes share allows (one more than the lanes, see laneShare), which keeps them busy.
+	// lanes share allows (one more than the lanes, see core.Model.TakeBatchLane), which keeps
+	// them busy.
 	LinesAtOnce int
 	// Window is how long a batch has to complete (default 24h, the one window OpenAI offers).
 	Window time.Duration
@@ -38,8 +41,6 @@ const (
 	defaultWindow  = 24 * time.Hour
 	// maxBatchLines is the most lines one batch may have (OpenAI's limit).
 	maxBatchLines = 50_000
-	// lineCap caps a batch line that names no max_tokens.
-	lineCap = 2048
 )
 
 // Batch statuses.
@@ -130,7 +131,7 @@ type LineFunc func(ctx context.Context, body json.RawMessage) (LineResponse, err
 // ServeBatchLines registers how lines for url run (the dialect that serves url calls it); lines
 // for a url nothing registered fail with unsupported_endpoint.
 func (s *Service) ServeBatchLines(url string, run LineFunc) {
-	r := &s.batches
+	r := &s.runner
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.lines == nil {
@@ -192,7 +193,9 @@ func (s *Service) CreateBatch(ctx context.Context, nb NewBatch) (Batch, error) {
 		Status: store.BatchValidating, Metadata: nb.Metadata, OutputExpires: nb.OutputExpiresAfter,
 		CreatedAt: now, ExpiresAt: now.Add(cfg.Window),
 	}
-	b.Owner, b.OwnerName = keyOf(ctx)
+	if who, ok := auth.FromContext(ctx); ok {
+		b.Owner, b.OwnerName = who.ID, who.Name
+	}
 	if err := s.store.CreateBatch(ctx, b, cfg.Waiting); err != nil {
 		if errors.Is(err, store.ErrQueueFull) {
 			return Batch{}, fmt.Errorf("%w: %d batches are waiting already; retry once some have run", ErrBatchQueueFull, cfg.Waiting)
@@ -209,7 +212,7 @@ func (s *Service) Batch(ctx context.Context, id string) (Batch, error) {
 		return Batch{}, &BatchNotFoundError{ID: id}
 	}
 	b, err := s.store.Batch(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !visible(ctx, b.Owner)) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !core.Visible(ctx, b.Owner)) {
 		return Batch{}, &BatchNotFoundError{ID: id}
 	}
 	if err != nil {
@@ -225,7 +228,7 @@ func (s *Service) Batches(ctx context.Context, after string, limit int) ([]Batch
 		return []Batch{}, false, nil
 	}
 	limit = max(1, limit)
-	bs, err := s.store.BatchesOf(ctx, visibleOwners(ctx), after, limit+1)
+	bs, err := s.store.BatchesOf(ctx, core.VisibleOwners(ctx), after, limit+1)
 	if err != nil {
 		return nil, false, err
 	}
@@ -244,7 +247,7 @@ func (s *Service) CancelBatch(ctx context.Context, id string) (Batch, error) {
 	if _, err := s.Batch(ctx, id); err != nil {
 		return Batch{}, err
 	}
-	r := &s.batches
+	r := &s.runner
 	r.mu.Lock()
 	rb := r.running[id]
 	b, changed, err := s.store.CancelBatch(ctx, id, rb == nil, time.Now())
@@ -259,54 +262,4 @@ func (s *Service) CancelBatch(ctx context.Context, id string) (Batch, error) {
 		rb.stop()
 	}
 	return toBatch(b), nil
-}
-
-// batchLineKey marks the context of a batch line's request.
-type batchLineKey struct{}
-
-// isBatchLine reports whether ctx is a batch line's request: it runs at background priority
-// with the model's own defaults, not the operator's settings, and is capped at 2048 tokens
-// when it names no cap.
-func isBatchLine(ctx context.Context) bool {
-	return ctx.Value(batchLineKey{}) != nil
-}
-
-// DefaultMaxTokens is the completion cap of a request that names none: the operator's
-// --max-tokens (0 fills the context), or 2048 for a batch line.
-func (s *Service) DefaultMaxTokens(ctx context.Context) int {
-	if isBatchLine(ctx) {
-		return lineCap
-	}
-	return s.cfg.MaxTokens
-}
-
-// prepare fills in what a generation left unset and reserves its place on m. An interactive
-// request takes the model's settings and the operator's --max-tokens, and counts against
-// --queue. A batch line takes the model's own defaults (none of the operator's settings), at
-// most 2048 tokens when it names no cap, background priority in the engine's queue, and never
-// takes a place in the queue from an interactive request.
-func (s *Service) prepare(ctx context.Context, m *Model, gen *llm.Request, n int) (release func(), err error) {
-	if !isBatchLine(ctx) {
-		applySettings(gen, s.settingsOf(ctx, m))
-		if gen.MaxTokens == 0 {
-			gen.MaxTokens = s.cfg.MaxTokens
-		}
-		release, err := s.admit(m, n)
-		if err != nil {
-			return nil, err
-		}
-		w := m.sched()
-		w.lanes.interactive()
-		return func() {
-			release()
-			w.lanes.interactive()
-		}, nil
-	}
-	if gen.MaxTokens == 0 {
-		gen.MaxTokens = lineCap
-	}
-	gen.Priority = llm.PriorityBackground // queued interactive generations go first
-	w := m.sched()
-	w.background.Add(int64(n))
-	return func() { w.background.Add(-int64(n)) }, nil
 }

@@ -1,4 +1,4 @@
-package core
+package batches
 
 import (
 	"bufio"
@@ -146,7 +146,7 @@ func (s *Service) validateBatch(ctx context.Context, b store.Batch) (total int, 
 		name := *body.Model
 		merr, checked := models[name]
 		if !checked {
-			_, merr = s.ModelFor(ctx, name) // as the batch's key sees them
+			_, merr = s.core.ModelFor(ctx, name) // as the batch's key sees them
 			models[name] = merr
 		}
 		if merr != nil {

@@ -1,4 +1,4 @@
-package core
+package batches
 
 import (
 	"bufio"
@@ -17,13 +17,15 @@ import (
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/enginetest"
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/store"
 )
 
-// batchFixture is a service over the fake engine whose chat lines run through Chat, with a
-// real store and files folder.
+// batchFixture is a service over the fake engine whose chat lines run through the core's
+// Chat, with a real store and files folder.
 type batchFixture struct {
 	svc  *Service
+	core *core.Service
 	st   *store.Store
 	fake *enginetest.Engine
 	dir  string
@@ -35,7 +37,7 @@ type batchFixture struct {
 
 // lineObserver counts the batch lines the core reports.
 type lineObserver struct {
-	NopObserver
+	core.NopObserver
 	mu       sync.Mutex
 	ok, fail int
 }
@@ -60,6 +62,13 @@ type testLine struct {
 
 func newBatchFixture(t *testing.T, cfg Config, dir string, st *store.Store) *batchFixture {
 	t.Helper()
+	return newBatchFixtureOver(t, core.Config{}, cfg, dir, st)
+}
+
+// newBatchFixtureOver is newBatchFixture over a core with coreCfg (its Observer is the
+// fixture's).
+func newBatchFixtureOver(t *testing.T, coreCfg core.Config, cfg Config, dir string, st *store.Store) *batchFixture {
+	t.Helper()
 	if st == nil {
 		var err error
 		if st, err = store.Open(filepath.Join(t.TempDir(), "db.sqlite")); err != nil {
@@ -72,8 +81,9 @@ func newBatchFixture(t *testing.T, cfg Config, dir string, st *store.Store) *bat
 	}
 	cfg.Files.Dir = dir
 	f := &batchFixture{st: st, dir: dir, fake: enginetest.New(4096, "Hello world!"), obs: &lineObserver{}}
-	cfg.Observer = f.obs
-	f.svc = New(cfg, st, fakeModel(t, f.fake))
+	coreCfg.Observer = f.obs
+	f.core = core.New(coreCfg, st, fakeModel(t, f.fake))
+	f.svc = New(cfg, f.core, st)
 	f.svc.ServeBatchLines("/v1/chat/completions", func(ctx context.Context, body json.RawMessage) (LineResponse, error) {
 		var l testLine
 		if err := json.Unmarshal(body, &l); err != nil {
@@ -85,10 +95,10 @@ func newBatchFixture(t *testing.T, cfg Config, dir string, st *store.Store) *bat
 		if l.Status != 0 {
 			return LineResponse{Status: l.Status, Body: json.RawMessage(`{"error":{"message":"refused"}}`)}, nil
 		}
-		req := &ChatRequest{ID: "chatcmpl-" + l.Content, Endpoint: "/v1/chat/completions", Model: l.Model,
+		req := &core.ChatRequest{ID: "chatcmpl-" + l.Content, Endpoint: "/v1/chat/completions", Model: l.Model,
 			Messages: []chat.Message{{Role: "user", Content: l.Content}}, Generation: llm.Request{MaxTokens: l.MaxTokens}}
 		var text strings.Builder
-		res, err := f.svc.Chat(ctx, req, func(_ int, ev llm.Event) error {
+		res, err := f.core.Chat(ctx, req, func(_ int, ev llm.Event) error {
 			text.WriteString(ev.Text)
 			return nil
 		})
@@ -100,6 +110,16 @@ func newBatchFixture(t *testing.T, cfg Config, dir string, st *store.Store) *bat
 	})
 	t.Cleanup(func() { f.svc.StopBackground(context.Background()) })
 	return f
+}
+
+// fakeModel serves the fake engine e as the model "fake".
+func fakeModel(t *testing.T, e llm.Engine) *core.Model {
+	t.Helper()
+	tmpl, err := chat.Parse("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &core.Model{ID: "fake", Path: "/models/fake.gguf", Engine: e, Template: tmpl, ContextLength: 256}
 }
 
 func (f *batchFixture) start(t *testing.T) {
@@ -185,7 +205,7 @@ func customIDs(lines []batchOutput) []string {
 // name no cap get 2048 tokens, not the operator's --max-tokens.
 func TestBatchRunsToCompletion(t *testing.T) {
 	ctx := context.Background()
-	f := newBatchFixture(t, Config{MaxTokens: 7}, "", nil)
+	f := newBatchFixtureOver(t, core.Config{MaxTokens: 7}, Config{}, "", nil)
 	f.start(t)
 	in := f.input(t, chatLine("a", ""), "", chatLine("b", `,"max_tokens":5`), chatLine("c", `,"status":400`), chatLine("d", ""))
 	b, err := f.svc.CreateBatch(ctx, NewBatch{InputFileID: in, Endpoint: "/v1/chat/completions", CompletionWindow: "24h",

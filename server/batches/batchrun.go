@@ -1,10 +1,8 @@
-package core
+package batches
 
 import (
-	"bufio"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -70,7 +68,7 @@ func (s *Service) StartBackground() error {
 	if err := s.sweepFiles(ctx); err != nil {
 		return err
 	}
-	r := &s.batches
+	r := &s.runner
 	r.mu.Lock()
 	if r.ctx != nil {
 		r.mu.Unlock()
@@ -88,7 +86,7 @@ func (s *Service) StartBackground() error {
 // StopBackground stops the background work and waits for it, or for ctx. Lines still running
 // are abandoned unrecorded: they run again when the service starts next.
 func (s *Service) StopBackground(ctx context.Context) error {
-	r := &s.batches
+	r := &s.runner
 	r.mu.Lock()
 	if r.stopAll != nil {
 		r.stopAll()
@@ -118,24 +116,24 @@ func (s *Service) StopBackground(ctx context.Context) error {
 // model can load any more is not a result, it runs again after the restart, and no line or
 // batch is started, retried or finished against a closed manager.
 func (s *Service) stopIfClosed() bool {
-	r := &s.batches
+	r := &s.runner
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return s.stopIfClosedLocked()
 }
 
 func (s *Service) stopIfClosedLocked() bool {
-	if s.mgr == nil || !s.mgr.Closed() {
+	if !s.core.ShuttingDown() {
 		return false
 	}
-	if r := &s.batches; r.stopAll != nil {
+	if r := &s.runner; r.stopAll != nil {
 		r.stopAll()
 	}
 	return true
 }
 
 func (s *Service) expiryLoop(ctx context.Context) {
-	defer s.batches.wg.Done()
+	defer s.runner.wg.Done()
 	t := time.NewTicker(fileExpiryEvery)
 	defer t.Stop()
 	for {
@@ -152,7 +150,7 @@ func (s *Service) expiryLoop(ctx context.Context) {
 
 // fillBatches starts waiting batches while fewer than BatchConfig.Running run.
 func (s *Service) fillBatches() {
-	r := &s.batches
+	r := &s.runner
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ctx == nil || r.ctx.Err() != nil || s.stopIfClosedLocked() {
@@ -197,14 +195,14 @@ func boolRank(b bool) int {
 }
 
 func (s *Service) lineFunc(url string) LineFunc {
-	s.batches.mu.Lock()
-	defer s.batches.mu.Unlock()
-	return s.batches.lines[url]
+	s.runner.mu.Lock()
+	defer s.runner.mu.Unlock()
+	return s.runner.lines[url]
 }
 
 // runBatch runs one batch to its end (or to the shutdown), then lets the next one start.
 func (s *Service) runBatch(ctx context.Context, rb *runningBatch, b store.Batch) {
-	r := &s.batches
+	r := &s.runner
 	defer r.wg.Done()
 	defer s.fillBatches()
 	defer func() {
@@ -316,8 +314,8 @@ func (s *Service) runLines(ctx context.Context, rb *runningBatch, b store.Batch)
 	}
 	defer in.Close()
 	// The lanes of the batch's model are shared with its other batches and with interactive
-	// requests (see laneShare); a model that is gone has its lines fail one by one.
-	m, _ := s.Model(b.Model)
+	// requests (core.Model.TakeBatchLane); a model that is gone has its lines fail one by one.
+	m, _ := s.core.Model(b.Model)
 	lanes := func() int {
 		if m == nil {
 			return 1
@@ -350,13 +348,13 @@ func (s *Service) runLines(ctx context.Context, rb *runningBatch, b store.Batch)
 		case <-ctx.Done():
 			return false, nil
 		}
-		if m != nil && !m.sched().lanes.take(ctx, rb.cancel, lanes()) {
+		if m != nil && !m.TakeBatchLane(ctx, rb.cancel) {
 			<-slots
 			return false, nil
 		}
 		if rb.stopped() || ctx.Err() != nil {
 			if m != nil {
-				m.sched().lanes.give()
+				m.GiveBatchLane()
 			}
 			<-slots
 			return false, nil // between lines
@@ -370,7 +368,7 @@ func (s *Service) runLines(ctx context.Context, rb *runningBatch, b store.Batch)
 			free := func() {
 				once.Do(func() {
 					if m != nil {
-						m.sched().lanes.give()
+						m.GiveBatchLane()
 					}
 					<-slots
 				})
@@ -379,157 +377,4 @@ func (s *Service) runLines(ctx context.Context, rb *runningBatch, b store.Batch)
 			s.runLine(ctx, b, idx, raw, free)
 		}()
 	}
-}
-
-// batchInput is one line of a batch's input file.
-type batchInput struct {
-	CustomID *string         `json:"custom_id"`
-	Method   string          `json:"method"`
-	URL      string          `json:"url"`
-	Body     json.RawMessage `json:"body"`
-}
-
-// batchOutput is one line of a batch's output or error file, in OpenAI's shape: a response, or
-// an error for a line that got none.
-type batchOutput struct {
-	ID       string          `json:"id"`
-	CustomID string          `json:"custom_id"`
-	Response *batchResponse  `json:"response"`
-	Error    *batchLineError `json:"error"`
-}
-
-type batchResponse struct {
-	StatusCode int             `json:"status_code"`
-	RequestID  string          `json:"request_id"`
-	Body       json.RawMessage `json:"body"`
-}
-
-type batchLineError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// runLine runs line idx of b, calls done once its request has ended, and commits its result
-// with its count. A line stopped by the shutdown is not committed: it runs again after the
-// restart.
-func (s *Service) runLine(ctx context.Context, b store.Batch, idx int, raw []byte, done func()) {
-	var in batchInput
-	if err := json.Unmarshal(raw, &in); err != nil || in.CustomID == nil {
-		// Validated before the batch started; the input changed under it.
-		in = batchInput{CustomID: new(string)}
-	}
-	out := batchOutput{ID: "batch_req_" + randomHex(12), CustomID: *in.CustomID}
-	var usage store.LineUsage
-	run := s.lineFunc(in.URL)
-	switch {
-	case run == nil:
-		out.Error = &batchLineError{Code: "unsupported_endpoint", Message: fmt.Sprintf("%s is not served", in.URL)}
-	default:
-		resp, err := run(context.WithValue(ctx, batchLineKey{}, b.ID), in.Body)
-		done()
-		if failed := err != nil || resp.Status/100 != 2; failed && (s.stopIfClosed() || ctx.Err() != nil) {
-			return // stopped by the shutdown (a reply that came whole is kept)
-		}
-		var le *LineError
-		switch {
-		case errors.As(err, &le):
-			out.Error = &batchLineError{Code: le.Code, Message: le.Message}
-		case err != nil:
-			out.Error = &batchLineError{Code: "server_error", Message: err.Error()}
-		default:
-			body := resp.Body
-			if !json.Valid(body) {
-				body, _ = json.Marshal(string(body))
-			}
-			out.Response = &batchResponse{StatusCode: resp.Status, RequestID: "req_" + randomHex(12), Body: body}
-			usage = store.LineUsage{InputTokens: int64(resp.Usage.PromptTokens), CachedTokens: int64(resp.Usage.CachedTokens),
-				OutputTokens: int64(resp.Usage.CompletionTokens)}
-		}
-	}
-	ok := out.Error == nil && out.Response.StatusCode/100 == 2
-	result, err := json.Marshal(out)
-	if err == nil {
-		err = s.store.SaveBatchLine(context.WithoutCancel(ctx), b.ID, idx, !ok, result, usage)
-	}
-	if err != nil {
-		slog.Error("a batch line's result could not be saved; it runs again when the batch resumes", "batch", b.ID, "line", idx+1, "err", err)
-		return
-	}
-	s.Observer().BatchLine(ok)
-}
-
-// finishBatch writes b's output and error files and ends it with status.
-func (s *Service) finishBatch(ctx context.Context, b store.Batch, status string) error {
-	began := time.Now()
-	var written []string
-	files := make([]*store.File, 2)
-	for i, failed := range []bool{false, true} {
-		f, err := s.writeResults(ctx, b, failed)
-		if err != nil {
-			removeAll(written)
-			return err
-		}
-		if f != nil {
-			written = append(written, filepath.Join(s.cfg.Files.Dir, f.ID))
-		}
-		files[i] = f
-	}
-	end := store.BatchEnd{Status: status, Output: files[0], Errors: files[1], FinalizingAt: began, At: time.Now()}
-	if err := s.store.FinishBatch(context.WithoutCancel(ctx), b.ID, end); err != nil {
-		removeAll(written)
-		return err
-	}
-	return nil
-}
-
-func removeAll(paths []string) {
-	for _, p := range paths {
-		os.Remove(p)
-	}
-}
-
-// writeResults writes b's output lines (or error lines) to a new file, synced and renamed to
-// its id; nil when there are none.
-func (s *Service) writeResults(ctx context.Context, b store.Batch, failed bool) (*store.File, error) {
-	dir := s.cfg.Files.Dir
-	tmp, err := os.CreateTemp(dir, outputPrefix+"*")
-	if err != nil {
-		return nil, fmt.Errorf("write the batch's results: %w", err)
-	}
-	defer func() {
-		tmp.Close()
-		os.Remove(tmp.Name()) // gone after the rename
-	}()
-	w := bufio.NewWriter(tmp)
-	var lines, n int64
-	err = s.store.EachBatchLine(ctx, b.ID, failed, func(result []byte) error {
-		lines++
-		k, err := w.Write(append(result, '\n'))
-		n += int64(k)
-		return err
-	})
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("write the batch's results: %w", err)
-	}
-	if lines == 0 {
-		return nil, nil
-	}
-	kind := "output"
-	if failed {
-		kind = "error"
-	}
-	now := time.Now()
-	f := &store.File{ID: newFileID(), Filename: fmt.Sprintf("%s_%s.jsonl", b.ID, kind), Purpose: "batch_output", Bytes: n,
-		CreatedAt: now, Owner: b.Owner, ExpiresAt: s.expiry(now, b.OutputExpires)}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, f.ID)); err != nil {
-		return nil, fmt.Errorf("write the batch's results: %w", err)
-	}
-	syncDir(dir)
-	return f, nil
 }

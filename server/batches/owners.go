@@ -1,4 +1,4 @@
-package core
+package batches
 
 import (
 	"context"
@@ -9,38 +9,8 @@ import (
 	"github.com/superfluid/superfluid/server/store"
 )
 
-// Owners: when requests carry API keys, files, batches and stored responses belong to the key
-// that made them, and another key is told they do not exist, with the same 404 as an unknown
-// id. Rows made while no key was configured have no owner: admin keys see them. Without keys
-// every request sees every row.
-
-// ownerOf is the owner a row made by the request ctx belongs to gets: its key's id, "" without
-// keys.
-func ownerOf(ctx context.Context) string {
-	if id, ok := auth.FromContext(ctx); ok {
-		return id.ID
-	}
-	return ""
-}
-
-// visible reports whether the request ctx belongs to may see a row owned by owner.
-func visible(ctx context.Context, owner string) bool {
-	id, ok := auth.FromContext(ctx)
-	return !ok || owner == id.ID || (owner == "" && id.Admin)
-}
-
-// visibleOwners are the owners whose rows the request ctx belongs to may list; nil for all.
-func visibleOwners(ctx context.Context) []string {
-	id, ok := auth.FromContext(ctx)
-	switch {
-	case !ok:
-		return nil
-	case id.Admin:
-		return []string{id.ID, ""}
-	default:
-		return []string{id.ID}
-	}
-}
+// Owners: files and batches belong to the key that made them (see core.Visible for who may
+// see a row); a batch's lines run as that key.
 
 // ErrOwnerNotFound is Config.Owner's answer for a key that was revoked or no longer exists.
 var ErrOwnerNotFound = errors.New("the API key was revoked or no longer exists")

@@ -1,4 +1,4 @@
-package core
+package batches
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -133,71 +133,6 @@ type Upload struct {
 	reserved int64
 }
 
-// fileQuota is the part of --files-max-bytes that uploads in progress have reserved. An
-// upload reserves its bytes before it writes them, so concurrent uploads cannot each fill the
-// room one look at the stored total showed free: at no time do the stored files and the
-// uploads on disk take more than the quota.
-type fileQuota struct {
-	mu       sync.Mutex
-	reserved int64
-}
-
-// quotaChunk is how much an upload reserves at a time: small, so that a small upload does not
-// hold room a concurrent one could have used; large enough that the stored total is read once
-// per chunk, not once per write.
-const quotaChunk = 64 << 10
-
-// reserve takes up to want bytes of the quota: what the stored files and the other uploads
-// leave free, at most want.
-func (s *Service) reserve(ctx context.Context, want int64) (int64, error) {
-	q := &s.quota
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	used, err := s.store.FilesBytes(ctx)
-	if err != nil {
-		return 0, err
-	}
-	got := min(want, max(0, s.cfg.Files.MaxBytes-used-q.reserved))
-	q.reserved += got
-	return got, nil
-}
-
-// unreserve gives n reserved bytes back.
-func (s *Service) unreserve(n int64) {
-	if n == 0 {
-		return
-	}
-	s.quota.mu.Lock()
-	s.quota.reserved -= n
-	s.quota.mu.Unlock()
-}
-
-// quotaWriter writes to w only bytes reserved first; a write that finds no room is
-// ErrFilesQuota and writes nothing.
-type quotaWriter struct {
-	s       *Service
-	ctx     context.Context
-	w       io.Writer
-	granted int64
-	written int64
-}
-
-func (q *quotaWriter) Write(p []byte) (int, error) {
-	if need := q.written + int64(len(p)) - q.granted; need > 0 {
-		got, err := q.s.reserve(q.ctx, max(need, quotaChunk))
-		q.granted += got
-		if err != nil {
-			return 0, err
-		}
-		if got < need {
-			return 0, ErrFilesQuota
-		}
-	}
-	n, err := q.w.Write(p)
-	q.written += int64(n)
-	return n, err
-}
-
 // ErrUploadCut is an upload whose content could not be read to its end (the client was cut
 // off halfway); nothing of it is kept.
 var ErrUploadCut = errors.New("the upload was cut off")
@@ -260,7 +195,7 @@ func (u *Upload) Commit(ctx context.Context, nf NewFile) (File, error) {
 		return File{}, errors.New("the upload was committed or discarded already")
 	}
 	s := u.s
-	f := store.File{ID: newFileID(), Filename: nf.Filename, Purpose: nf.Purpose, Bytes: u.n, CreatedAt: time.Now(), Owner: ownerOf(ctx)}
+	f := store.File{ID: newFileID(), Filename: nf.Filename, Purpose: nf.Purpose, Bytes: u.n, CreatedAt: time.Now(), Owner: core.OwnerOf(ctx)}
 	f.ExpiresAt = s.expiry(f.CreatedAt, nf.ExpiresAfter)
 	dir := s.cfg.Files.Dir
 	path := filepath.Join(dir, f.ID)
@@ -291,11 +226,6 @@ func (s *Service) CreateFile(ctx context.Context, nf NewFile) (File, error) {
 	}
 	defer u.Discard()
 	return u.Commit(ctx, nf)
-}
-
-func (s *Service) quotaError(n int64) error {
-	return fmt.Errorf("%w: the upload (%d bytes or more) does not fit in --files-max-bytes %d; delete files (DELETE /v1/files/{id}) or raise the limit",
-		ErrFilesQuota, n, s.cfg.Files.MaxBytes)
 }
 
 // writeTemp copies r into a new temporary file in dir and syncs it, returning its size and
@@ -373,7 +303,7 @@ func (s *Service) file(ctx context.Context, id string) (store.File, error) {
 		return store.File{}, &FileNotFoundError{ID: id}
 	}
 	f, err := s.store.File(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && (f.Expired(time.Now()) || !visible(ctx, f.Owner))) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (f.Expired(time.Now()) || !core.Visible(ctx, f.Owner))) {
 		return store.File{}, &FileNotFoundError{ID: id}
 	}
 	return f, err
@@ -387,7 +317,7 @@ func (s *Service) Files(ctx context.Context, q FileQuery) ([]File, bool, error) 
 	}
 	limit := max(1, q.Limit)
 	fs, err := s.store.Files(ctx, store.FileQuery{Purpose: q.Purpose, After: q.After, Limit: limit + 1, Ascending: q.Ascending, Now: time.Now(),
-		Owners: visibleOwners(ctx)})
+		Owners: core.VisibleOwners(ctx)})
 	if err != nil {
 		return nil, false, err
 	}
