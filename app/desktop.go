@@ -13,10 +13,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/superfluid/superfluid/runtime/backends"
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models"
-	"github.com/superfluid/superfluid/runtime/runtimes"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/store"
 	"github.com/superfluid/superfluid/tray"
@@ -403,7 +403,7 @@ func (c *controller) defaultContext(e *models.Entry) int {
 func (c *controller) SetSettings(id string, s tray.ModelSettings) error {
 	set := store.ModelSettings{ModelID: id, ContextLength: s.ContextLength, Lanes: s.Lanes, Runtime: s.Runtime,
 		MaxTokens: s.MaxTokens, SystemPrompt: s.SystemPrompt}
-	if set.Runtime == runtimes.CPU {
+	if set.Runtime == backends.CPU {
 		set.Runtime = ""
 	}
 	var err error
