@@ -8,6 +8,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 )
 
 // The model the agents' free turns run on: a Qwen chat template (tools in the system turn, calls
@@ -29,7 +30,7 @@ const (
 // ends a reply, and both agents treat a reply cut at their cap as an error.
 //
 // The tokenizer is the Llama-2 SPM vocabulary from ../shared/models when present, else the tiny
-// one gguf.WriteTinyLlama writes; ChatML's two markers are added to it as control tokens.
+// one gguftest.WriteTinyLlama writes; ChatML's two markers are added to it as control tokens.
 func writeEOTModel(t *testing.T, path, template string) {
 	t.Helper()
 	tmpl, err := os.ReadFile(template)
@@ -39,7 +40,7 @@ func writeEOTModel(t *testing.T, path, template string) {
 	vocabPath := agentVocabFile
 	if _, err := os.Stat(vocabPath); err != nil {
 		vocabPath = filepath.Join(t.TempDir(), "tiny-vocab.gguf")
-		if err := gguf.WriteTinyLlama(vocabPath, gguf.TinyLlamaOptions{Vocab: 2048, Layers: 1}); err != nil {
+		if err := gguftest.WriteTinyLlama(vocabPath, gguftest.TinyLlamaOptions{Vocab: 2048, Layers: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -67,7 +68,7 @@ func writeEOTModel(t *testing.T, path, template string) {
 	types = append(types, control, control)
 	vocab := uint64(len(tokens))
 
-	w := gguf.NewWriter()
+	w := gguftest.NewWriter()
 	w.AddString("general.architecture", "llama")
 	w.AddString("general.name", "agents-eot")
 	w.AddUint32("general.file_type", 0) // F32

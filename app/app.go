@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/superfluid/superfluid/assets"
+	"github.com/superfluid/superfluid/runtime/backends"
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/runtime/models/hf"
-	"github.com/superfluid/superfluid/runtime/runtimes"
 	"github.com/superfluid/superfluid/runtime/worker"
 	"github.com/superfluid/superfluid/server"
 	"github.com/superfluid/superfluid/server/auth"
@@ -183,7 +183,7 @@ func (a *App) newRunner(e *models.Entry, vocabOnly bool) models.Runner {
 		if set.Lanes > 0 {
 			opts.Parallel = set.Lanes
 		}
-		if rt, err := runtimes.Find(a.runtimes(), set.Runtime); err == nil && rt.GPU {
+		if rt, err := backends.Find(a.runtimes(), set.Runtime); err == nil && rt.GPU {
 			opts.Env = append(append([]string(nil), opts.Env...), rt.Env()...)
 			opts.GPULayers, opts.Runtime = 999, rt.Name
 		}
@@ -198,13 +198,13 @@ func (a *App) newRunner(e *models.Entry, vocabOnly bool) models.Runner {
 }
 
 // runtimes are the runtimes this machine has (the CPU and those under <data>/runtimes).
-func (a *App) runtimes() []runtimes.Runtime {
-	return runtimes.List(a.cfg.DataDir, runtimes.Detect())
+func (a *App) runtimes() []backends.Backend {
+	return backends.List(a.cfg.DataDir, backends.Detect())
 }
 
 // checkRuntime says why a runtime cannot serve models here.
 func (a *App) checkRuntime(name string) error {
-	_, err := runtimes.Find(a.runtimes(), name)
+	_, err := backends.Find(a.runtimes(), name)
 	return err
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/superfluid/superfluid/server/auth"
+	"github.com/superfluid/superfluid/server/core/qos"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -45,7 +46,7 @@ a few seconds.`,
 func newKeysCreateCommand(cfg *Config) *cobra.Command {
 	var admin bool
 	var models, origins []string
-	var qos string
+	var class string
 	var limits auth.Limits
 	cmd := &cobra.Command{
 		Use:   "create NAME",
@@ -60,7 +61,7 @@ The key is not shown again: only its hash is stored.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			q, err := auth.ParseQoS(qos)
+			q, err := qos.Parse(class)
 			if err != nil {
 				return &UsageError{"--qos: " + err.Error()}
 			}
@@ -80,7 +81,7 @@ The key is not shown again: only its hash is stored.`,
 	fs := cmd.Flags()
 	fs.BoolVar(&admin, "admin", false, "the key may also manage models (load, unload, delete, pull, copy) and keys")
 	fs.StringSliceVar(&models, "models", nil, "the model ids the key may use, comma-separated (default: every model)")
-	fs.StringVar(&qos, "qos", "", "the highest scheduling class the key may ask for: interactive, completion, agent or background (default: any)")
+	fs.StringVar(&class, "qos", "", "the highest scheduling class the key may ask for: interactive, completion, agent or background (default: any)")
 	fs.IntVar(&limits.RPM, "rpm", 0, "requests per minute (0 = no limit)")
 	fs.IntVar(&limits.TPM, "tpm", 0, "tokens per minute (0 = no limit)")
 	fs.IntVar(&limits.Concurrency, "concurrency", 0, "requests at once (0 = no limit)")

@@ -18,6 +18,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 )
 
 // TestConversationAcrossDialects: one conversation, started with the OpenAI SDK, continued
@@ -256,7 +257,7 @@ func copyWithEndToken(src, dst string, id int) error {
 		return err
 	}
 	const key = "tokenizer.ggml.eot_token_id"
-	w := gguf.NewWriter()
+	w := gguftest.NewWriter()
 	for _, k := range f.Keys {
 		if k != key {
 			w.AddValue(k, f.KV[k])

@@ -18,7 +18,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/superfluid/superfluid/assets"
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 )
 
 // writeBERT writes a tiny random BERT embedding model (a 64-token window) with bge's WordPiece
@@ -30,7 +30,7 @@ func writeBERT(t *testing.T, name, pooling string) string {
 		vocab = ""
 	}
 	path := filepath.Join(t.TempDir(), name+".gguf")
-	if err := gguf.WriteTinyBERT(path, gguf.TinyBERTOptions{VocabFrom: vocab, Pooling: pooling, ContextLength: 64}); err != nil {
+	if err := gguftest.WriteTinyBERT(path, gguftest.TinyBERTOptions{VocabFrom: vocab, Pooling: pooling, ContextLength: 64}); err != nil {
 		t.Fatalf("write tiny bert: %v", err)
 	}
 	return path

@@ -16,7 +16,8 @@ func TestImportRules(t *testing.T) {
 	cgo := cgoPackages(t)
 	const llama = llamaPackage
 	core := []string{"server/core", "server/store", "server/auth", "runtime/llm", "runtime/chat", "runtime/worker", "runtime/gguf", "runtime/sampling",
-		"runtime/enginetest", "runtime/models", "runtime/models/hf", "runtime/runtimes"}
+		"runtime/enginetest", "runtime/models", "runtime/models/hf", "runtime/backends",
+		"runtime/gguf/gguftest"}
 	dialects := map[string]bool{"server/openai": true, "server/anthropic": true, "server/ollama": true}
 	for _, p := range moduleGraph(t) {
 		rel, imports, deps := p.Rel, p.Imports, p.Deps

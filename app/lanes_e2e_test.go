@@ -18,7 +18,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 )
 
 // post sends a JSON body and returns status, headers and body.
@@ -70,7 +70,7 @@ func slots(t *testing.T, url string) slotsEntry {
 // generation takes a moment on any machine, so two requests are seen in flight.
 func TestQueueOverflow(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "slow.gguf")
-	if err := gguf.WriteTinyLlama(path, gguf.TinyLlamaOptions{Embd: 512, Layers: 4, Heads: 8, KVHeads: 8, FF: 1536, Q8: true}); err != nil {
+	if err := gguftest.WriteTinyLlama(path, gguftest.TinyLlamaOptions{Embd: 512, Layers: 4, Heads: 8, KVHeads: 8, FF: 1536, Q8: true}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := testConfig(t, path)

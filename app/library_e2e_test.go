@@ -17,7 +17,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/superfluid/superfluid/assets"
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/runtime/models/hf/hftest"
 )
@@ -65,7 +65,7 @@ func writeModels(t *testing.T, dir string, n int) []string {
 	var paths []string
 	for i := range n {
 		p := filepath.Join(dir, fmt.Sprintf("tiny%d.gguf", i))
-		if err := gguf.WriteTinyLlama(p, gguf.TinyLlamaOptions{Seed: int64(i + 1)}); err != nil {
+		if err := gguftest.WriteTinyLlama(p, gguftest.TinyLlamaOptions{Seed: int64(i + 1)}); err != nil {
 			t.Fatal(err)
 		}
 		paths = append(paths, p)

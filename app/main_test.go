@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 )
 
 // workerEnv makes the test binary act as the worker process: the app's tests start real
@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 	testModel = filepath.Join("..", "..", "shared", "models", "stories260K.gguf")
 	if _, err := os.Stat(testModel); err != nil {
 		testModel = filepath.Join(dir, "tiny.gguf")
-		if err := gguf.WriteTinyLlama(testModel, gguf.TinyLlamaOptions{}); err != nil {
+		if err := gguftest.WriteTinyLlama(testModel, gguftest.TinyLlamaOptions{}); err != nil {
 			fmt.Fprintln(os.Stderr, "write tiny model:", err)
 			os.Exit(1)
 		}

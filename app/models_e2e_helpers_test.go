@@ -8,16 +8,17 @@ import (
 	"testing"
 
 	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 )
 
 // writeNaNModel writes a tiny llama whose output matrix is all NaN: every logit is NaN.
 func writeNaNModel(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "nan.gguf")
-	if err := gguf.WriteTinyLlama(path, gguf.TinyLlamaOptions{Name: "nan-llama"}); err != nil {
+	if err := gguftest.WriteTinyLlama(path, gguftest.TinyLlamaOptions{Name: "nan-llama"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := gguf.FillF32(path, "output.weight", float32(math.NaN())); err != nil {
+	if err := gguftest.FillF32(path, "output.weight", float32(math.NaN())); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -43,7 +44,7 @@ func writeBPELlama(t *testing.T) string {
 		run := strings.Repeat("!", n)
 		merges, tokens, types = append(merges, run+" "+run), append(tokens, run+run), append(types, 1)
 	}
-	return writeTinyWithTokenizer(t, "bpe-llama", len(tokens), func(w *gguf.Writer) {
+	return writeTinyWithTokenizer(t, "bpe-llama", len(tokens), func(w *gguftest.Writer) {
 		w.AddString("tokenizer.ggml.model", "gpt2")
 		w.AddString("tokenizer.ggml.pre", "deepseek-coder")
 		w.AddStrings("tokenizer.ggml.tokens", tokens)
@@ -66,7 +67,7 @@ func writeLlamaWithVocab(t *testing.T, vocabPath string) string {
 	}
 	tokens, _ := v.Strings("tokenizer.ggml.tokens")
 	name := strings.TrimSuffix(filepath.Base(vocabPath), ".gguf")
-	return writeTinyWithTokenizer(t, name, len(tokens), func(w *gguf.Writer) {
+	return writeTinyWithTokenizer(t, name, len(tokens), func(w *gguftest.Writer) {
 		for _, k := range v.Keys {
 			if strings.HasPrefix(k, "tokenizer.") {
 				w.AddValue(k, v.KV[k])
@@ -77,18 +78,18 @@ func writeLlamaWithVocab(t *testing.T, vocabPath string) string {
 
 // writeTinyWithTokenizer writes a tiny random-weight llama of vocab tokens whose tokenizer
 // metadata addTokenizer writes.
-func writeTinyWithTokenizer(t *testing.T, name string, vocab int, addTokenizer func(*gguf.Writer)) string {
+func writeTinyWithTokenizer(t *testing.T, name string, vocab int, addTokenizer func(*gguftest.Writer)) string {
 	t.Helper()
 	dir := t.TempDir()
 	plain := filepath.Join(dir, "plain.gguf")
-	if err := gguf.WriteTinyLlama(plain, gguf.TinyLlamaOptions{Vocab: vocab, Name: name}); err != nil {
+	if err := gguftest.WriteTinyLlama(plain, gguftest.TinyLlamaOptions{Vocab: vocab, Name: name}); err != nil {
 		t.Fatal(err)
 	}
 	f, err := gguf.ReadFile(plain)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := gguf.NewWriter()
+	w := gguftest.NewWriter()
 	for _, k := range f.Keys {
 		if !strings.HasPrefix(k, "tokenizer.") {
 			w.AddValue(k, f.KV[k])

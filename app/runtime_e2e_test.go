@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/superfluid/superfluid/app/desktop"
-	"github.com/superfluid/superfluid/runtime/runtimes"
+	"github.com/superfluid/superfluid/runtime/backends"
 	"github.com/superfluid/superfluid/tray"
 )
 
@@ -24,7 +24,7 @@ func TestVulkanRuntimeServesAReply(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(installed, "manifest.json")); err != nil {
 		t.Skipf("no Vulkan runtime in %s: run scripts/build-runtime.sh vulkan (minutes of compiling)", installed)
 	}
-	if len(runtimes.Detect().Vulkan) == 0 {
+	if len(backends.Detect().Vulkan) == 0 {
 		t.Skip("no Vulkan driver on this machine: install mesa-vulkan-drivers (lavapipe) or a GPU driver")
 	}
 	cfg := testConfig(t, "")

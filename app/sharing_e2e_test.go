@@ -17,7 +17,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/server/servertest"
 )
 
@@ -29,7 +29,7 @@ import (
 func TestTwoKeysShareOneServer(t *testing.T) {
 	cfg := testConfig(t, testModel)
 	bobsModel := filepath.Join(t.TempDir(), "bobs.gguf")
-	if err := gguf.WriteTinyLlama(bobsModel, gguf.TinyLlamaOptions{}); err != nil {
+	if err := gguftest.WriteTinyLlama(bobsModel, gguftest.TinyLlamaOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if code, _, errOut := cli("add", bobsModel, "--name", "bobs", "--data-dir", cfg.DataDir); code != 0 {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/runtime/worker"
 )
@@ -23,7 +23,7 @@ import (
 func slowServer(t *testing.T) (*App, *httptest.Server, string, *worker.Client) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "slow.gguf")
-	if err := gguf.WriteTinyLlama(path, gguf.TinyLlamaOptions{Embd: 512, Layers: 4, Heads: 8, KVHeads: 8, FF: 1536, Q8: true}); err != nil {
+	if err := gguftest.WriteTinyLlama(path, gguftest.TinyLlamaOptions{Embd: 512, Layers: 4, Heads: 8, KVHeads: 8, FF: 1536, Q8: true}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := testConfig(t, path)

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/superfluid/superfluid/bench/soak"
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 )
 
 // Options are what the bench is told: the suites to run, their sizes, and how to start the app.
@@ -160,7 +160,7 @@ func Run(model string, o Options, w io.Writer) error {
 // WriteModel writes a model of real shape (TinyLlama-1.1B, Q8_0, 1.1 GB) with random weights at
 // path: speed does not depend on weight values, and no real model can be downloaded here.
 func WriteModel(path string) error {
-	return gguf.WriteTinyLlama(path, gguf.TinyLlamaOptions{
+	return gguftest.WriteTinyLlama(path, gguftest.TinyLlamaOptions{
 		Vocab: 32000, Embd: 2048, Layers: 22, Heads: 32, KVHeads: 4, FF: 5632, ContextLength: 2048,
 		Q8: true, Name: "TinyLlama-1.1B-shape-random",
 	})

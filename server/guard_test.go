@@ -19,7 +19,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server"
 	"github.com/superfluid/superfluid/server/auth"
@@ -43,8 +43,8 @@ func setupKeyed(t *testing.T, bind string) *keyed {
 	t.Helper()
 	ctx := context.Background()
 	cat := servertest.NewCatalog(t, models.Config{})
-	cat.AddModel(t, "m1", gguf.TinyLlamaOptions{})
-	cat.AddModel(t, "m2", gguf.TinyLlamaOptions{})
+	cat.AddModel(t, "m1", gguftest.TinyLlamaOptions{})
+	cat.AddModel(t, "m2", gguftest.TinyLlamaOptions{})
 	admin, err := auth.APIKey(adminKey)
 	if err != nil {
 		t.Fatal(err)

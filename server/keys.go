@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/superfluid/superfluid/server/auth"
+	"github.com/superfluid/superfluid/server/core/qos"
 	"github.com/superfluid/superfluid/server/openai"
 	"github.com/superfluid/superfluid/server/reqbody"
 )
@@ -91,7 +92,7 @@ type keyObject struct {
 func wireKey(k auth.Info) keyObject {
 	o := keyObject{Object: "api_key", ID: k.ID, Name: k.Name, Prefix: k.Prefix, Admin: k.Admin, Models: nonNil(k.Models),
 		RPM: k.Limits.RPM, TPM: k.Limits.TPM, Concurrency: k.Limits.Concurrency, Origins: nonNil(k.Origins), Source: k.Source}
-	if k.QoS != auth.QoSUnset {
+	if k.QoS != qos.Unset {
 		q := k.QoS.String()
 		o.QoS = &q
 	}
@@ -150,7 +151,7 @@ func (h keyHandlers) create(c *gin.Context) error {
 		return &openai.Error{Status: http.StatusBadRequest, Type: "invalid_request_error",
 			Message: fmt.Sprintf("the body is not a key request (%v); send {\"name\": \"...\", \"admin\": false, \"models\": [...]}", err)}
 	}
-	q, err := auth.ParseQoS(req.QoS)
+	q, err := qos.Parse(req.QoS)
 	if err != nil {
 		return &openai.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "qos", Message: err.Error()}
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server"
 	"github.com/superfluid/superfluid/server/auth"
@@ -30,7 +30,7 @@ import (
 func TestLoopbackAdminNotForWebPages(t *testing.T) {
 	ctx := context.Background()
 	cat := servertest.NewCatalog(t, models.Config{})
-	cat.AddModel(t, "m1", gguf.TinyLlamaOptions{})
+	cat.AddModel(t, "m1", gguftest.TinyLlamaOptions{})
 	keys, err := auth.New(ctx, auth.Config{Store: cat.Store})
 	if err != nil {
 		t.Fatal(err)

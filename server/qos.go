@@ -12,6 +12,7 @@ import (
 	"github.com/superfluid/superfluid/server/anthropic"
 	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/core/qos"
 	"github.com/superfluid/superfluid/server/ollama"
 	"github.com/superfluid/superfluid/server/openai"
 )
@@ -53,7 +54,7 @@ func schedulingHeaders(allowInvariant bool) gin.HandlerFunc {
 		}
 		var s core.Scheduling
 		if qh != "" {
-			q, err := auth.ParseQoS(qh)
+			q, err := qos.Parse(qh)
 			if err != nil {
 				reject(c, http.StatusBadRequest, "", "x-superfluid-qos: "+quote(qh)+" is not a class; use interactive, completion, agent or background", 0)
 				return

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server"
 	"github.com/superfluid/superfluid/server/auth"
@@ -235,7 +236,7 @@ func TestKeepAliveZeroNeedsAnAdminKey(t *testing.T) {
 func open(t *testing.T) (*httptest.Server, *servertest.Catalog) {
 	t.Helper()
 	cat := servertest.NewCatalog(t, models.Config{})
-	cat.AddModel(t, "m1", gguf.TinyLlamaOptions{})
+	cat.AddModel(t, "m1", gguftest.TinyLlamaOptions{})
 	srv := httptest.NewServer(server.New(server.Config{Bind: server.NewBind("127.0.0.1")}, cat.Svc))
 	t.Cleanup(srv.Close)
 	return srv, cat
@@ -437,7 +438,7 @@ func TestScopedKeyAndABareRepositoryName(t *testing.T) {
 	var ids []string
 	for i, quant := range []string{"Q4_K_M", "Q8_0"} {
 		path := filepath.Join(k.cat.Dir, fmt.Sprintf("r-%s.gguf", quant))
-		if err := gguf.WriteTinyLlama(path, gguf.TinyLlamaOptions{Seed: int64(i + 1)}); err != nil {
+		if err := gguftest.WriteTinyLlama(path, gguftest.TinyLlamaOptions{Seed: int64(i + 1)}); err != nil {
 			t.Fatal(err)
 		}
 		e, err := k.cat.Mgr.Catalog().Register(ctx, store.ModelRecord{ID: "hf.co/" + repo + ":" + quant, Path: path, Source: store.SourceHuggingFace, Repo: repo})

@@ -17,8 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/superfluid/superfluid/runtime/backends"
 	"github.com/superfluid/superfluid/runtime/models"
-	"github.com/superfluid/superfluid/runtime/runtimes"
 	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/store"
@@ -47,7 +47,7 @@ type Deps struct {
 	StopBackground  func(ctx context.Context) error
 	StartBackground func() error
 	// Runtimes are the runtimes this machine has (the CPU and those installed).
-	Runtimes func() []runtimes.Runtime
+	Runtimes func() []backends.Backend
 }
 
 // Controller is what the desktop app drives: the core, its HTTP server (started and stopped

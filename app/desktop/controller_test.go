@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/superfluid/superfluid/app/desktop"
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/backends"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/models"
-	"github.com/superfluid/superfluid/runtime/runtimes"
 	"github.com/superfluid/superfluid/server/servertest"
 	"github.com/superfluid/superfluid/tray"
 )
@@ -19,7 +19,7 @@ import (
 func newController(t *testing.T) (*desktop.Controller, *servertest.Catalog, *models.Entry) {
 	t.Helper()
 	cat := servertest.NewCatalog(t, models.Config{})
-	e := cat.AddModel(t, "m", gguf.TinyLlamaOptions{})
+	e := cat.AddModel(t, "m", gguftest.TinyLlamaOptions{})
 	free, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -29,8 +29,8 @@ func newController(t *testing.T) (*desktop.Controller, *servertest.Catalog, *mod
 	c := desktop.New(desktop.Deps{Service: cat.Svc, Store: cat.Store, Handler: http.NotFoundHandler(),
 		Host: "127.0.0.1", Port: port, Expose: func(string) error { return nil },
 		StopBackground: func(context.Context) error { return nil }, StartBackground: func() error { return nil },
-		Runtimes: func() []runtimes.Runtime {
-			return []runtimes.Runtime{{Name: runtimes.CPU, Usable: true}, {Name: "vulkan"}}
+		Runtimes: func() []backends.Backend {
+			return []backends.Backend{{Name: backends.CPU, Usable: true}, {Name: "vulkan"}}
 		}})
 	t.Cleanup(c.Close)
 	return c, cat, e
@@ -70,7 +70,7 @@ func TestLoadGoesThroughTheCore(t *testing.T) {
 	if err := c.StopServer(); err != nil || c.Server().Running || state(c, "m").Loaded() {
 		t.Fatalf("after Stop (%v): server %+v, model %+v", err, c.Server(), state(c, "m"))
 	}
-	if got := c.Runtimes(); len(got) != 1 || got[0] != runtimes.CPU {
+	if got := c.Runtimes(); len(got) != 1 || got[0] != backends.CPU {
 		t.Fatalf("usable runtimes %v", got)
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/superfluid/superfluid/runtime/backends"
 	"github.com/superfluid/superfluid/runtime/models"
-	"github.com/superfluid/superfluid/runtime/runtimes"
 	"github.com/superfluid/superfluid/server/store"
 	"github.com/superfluid/superfluid/tray"
 )
@@ -88,7 +88,7 @@ func (c *Controller) defaultContext(e *models.Entry) int {
 func (c *Controller) SetSettings(id string, s tray.ModelSettings) error {
 	set := store.ModelSettings{ModelID: id, ContextLength: s.ContextLength, Lanes: s.Lanes, Runtime: s.Runtime,
 		MaxTokens: s.MaxTokens, SystemPrompt: s.SystemPrompt}
-	if set.Runtime == runtimes.CPU {
+	if set.Runtime == backends.CPU {
 		set.Runtime = ""
 	}
 	var err error

@@ -31,7 +31,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 )
 
 // Options are what a soak is told.
@@ -191,7 +191,7 @@ func Run(ctx context.Context, o Options, w io.Writer) (err error) {
 func (s *soak) setUp(dir string) error {
 	data := filepath.Join(dir, "data")
 	s.bertPath = filepath.Join(dir, "soak-bert.gguf")
-	if err := gguf.WriteTinyBERT(s.bertPath, gguf.TinyBERTOptions{Embd: bertEmbd, Name: "soak-bert"}); err != nil {
+	if err := gguftest.WriteTinyBERT(s.bertPath, gguftest.TinyBERTOptions{Embd: bertEmbd, Name: "soak-bert"}); err != nil {
 		return fmt.Errorf("write the embedding model: %w", err)
 	}
 	s.embedModel = "soak-bert"

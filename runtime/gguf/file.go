@@ -1,10 +1,9 @@
-// Package gguf reads, validates and writes GGUF model files, the format llama.cpp loads.
+// Package gguf reads and validates GGUF model files, the format llama.cpp loads.
 //
 // The reader is strict: it checks everything llama.cpp checks before it trusts a file (and a
 // few things it would crash on), bounds every count and length by the file's size so that a
 // hostile header cannot make it allocate more than the file holds, and never reads tensor
-// data. The writer builds GGUF v3 files; WriteTinyLlama uses it to make small random-weight
-// llama models for tests and benchmarks.
+// data. Writing GGUF files (test models for tests and benchmarks) is package gguftest's.
 package gguf
 
 import (

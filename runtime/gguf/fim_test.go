@@ -1,47 +1,50 @@
-package gguf
+package gguf_test
 
 import (
 	"path/filepath"
 	"testing"
+
+	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 )
 
 func TestFIMTokens(t *testing.T) {
 	cases := []struct {
 		name   string
-		build  func(w *Writer)
-		want   FIM
+		build  func(w *gguftest.Writer)
+		want   gguf.FIM
 		wantOK bool
 	}{
-		{"explicit keys", func(w *Writer) {
+		{"explicit keys", func(w *gguftest.Writer) {
 			w.AddStrings("tokenizer.ggml.tokens", []string{"a", "b", "c", "d"})
 			w.AddUint32("tokenizer.ggml.fim_pre_token_id", 1)
 			w.AddUint32("tokenizer.ggml.fim_suf_token_id", 2)
 			w.AddUint32("tokenizer.ggml.fim_mid_token_id", 3)
-		}, FIM{1, 2, 3}, true},
-		{"older keys", func(w *Writer) {
+		}, gguf.FIM{1, 2, 3}, true},
+		{"older keys", func(w *gguftest.Writer) {
 			w.AddStrings("tokenizer.ggml.tokens", []string{"a", "b", "c", "d"})
 			w.AddUint32("tokenizer.ggml.prefix_token_id", 3)
 			w.AddUint32("tokenizer.ggml.suffix_token_id", 2)
 			w.AddUint32("tokenizer.ggml.middle_token_id", 1)
-		}, FIM{3, 2, 1}, true},
-		{"by text", func(w *Writer) {
+		}, gguf.FIM{3, 2, 1}, true},
+		{"by text", func(w *gguftest.Writer) {
 			w.AddStrings("tokenizer.ggml.tokens", []string{"x", "<|fim_middle|>", "<|fim_prefix|>", "<|fim_suffix|>"})
-		}, FIM{2, 3, 1}, true},
-		{"incomplete", func(w *Writer) {
+		}, gguf.FIM{2, 3, 1}, true},
+		{"incomplete", func(w *gguftest.Writer) {
 			w.AddStrings("tokenizer.ggml.tokens", []string{"x", "<|fim_prefix|>", "<|fim_suffix|>"})
-		}, FIM{}, false},
-		{"no vocabulary", func(w *Writer) {}, FIM{}, false},
+		}, gguf.FIM{}, false},
+		{"no vocabulary", func(w *gguftest.Writer) {}, gguf.FIM{}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			w := NewWriter()
+			w := gguftest.NewWriter()
 			w.AddString("general.architecture", "llama")
 			c.build(w)
 			path := filepath.Join(t.TempDir(), "m.gguf")
 			if err := w.WriteFile(path); err != nil {
 				t.Fatal(err)
 			}
-			f, err := ReadFile(path)
+			f, err := gguf.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,7 +67,7 @@ func TestFIMTokensRealVocabularies(t *testing.T) {
 		{"stories260K.gguf", false, [3]string{}},
 	}
 	for _, c := range cases {
-		f, err := ReadFile(filepath.Join(dir, c.file))
+		f, err := gguf.ReadFile(filepath.Join(dir, c.file))
 		if err != nil {
 			t.Skipf("shared models absent: %v", err)
 		}

@@ -1,4 +1,4 @@
-package gguf
+package gguf_test
 
 import (
 	"errors"
@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 )
 
 // maxPad bounds the zeros FuzzRead may append to an input: enough to stand for the tensor data
@@ -49,12 +52,12 @@ func sharedModels() []string {
 // shrink rewrites a real file with every key and tensor kept but each array cut to 32
 // elements, and returns its bytes up to the tensor data with the data's length: a seed the
 // fuzzer can mutate quickly (the vocabularies make the real headers megabytes long).
-func shrink(tb testing.TB, f *File) (head []byte, pad int64) {
-	w := NewWriter()
+func shrink(tb testing.TB, f *gguf.File) (head []byte, pad int64) {
+	w := gguftest.NewWriter()
 	for _, k := range f.Keys {
 		v := f.KV[k]
 		if v.IsArray() && v.Len() > 32 {
-			v.v = reflect.ValueOf(v.v).Slice(0, 32).Interface()
+			v = gguf.UntypedValue(reflect.ValueOf(v.Raw()).Slice(0, 32).Interface())
 		}
 		w.AddValue(k, v)
 	}
@@ -90,25 +93,25 @@ func fuzzSeeds(tb testing.TB) (seeds [][]byte, pads []uint32) {
 	add := func(b []byte, pad int64) {
 		seeds, pads = append(seeds, b), append(pads, uint32(min(pad, maxPad)))
 	}
-	w := NewWriter()
+	w := gguftest.NewWriter()
 	for _, e := range everyValue {
-		w.add(e.key, e.v)
+		w.Add(e.key, e.v)
 	}
 	w.AddTensorF32("t", []uint64{2, 2}, []float32{1, 2, 3, 4})
-	w.AddTensor("q", TypeQ8_0, []uint64{32}, make([]byte, 34))
+	w.AddTensor("q", gguf.TypeQ8_0, []uint64{32}, make([]byte, 34))
 	add(writeBytes(tb, w), 0)
-	tiny, err := NewTinyLlama(TinyLlamaOptions{Vocab: 260, Embd: 8, Heads: 2, KVHeads: 1, FF: 8, Layers: 1})
+	tiny, err := gguftest.NewTinyLlama(gguftest.TinyLlamaOptions{Vocab: 260, Embd: 8, Heads: 2, KVHeads: 1, FF: 8, Layers: 1})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	add(writeBytes(tb, tiny), 0)
-	add(new(raw).header(1, 1).kvU32("general.alignment", 64).tensor("t", TypeF32, 0, 4).data(16).Bytes(), 0)
+	add(new(raw).header(1, 1).kvU32("general.alignment", 64).tensor("t", gguf.TypeF32, 0, 4).data(16).Bytes(), 0)
 	add([]byte("GGUF"), 0)
 	add([]byte("not a model"), 0)
 
 	rng := rand.New(rand.NewPCG(16, 1))
 	for _, p := range sharedModels() {
-		f, err := ReadFile(p)
+		f, err := gguf.ReadFile(p)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -137,15 +140,15 @@ func FuzzRead(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte, pad uint32) {
 		size := int64(len(b)) + int64(pad%maxPad)
-		file, err := Read(zeroPadded{b, size - int64(len(b))}, size)
+		file, err := gguf.Read(zeroPadded{b, size - int64(len(b))}, size)
 		if err != nil {
-			if !errors.Is(err, ErrNotGGUF) && !errors.Is(err, ErrTruncated) && !errors.Is(err, ErrInvalid) {
+			if !errors.Is(err, gguf.ErrNotGGUF) && !errors.Is(err, gguf.ErrTruncated) && !errors.Is(err, gguf.ErrInvalid) {
 				t.Fatalf("error %v wraps none of ErrNotGGUF, ErrTruncated, ErrInvalid", err)
 			}
 			return
 		}
-		if len(file.Keys) != len(file.KV) || len(file.Tensors) != len(file.tensorIndex) {
-			t.Fatalf("%d keys, %d values; %d tensors, %d indexed", len(file.Keys), len(file.KV), len(file.Tensors), len(file.tensorIndex))
+		if len(file.Keys) != len(file.KV) || len(file.Tensors) != gguf.IndexedTensors(file) {
+			t.Fatalf("%d keys, %d values; %d tensors, %d indexed", len(file.Keys), len(file.KV), len(file.Tensors), gguf.IndexedTensors(file))
 		}
 		if file.Alignment <= 0 || file.DataOffset%file.Alignment != 0 {
 			t.Fatalf("data offset %d not aligned to %d", file.DataOffset, file.Alignment)
@@ -181,7 +184,7 @@ func TestSharedModelsMangled(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(16, 2))
 	check := func(t *testing.T, b []byte, what string) {
-		if _, err := readBytes(b); err != nil && !errors.Is(err, ErrNotGGUF) && !errors.Is(err, ErrTruncated) && !errors.Is(err, ErrInvalid) {
+		if _, err := readBytes(b); err != nil && !errors.Is(err, gguf.ErrNotGGUF) && !errors.Is(err, gguf.ErrTruncated) && !errors.Is(err, gguf.ErrInvalid) {
 			t.Fatalf("%s: error %v wraps no sentinel", what, err)
 		}
 	}
@@ -198,7 +201,7 @@ func TestSharedModelsMangled(t *testing.T) {
 			hl := min(f.DataOffset, int64(len(b))) // a file without tensors ends before its aligned data offset
 			for range 50 {
 				cut := rng.Int64N(hl)
-				if _, err := readBytes(b[:cut]); !errors.Is(err, ErrTruncated) && !errors.Is(err, ErrNotGGUF) {
+				if _, err := readBytes(b[:cut]); !errors.Is(err, gguf.ErrTruncated) && !errors.Is(err, gguf.ErrNotGGUF) {
 					t.Fatalf("cut at %d of %d: %v, want ErrTruncated", cut, len(b), err)
 				}
 			}

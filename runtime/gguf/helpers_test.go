@@ -1,4 +1,4 @@
-package gguf
+package gguf_test
 
 import (
 	"bytes"
@@ -7,6 +7,9 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 )
 
 // raw builds GGUF bytes by hand, for files the Writer refuses to make.
@@ -36,7 +39,7 @@ func (r *raw) header(tensors, kvs uint64) *raw {
 
 // kvU32 writes a uint32 metadata pair.
 func (r *raw) kvU32(key string, v uint32) *raw {
-	return r.str(key).u32(uint32(ValueUint32)).u32(v)
+	return r.str(key).u32(uint32(gguf.ValueUint32)).u32(v)
 }
 
 // tensor writes a tensor info.
@@ -50,14 +53,14 @@ func (r *raw) tensor(name string, typ uint32, offset uint64, dims ...uint64) *ra
 
 // data pads to 32 and appends n zero bytes of tensor data.
 func (r *raw) data(n int) *raw {
-	r.Write(make([]byte, int(alignUp(int64(r.Len()), 32))-r.Len()+n))
+	r.Write(make([]byte, int(gguf.AlignUp(int64(r.Len()), 32))-r.Len()+n))
 	return r
 }
 
-func readBytes(b []byte) (*File, error) { return Read(bytes.NewReader(b), int64(len(b))) }
+func readBytes(b []byte) (*gguf.File, error) { return gguf.Read(bytes.NewReader(b), int64(len(b))) }
 
 // writeBytes runs w.WriteTo into memory.
-func writeBytes(t testing.TB, w *Writer) []byte {
+func writeBytes(t testing.TB, w *gguftest.Writer) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	n, err := w.WriteTo(&buf)

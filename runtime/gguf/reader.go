@@ -12,9 +12,10 @@ import (
 )
 
 const (
-	magic = "GGUF"
-	// maxNameLen is ggml's GGML_MAX_NAME less the terminating NUL.
-	maxNameLen = 63
+	// Magic is the first four bytes of every GGUF file.
+	Magic = "GGUF"
+	// MaxNameLen is the longest tensor name: ggml's GGML_MAX_NAME less the terminating NUL.
+	MaxNameLen = 63
 	// minimal encoded sizes, used to bound counts by the bytes left in the file
 	minKVSize     = 8 + 4 + 1     // key length, type, smallest value
 	minTensorSize = 8 + 4 + 4 + 8 // name length, dims count, type, offset
@@ -200,9 +201,9 @@ func (d *decoder) magic() error {
 	switch {
 	case n == 0:
 		return fmt.Errorf("file is empty: %w", ErrNotGGUF)
-	case n < 4 && bytes.HasPrefix([]byte(magic), got):
+	case n < 4 && bytes.HasPrefix([]byte(Magic), got):
 		return truncated("file ends inside the magic number")
-	case string(got) == magic:
+	case string(got) == Magic:
 		return nil
 	}
 	var prefix [64]byte
@@ -401,8 +402,8 @@ func (d *decoder) tensorInfo(f *File) error {
 	switch {
 	case name == "":
 		return invalid("tensor %d has an empty name", len(f.Tensors))
-	case len(name) > maxNameLen:
-		return invalid("tensor name %q is longer than %d bytes", name, maxNameLen)
+	case len(name) > MaxNameLen:
+		return invalid("tensor name %q is longer than %d bytes", name, MaxNameLen)
 	}
 	if _, dup := f.tensorIndex[name]; dup {
 		return invalid("tensor %s appears twice", name)
@@ -432,7 +433,7 @@ func (d *decoder) tensorInfo(f *File) error {
 	if _, ok := ggmlTypes[typ]; !ok {
 		return invalid("tensor %s has unknown type %d (not one this build of llama.cpp can load)", name, typ)
 	}
-	size, err := tensorBytes(typ, dims)
+	size, err := TensorBytes(typ, dims)
 	if err != nil {
 		return invalid("tensor %s: %v", name, err)
 	}

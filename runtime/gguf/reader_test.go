@@ -1,4 +1,4 @@
-package gguf
+package gguf_test
 
 import (
 	"bytes"
@@ -11,6 +11,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 )
 
 // everyValue holds one scalar and one array of every metadata type.
@@ -31,20 +34,20 @@ var everyValue = []struct {
 }
 
 func TestRoundTrip(t *testing.T) {
-	w := NewWriter()
+	w := gguftest.NewWriter()
 	for _, e := range everyValue {
-		if _, ok := arrayType(e.v); ok {
+		if _, ok := gguf.ArrayType(e.v); ok {
 			w.AddArray(e.key, e.v)
 		} else {
-			w.AddValue(e.key, Value{v: e.v})
+			w.AddValue(e.key, gguf.UntypedValue(e.v))
 		}
 	}
 	w.AddUint32("general.alignment", 64)
 	f32 := []float32{1, 2, 3, 4, 5, 6}
 	w.AddTensorF32("a", []uint64{3, 2}, f32)
-	w.AddTensor("b", TypeQ8_0, []uint64{64}, make([]byte, 68))
-	w.AddTensor("c", TypeQ4_K, []uint64{256, 2, 1, 1}, make([]byte, 288))
-	w.AddTensor("d", TypeF16, nil, make([]byte, 2)) // a scalar: no dims
+	w.AddTensor("b", gguf.TypeQ8_0, []uint64{64}, make([]byte, 68))
+	w.AddTensor("c", gguf.TypeQ4_K, []uint64{256, 2, 1, 1}, make([]byte, 288))
+	w.AddTensor("d", gguf.TypeF16, nil, make([]byte, 2)) // a scalar: no dims
 	b := writeBytes(t, w)
 
 	f, err := readBytes(b)
@@ -62,16 +65,16 @@ func TestRoundTrip(t *testing.T) {
 			t.Errorf("key %d is %q, want %q", i, f.Keys[i], e.key)
 		}
 		got := f.KV[e.key]
-		want, _ := NewValue(e.v)
+		want, _ := gguf.NewValue(e.v)
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s = %#v, want %#v", e.key, got, want)
 		}
 	}
-	wantTensors := []TensorInfo{
-		{Name: "a", Dims: []uint64{3, 2}, Type: TypeF32, Offset: 0, Size: 24},
-		{Name: "b", Dims: []uint64{64}, Type: TypeQ8_0, Offset: 64, Size: 68},
-		{Name: "c", Dims: []uint64{256, 2, 1, 1}, Type: TypeQ4_K, Offset: 192, Size: 288},
-		{Name: "d", Dims: []uint64{}, Type: TypeF16, Offset: 512, Size: 2},
+	wantTensors := []gguf.TensorInfo{
+		{Name: "a", Dims: []uint64{3, 2}, Type: gguf.TypeF32, Offset: 0, Size: 24},
+		{Name: "b", Dims: []uint64{64}, Type: gguf.TypeQ8_0, Offset: 64, Size: 68},
+		{Name: "c", Dims: []uint64{256, 2, 1, 1}, Type: gguf.TypeQ4_K, Offset: 192, Size: 288},
+		{Name: "d", Dims: []uint64{}, Type: gguf.TypeF16, Offset: 512, Size: 2},
 	}
 	if !reflect.DeepEqual(f.Tensors, wantTensors) {
 		t.Errorf("tensors\n%+v\nwant\n%+v", f.Tensors, wantTensors)
@@ -90,10 +93,29 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-func TestAccessors(t *testing.T) {
-	w := NewWriter()
+// TestWriterMatchesReaderValues copies every value of a file through AddValue.
+func TestWriterCopiesValues(t *testing.T) {
+	w := gguftest.NewWriter()
 	for _, e := range everyValue {
-		w.add(e.key, e.v)
+		w.Add(e.key, e.v)
+	}
+	f, err := readBytes(writeBytes(t, w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2 := gguftest.NewWriter()
+	for _, k := range f.Keys {
+		w2.AddValue(k, f.KV[k])
+	}
+	if a, b := writeBytes(t, w), writeBytes(t, w2); string(a) != string(b) {
+		t.Error("copied file differs")
+	}
+}
+
+func TestAccessors(t *testing.T) {
+	w := gguftest.NewWriter()
+	for _, e := range everyValue {
+		w.Add(e.key, e.v)
 	}
 	w.AddString("general.architecture", "llama")
 	w.AddUint32("llama.context_length", 4096)
@@ -153,7 +175,7 @@ func TestAccessors(t *testing.T) {
 	v, _ = f.Value("str")
 	check("String(str)", v.String(), `"héllo\x00world"`)
 
-	empty := &File{}
+	empty := &gguf.File{}
 	check("empty Architecture", empty.Architecture(), "")
 	check("empty ContextLength", empty.ContextLength(), 0)
 	check("empty ChatTemplate", empty.ChatTemplate(), "")
@@ -170,73 +192,73 @@ func TestStrict(t *testing.T) {
 	valid := func(r *raw) []byte { return r.Bytes() }
 	h := func(tensors, kvs uint64) *raw { return new(raw).header(tensors, kvs) }
 	cases := []tc{
-		{"empty", func() []byte { return nil }, ErrNotGGUF, "empty"},
-		{"bad magic", func() []byte { return []byte("GGUX\x03\x00\x00\x00") }, ErrNotGGUF, `"GGUX"`},
-		{"text", func() []byte { return []byte("just some notes, not a model\n") }, ErrNotGGUF, ""},
-		{"html", func() []byte { return []byte("<!DOCTYPE html><html>404</html>") }, ErrNotGGUF, "HTML"},
-		{"lfs pointer", func() []byte { return []byte("version https://git-lfs.github.com/spec/v1\noid sha256:ab") }, ErrNotGGUF, "LFS"},
-		{"ggjt", func() []byte { return []byte("tjgg\x03\x00\x00\x00") }, ErrNotGGUF, "GGML"},
-		{"short magic", func() []byte { return []byte("GG") }, ErrTruncated, ""},
-		{"version 1", func() []byte { return valid(new(raw).u32(0x46554747).u32(1).u64(0).u64(0)) }, ErrInvalid, "version 1"},
-		{"version 4", func() []byte { return valid(new(raw).u32(0x46554747).u32(4).u64(0).u64(0)) }, ErrInvalid, "version 4"},
-		{"big endian", func() []byte { return valid(new(raw).u32(0x46554747).u32(0x03000000).u64(0).u64(0)) }, ErrInvalid, "byte-swapped"},
+		{"empty", func() []byte { return nil }, gguf.ErrNotGGUF, "empty"},
+		{"bad magic", func() []byte { return []byte("GGUX\x03\x00\x00\x00") }, gguf.ErrNotGGUF, `"GGUX"`},
+		{"text", func() []byte { return []byte("just some notes, not a model\n") }, gguf.ErrNotGGUF, ""},
+		{"html", func() []byte { return []byte("<!DOCTYPE html><html>404</html>") }, gguf.ErrNotGGUF, "HTML"},
+		{"lfs pointer", func() []byte { return []byte("version https://git-lfs.github.com/spec/v1\noid sha256:ab") }, gguf.ErrNotGGUF, "LFS"},
+		{"ggjt", func() []byte { return []byte("tjgg\x03\x00\x00\x00") }, gguf.ErrNotGGUF, "GGML"},
+		{"short magic", func() []byte { return []byte("GG") }, gguf.ErrTruncated, ""},
+		{"version 1", func() []byte { return valid(new(raw).u32(0x46554747).u32(1).u64(0).u64(0)) }, gguf.ErrInvalid, "version 1"},
+		{"version 4", func() []byte { return valid(new(raw).u32(0x46554747).u32(4).u64(0).u64(0)) }, gguf.ErrInvalid, "version 4"},
+		{"big endian", func() []byte { return valid(new(raw).u32(0x46554747).u32(0x03000000).u64(0).u64(0)) }, gguf.ErrInvalid, "byte-swapped"},
 		{"version 2 ok", func() []byte { return valid(new(raw).u32(0x46554747).u32(2).u64(0).u64(0)) }, nil, ""},
-		{"huge tensor count", func() []byte { return valid(h(huge, 0).data(64)) }, ErrTruncated, "tensors"},
-		{"huge kv count", func() []byte { return valid(h(0, huge).data(64)) }, ErrTruncated, "metadata keys"},
-		{"counts add up past end", func() []byte { return valid(h(2, 2).data(60)) }, ErrTruncated, ""},
-		{"huge key length", func() []byte { return valid(h(0, 1).u64(huge).data(16)) }, ErrTruncated, "metadata key is"},
-		{"huge string value", func() []byte { return valid(h(0, 1).str("k").u32(uint32(ValueString)).u64(huge)) }, ErrTruncated, "metadata k is"},
+		{"huge tensor count", func() []byte { return valid(h(huge, 0).data(64)) }, gguf.ErrTruncated, "tensors"},
+		{"huge kv count", func() []byte { return valid(h(0, huge).data(64)) }, gguf.ErrTruncated, "metadata keys"},
+		{"counts add up past end", func() []byte { return valid(h(2, 2).data(60)) }, gguf.ErrTruncated, ""},
+		{"huge key length", func() []byte { return valid(h(0, 1).u64(huge).data(16)) }, gguf.ErrTruncated, "metadata key is"},
+		{"huge string value", func() []byte { return valid(h(0, 1).str("k").u32(uint32(gguf.ValueString)).u64(huge)) }, gguf.ErrTruncated, "metadata k is"},
 		{"huge array", func() []byte {
-			return valid(h(0, 1).str("k").u32(uint32(ValueArray)).u32(uint32(ValueUint8)).u64(huge).u64(0))
-		}, ErrTruncated, "array of"},
+			return valid(h(0, 1).str("k").u32(uint32(gguf.ValueArray)).u32(uint32(gguf.ValueUint8)).u64(huge).u64(0))
+		}, gguf.ErrTruncated, "array of"},
 		{"huge string array", func() []byte {
-			return valid(h(0, 1).str("k").u32(uint32(ValueArray)).u32(uint32(ValueString)).u64(1 << 20).data(1 << 16))
-		}, ErrTruncated, "array of"},
-		{"unknown value type", func() []byte { return valid(h(0, 1).str("k").u32(13).u32(0)) }, ErrInvalid, "unknown type 13"},
+			return valid(h(0, 1).str("k").u32(uint32(gguf.ValueArray)).u32(uint32(gguf.ValueString)).u64(1 << 20).data(1 << 16))
+		}, gguf.ErrTruncated, "array of"},
+		{"unknown value type", func() []byte { return valid(h(0, 1).str("k").u32(13).u32(0)) }, gguf.ErrInvalid, "unknown type 13"},
 		{"unknown element type", func() []byte {
-			return valid(h(0, 1).str("k").u32(uint32(ValueArray)).u32(99).u64(0))
-		}, ErrInvalid, "unknown type 99"},
+			return valid(h(0, 1).str("k").u32(uint32(gguf.ValueArray)).u32(99).u64(0))
+		}, gguf.ErrInvalid, "unknown type 99"},
 		{"nested array", func() []byte {
-			return valid(h(0, 1).str("k").u32(uint32(ValueArray)).u32(uint32(ValueArray)).u64(0))
-		}, ErrInvalid, "array of arrays"},
-		{"duplicate key", func() []byte { return valid(h(0, 2).kvU32("k", 1).kvU32("k", 2)) }, ErrInvalid, `"k" appears twice`},
-		{"alignment not power of two", func() []byte { return valid(h(0, 1).kvU32("general.alignment", 48)) }, ErrInvalid, "power of two"},
-		{"alignment zero", func() []byte { return valid(h(0, 1).kvU32("general.alignment", 0)) }, ErrInvalid, "power of two"},
+			return valid(h(0, 1).str("k").u32(uint32(gguf.ValueArray)).u32(uint32(gguf.ValueArray)).u64(0))
+		}, gguf.ErrInvalid, "array of arrays"},
+		{"duplicate key", func() []byte { return valid(h(0, 2).kvU32("k", 1).kvU32("k", 2)) }, gguf.ErrInvalid, `"k" appears twice`},
+		{"alignment not power of two", func() []byte { return valid(h(0, 1).kvU32("general.alignment", 48)) }, gguf.ErrInvalid, "power of two"},
+		{"alignment zero", func() []byte { return valid(h(0, 1).kvU32("general.alignment", 0)) }, gguf.ErrInvalid, "power of two"},
 		{"alignment wrong type", func() []byte {
-			return valid(h(0, 1).str("general.alignment").u32(uint32(ValueUint64)).u64(32))
-		}, ErrInvalid, "expected uint32"},
-		{"tensor ok", func() []byte { return valid(h(1, 0).tensor("t", TypeF32, 0, 4, 2).data(32)) }, nil, ""},
-		{"unknown tensor type", func() []byte { return valid(h(1, 0).tensor("t", 100, 0, 4).data(16)) }, ErrInvalid, "unknown type 100"},
-		{"removed tensor type", func() []byte { return valid(h(1, 0).tensor("t", 4, 0, 32).data(32)) }, ErrInvalid, "unknown type 4"},
-		{"five dims", func() []byte { return valid(h(1, 0).tensor("t", TypeF32, 0, 1, 1, 1, 1, 1).data(4)) }, ErrInvalid, "5 dimensions"},
-		{"zero dim", func() []byte { return valid(h(1, 0).tensor("t", TypeF32, 0, 4, 0).data(4)) }, ErrInvalid, "dimension 1 is zero"},
+			return valid(h(0, 1).str("general.alignment").u32(uint32(gguf.ValueUint64)).u64(32))
+		}, gguf.ErrInvalid, "expected uint32"},
+		{"tensor ok", func() []byte { return valid(h(1, 0).tensor("t", gguf.TypeF32, 0, 4, 2).data(32)) }, nil, ""},
+		{"unknown tensor type", func() []byte { return valid(h(1, 0).tensor("t", 100, 0, 4).data(16)) }, gguf.ErrInvalid, "unknown type 100"},
+		{"removed tensor type", func() []byte { return valid(h(1, 0).tensor("t", 4, 0, 32).data(32)) }, gguf.ErrInvalid, "unknown type 4"},
+		{"five dims", func() []byte { return valid(h(1, 0).tensor("t", gguf.TypeF32, 0, 1, 1, 1, 1, 1).data(4)) }, gguf.ErrInvalid, "5 dimensions"},
+		{"zero dim", func() []byte { return valid(h(1, 0).tensor("t", gguf.TypeF32, 0, 4, 0).data(4)) }, gguf.ErrInvalid, "dimension 1 is zero"},
 		{"too many elements", func() []byte {
-			return valid(h(1, 0).tensor("t", TypeF32, 0, 1<<40, 1<<40).data(4))
-		}, ErrInvalid, "too many elements"},
-		{"too many bytes", func() []byte { return valid(h(1, 0).tensor("t", TypeF64, 0, 1<<61).data(4)) }, ErrInvalid, "too large"},
-		{"row not a block multiple", func() []byte { return valid(h(1, 0).tensor("t", TypeQ8_0, 0, 33).data(64)) }, ErrInvalid, "multiple of 32"},
+			return valid(h(1, 0).tensor("t", gguf.TypeF32, 0, 1<<40, 1<<40).data(4))
+		}, gguf.ErrInvalid, "too many elements"},
+		{"too many bytes", func() []byte { return valid(h(1, 0).tensor("t", gguf.TypeF64, 0, 1<<61).data(4)) }, gguf.ErrInvalid, "too large"},
+		{"row not a block multiple", func() []byte { return valid(h(1, 0).tensor("t", gguf.TypeQ8_0, 0, 33).data(64)) }, gguf.ErrInvalid, "multiple of 32"},
 		{"misaligned offset", func() []byte {
-			return valid(h(2, 0).tensor("a", TypeF32, 0, 4).tensor("b", TypeF32, 16, 4).data(64))
-		}, ErrInvalid, "not a multiple of the alignment"},
+			return valid(h(2, 0).tensor("a", gguf.TypeF32, 0, 4).tensor("b", gguf.TypeF32, 16, 4).data(64))
+		}, gguf.ErrInvalid, "not a multiple of the alignment"},
 		{"offset gap", func() []byte {
-			return valid(h(2, 0).tensor("a", TypeF32, 0, 4).tensor("b", TypeF32, 64, 4).data(96))
-		}, ErrInvalid, "expected 32"},
+			return valid(h(2, 0).tensor("a", gguf.TypeF32, 0, 4).tensor("b", gguf.TypeF32, 64, 4).data(96))
+		}, gguf.ErrInvalid, "expected 32"},
 		{"overlapping tensors", func() []byte {
-			return valid(h(2, 0).tensor("a", TypeF32, 0, 16).tensor("b", TypeF32, 32, 4).data(96))
-		}, ErrInvalid, "expected 64"},
-		{"huge offset", func() []byte { return valid(h(1, 0).tensor("a", TypeF32, 1<<63, 4).data(16)) }, ErrInvalid, "expected 0"},
+			return valid(h(2, 0).tensor("a", gguf.TypeF32, 0, 16).tensor("b", gguf.TypeF32, 32, 4).data(96))
+		}, gguf.ErrInvalid, "expected 64"},
+		{"huge offset", func() []byte { return valid(h(1, 0).tensor("a", gguf.TypeF32, 1<<63, 4).data(16)) }, gguf.ErrInvalid, "expected 0"},
 		{"data past end", func() []byte {
-			return valid(h(1, 0).tensor("blk.0.attn_q.weight", TypeF32, 0, 8, 8).data(255))
-		}, ErrTruncated, "tensor blk.0.attn_q.weight data extends past the end of the file (file is truncated?)"},
-		{"no data section", func() []byte { return valid(h(1, 0).tensor("t", TypeF32, 0, 1)) }, ErrTruncated, "before its tensor data"},
+			return valid(h(1, 0).tensor("blk.0.attn_q.weight", gguf.TypeF32, 0, 8, 8).data(255))
+		}, gguf.ErrTruncated, "tensor blk.0.attn_q.weight data extends past the end of the file (file is truncated?)"},
+		{"no data section", func() []byte { return valid(h(1, 0).tensor("t", gguf.TypeF32, 0, 1)) }, gguf.ErrTruncated, "before its tensor data"},
 		{"duplicate tensor", func() []byte {
-			return valid(h(2, 0).tensor("t", TypeF32, 0, 4).tensor("t", TypeF32, 32, 4).data(64))
-		}, ErrInvalid, "tensor t appears twice"},
-		{"empty tensor name", func() []byte { return valid(h(1, 0).tensor("", TypeF32, 0, 4).data(16)) }, ErrInvalid, "empty name"},
+			return valid(h(2, 0).tensor("t", gguf.TypeF32, 0, 4).tensor("t", gguf.TypeF32, 32, 4).data(64))
+		}, gguf.ErrInvalid, "tensor t appears twice"},
+		{"empty tensor name", func() []byte { return valid(h(1, 0).tensor("", gguf.TypeF32, 0, 4).data(16)) }, gguf.ErrInvalid, "empty name"},
 		{"long tensor name", func() []byte {
-			return valid(h(1, 0).tensor(strings.Repeat("x", 64), TypeF32, 0, 4).data(16))
-		}, ErrInvalid, "longer than 63"},
-		{"truncated dims", func() []byte { return valid(h(1, 0).str("t").u32(4).u64(1).data(0)) }, ErrTruncated, "file ends inside tensor t"},
+			return valid(h(1, 0).tensor(strings.Repeat("x", 64), gguf.TypeF32, 0, 4).data(16))
+		}, gguf.ErrInvalid, "longer than 63"},
+		{"truncated dims", func() []byte { return valid(h(1, 0).str("t").u32(4).u64(1).data(0)) }, gguf.ErrTruncated, "file ends inside tensor t"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -252,7 +274,7 @@ func TestStrict(t *testing.T) {
 func TestHostileHeaderAllocations(t *testing.T) {
 	files := [][]byte{
 		new(raw).header(1<<40, 1<<40).data(1 << 10).Bytes(),
-		new(raw).header(0, 1).str("k").u32(uint32(ValueArray)).u32(uint32(ValueUint64)).u64(1 << 40).data(1 << 10).Bytes(),
+		new(raw).header(0, 1).str("k").u32(uint32(gguf.ValueArray)).u32(uint32(gguf.ValueUint64)).u64(1 << 40).data(1 << 10).Bytes(),
 		new(raw).header(0, 1).u64(1 << 40).data(1 << 10).Bytes(),
 		new(raw).header(1, 0).str("t").u32(4).data(1 << 10).Bytes(),
 	}
@@ -272,7 +294,7 @@ func TestHostileHeaderAllocations(t *testing.T) {
 
 // TestTruncation cuts a small valid file at every length and checks the verdict.
 func TestTruncation(t *testing.T) {
-	w := NewWriter()
+	w := gguftest.NewWriter()
 	w.AddString("general.architecture", "llama")
 	w.AddStrings("tokenizer.ggml.tokens", []string{"a", "bb", "ccc"})
 	w.AddFloat32s("tokenizer.ggml.scores", []float32{1, 2, 3})
@@ -289,9 +311,9 @@ func TestTruncation(t *testing.T) {
 		_, err := readBytes(b[:n])
 		switch {
 		case n == 0:
-			wantErr(t, err, ErrNotGGUF, "")
+			wantErr(t, err, gguf.ErrNotGGUF, "")
 		case n < int(dataEnd):
-			if !errors.Is(err, ErrTruncated) {
+			if !errors.Is(err, gguf.ErrTruncated) {
 				t.Fatalf("cut at %d of %d: %v, want ErrTruncated", n, len(b), err)
 			}
 		default: // only the padding after the last tensor is missing, as llama.cpp allows
@@ -301,7 +323,7 @@ func TestTruncation(t *testing.T) {
 		}
 		// a reader that holds fewer bytes than the size it claims
 		if n >= 4 && n <= int(f.DataOffset-f.Alignment) { // inside the metadata
-			if _, err := Read(bytes.NewReader(b[:n]), int64(len(b))); !errors.Is(err, ErrTruncated) {
+			if _, err := gguf.Read(bytes.NewReader(b[:n]), int64(len(b))); !errors.Is(err, gguf.ErrTruncated) {
 				t.Fatalf("short reader of %d bytes: %v, want ErrTruncated", n, err)
 			}
 		}
@@ -310,12 +332,12 @@ func TestTruncation(t *testing.T) {
 
 // TestMetadataOnly checks that Read does not read tensor data (beyond one read-ahead buffer).
 func TestMetadataOnly(t *testing.T) {
-	w := NewWriter()
+	w := gguftest.NewWriter()
 	w.AddString("general.architecture", "llama")
-	w.AddTensor("big", TypeF32, []uint64{1 << 20}, make([]byte, 4<<20))
+	w.AddTensor("big", gguf.TypeF32, []uint64{1 << 20}, make([]byte, 4<<20))
 	b := writeBytes(t, w)
 	cr := &countingReaderAt{r: bytes.NewReader(b)}
-	if _, err := Read(cr, int64(len(b))); err != nil {
+	if _, err := gguf.Read(cr, int64(len(b))); err != nil {
 		t.Fatal(err)
 	}
 	if cr.n > 128<<10 {
@@ -329,12 +351,12 @@ func TestReadFile(t *testing.T) {
 	if err := os.WriteFile(text, []byte("hello, this is a text file\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := ReadFile(text)
-	wantErr(t, err, ErrNotGGUF, "notes.txt")
-	_, err = ReadFile(filepath.Join(dir, "missing.gguf"))
+	_, err := gguf.ReadFile(text)
+	wantErr(t, err, gguf.ErrNotGGUF, "notes.txt")
+	_, err = gguf.ReadFile(filepath.Join(dir, "missing.gguf"))
 	wantErr(t, err, os.ErrNotExist, "")
-	_, err = ReadFile(dir)
-	wantErr(t, err, ErrNotGGUF, "not a regular file")
+	_, err = gguf.ReadFile(dir)
+	wantErr(t, err, gguf.ErrNotGGUF, "not a regular file")
 }
 
 // TestSharedModels reads the real llama.cpp files in ../shared/models when that folder exists.
@@ -345,7 +367,7 @@ func TestSharedModels(t *testing.T) {
 	}
 	for _, p := range paths {
 		t.Run(filepath.Base(p), func(t *testing.T) {
-			f, err := ReadFile(p)
+			f, err := gguf.ReadFile(p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -364,36 +386,36 @@ func TestSharedModels(t *testing.T) {
 				if cut <= 0 || cut >= f.FileSize {
 					continue
 				}
-				_, err := Read(fh, f.FileSize-cut)
-				if !errors.Is(err, ErrTruncated) {
+				_, err := gguf.Read(fh, f.FileSize-cut)
+				if !errors.Is(err, gguf.ErrTruncated) {
 					t.Errorf("short by %d bytes: %v, want ErrTruncated", cut, err)
 				}
 			}
 		})
 	}
-	facts := map[string]func(*testing.T, *File){
-		"stories260K.gguf": func(t *testing.T, f *File) {
+	facts := map[string]func(*testing.T, *gguf.File){
+		"stories260K.gguf": func(t *testing.T, f *gguf.File) {
 			bos, _ := f.SpecialToken("bos")
 			tok, _ := f.TokenText(bos)
 			if f.ContextLength() != 2048 || len(f.Tensors) != 48 || tok != "<s>" || f.ChatTemplate() != "" {
 				t.Errorf("ctx %d tensors %d bos %q", f.ContextLength(), len(f.Tensors), tok)
 			}
 		},
-		"ggml-vocab-phi-3.gguf": func(t *testing.T, f *File) {
+		"ggml-vocab-phi-3.gguf": func(t *testing.T, f *gguf.File) {
 			if !strings.Contains(f.ChatTemplate(), "message") || len(f.Tensors) != 0 {
 				t.Errorf("template %q, %d tensors", f.ChatTemplate(), len(f.Tensors))
 			}
 		},
-		"llama-2-tiny-random.gguf": func(t *testing.T, f *File) {
+		"llama-2-tiny-random.gguf": func(t *testing.T, f *gguf.File) {
 			ti, ok := f.Tensor("token_embd.weight")
-			if !ok || ti.Type != TypeF16 || !reflect.DeepEqual(ti.Dims, []uint64{8, 32000}) {
+			if !ok || ti.Type != gguf.TypeF16 || !reflect.DeepEqual(ti.Dims, []uint64{8, 32000}) {
 				t.Errorf("token_embd.weight %+v", ti)
 			}
 		},
 	}
 	for _, p := range paths {
 		if check, ok := facts[filepath.Base(p)]; ok {
-			f, err := ReadFile(p)
+			f, err := gguf.ReadFile(p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -403,7 +425,7 @@ func TestSharedModels(t *testing.T) {
 }
 
 func BenchmarkRead(b *testing.B) {
-	w, err := NewTinyLlama(TinyLlamaOptions{Vocab: 32000, Embd: 32, Layers: 1})
+	w, err := gguftest.NewTinyLlama(gguftest.TinyLlamaOptions{Vocab: 32000, Embd: 32, Layers: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -152,9 +152,9 @@ func TypeBlock(t uint32) (blockSize, blockBytes int64, ok bool) {
 	return tt.blockSize, tt.typeSize, ok
 }
 
-// tensorBytes returns the byte size of a tensor of type t and shape dims, or an error that
+// TensorBytes returns the byte size of a tensor of type t and shape dims, or an error that
 // says why the shape does not fit the type.
-func tensorBytes(t uint32, dims []uint64) (int64, error) {
+func TensorBytes(t uint32, dims []uint64) (int64, error) {
 	tt, ok := ggmlTypes[t]
 	if !ok {
 		return 0, fmt.Errorf("unknown tensor type %d", t)

@@ -31,7 +31,7 @@ func TestTypeBlock(t *testing.T) {
 	if TypeName(99) != "type(99)" || ValueType(99).String() != "type(99)" || ValueFloat64.String() != "float64" {
 		t.Error("names of unknown types")
 	}
-	if n, err := tensorBytes(TypeQ4_K, []uint64{512, 3}); err != nil || n != 6*144 {
+	if n, err := TensorBytes(TypeQ4_K, []uint64{512, 3}); err != nil || n != 6*144 {
 		t.Errorf("Q4_K [512 3] = %d, %v", n, err)
 	}
 }

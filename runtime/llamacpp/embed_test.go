@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/llm"
 )
 
@@ -28,7 +28,7 @@ func bertVocab() string {
 func loadBERT(t *testing.T, pooling string, ctx int) *Engine {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "bert-"+pooling+".gguf")
-	if err := gguf.WriteTinyBERT(path, gguf.TinyBERTOptions{VocabFrom: bertVocab(), Pooling: pooling, ContextLength: 128}); err != nil {
+	if err := gguftest.WriteTinyBERT(path, gguftest.TinyBERTOptions{VocabFrom: bertVocab(), Pooling: pooling, ContextLength: 128}); err != nil {
 		t.Fatalf("write tiny bert: %v", err)
 	}
 	e, err := Load(Options{ModelPath: path, ContextLength: ctx, Parallel: 2})

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/llm"
 )
 
@@ -47,7 +47,7 @@ func runTests(m *testing.M) int {
 		}
 		defer os.RemoveAll(dir)
 		testModelPath = filepath.Join(dir, "tiny.gguf")
-		if err := gguf.WriteTinyLlama(testModelPath, gguf.TinyLlamaOptions{}); err != nil {
+		if err := gguftest.WriteTinyLlama(testModelPath, gguftest.TinyLlamaOptions{}); err != nil {
 			fmt.Fprintln(os.Stderr, "write the test model:", err)
 			return 1
 		}

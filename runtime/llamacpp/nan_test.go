@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/worker"
 )
@@ -17,10 +17,10 @@ import (
 func writeNaNModel(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "nan.gguf")
-	if err := gguf.WriteTinyLlama(path, gguf.TinyLlamaOptions{}); err != nil {
+	if err := gguftest.WriteTinyLlama(path, gguftest.TinyLlamaOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := gguf.FillF32(path, "output.weight", float32(math.NaN())); err != nil {
+	if err := gguftest.FillF32(path, "output.weight", float32(math.NaN())); err != nil {
 		t.Fatal(err)
 	}
 	return path

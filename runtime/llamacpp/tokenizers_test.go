@@ -11,7 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 )
 
 // The vocabularies and texts the tokenizer stack tests run on.
@@ -153,7 +153,7 @@ func preTokenizerVocabs(t *testing.T) []stackTokenizer {
 // (DeepSeek-Coder's and most others are std::regex in llama.cpp): the 256 byte symbols and a
 // few merges.
 func writeTinyBPE(path, pre string) error {
-	w := gguf.NewWriter()
+	w := gguftest.NewWriter()
 	w.AddString("general.architecture", "llama")
 	w.AddUint32("llama.context_length", 2048)
 	w.AddUint32("llama.embedding_length", 64)

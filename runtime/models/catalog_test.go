@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/llm"
 )
 
@@ -26,7 +26,7 @@ func openTestCatalog(t *testing.T) (*Catalog, RecordStore, string) {
 
 func writeTiny(t *testing.T, path string, seed int64) {
 	t.Helper()
-	if err := gguf.WriteTinyLlama(path, gguf.TinyLlamaOptions{Seed: seed, Q8: true, Embd: 64, FF: 128}); err != nil {
+	if err := gguftest.WriteTinyLlama(path, gguftest.TinyLlamaOptions{Seed: seed, Q8: true, Embd: 64, FF: 128}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 )
 
 // TestDescribeEmbeddingModel: an embedding model's facts say so, and its one capability is
@@ -13,7 +13,7 @@ import (
 func TestDescribeEmbeddingModel(t *testing.T) {
 	dir := t.TempDir()
 	bert := filepath.Join(dir, "bert.gguf")
-	if err := gguf.WriteTinyBERT(bert, gguf.TinyBERTOptions{Pooling: "cls"}); err != nil {
+	if err := gguftest.WriteTinyBERT(bert, gguftest.TinyBERTOptions{Pooling: "cls"}); err != nil {
 		t.Fatal(err)
 	}
 	facts, err := Describe(bert)
@@ -25,7 +25,7 @@ func TestDescribeEmbeddingModel(t *testing.T) {
 		t.Errorf("bert facts %+v (embedding %+v)", facts, facts.Embedding)
 	}
 	llama := filepath.Join(dir, "llama.gguf")
-	if err := gguf.WriteTinyLlama(llama, gguf.TinyLlamaOptions{}); err != nil {
+	if err := gguftest.WriteTinyLlama(llama, gguftest.TinyLlamaOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if facts, err := Describe(llama); err != nil || facts.Embedding != nil || !slices.Contains(facts.Capabilities, "completion") {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/enginetest"
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/llm"
 )
 
@@ -131,7 +131,7 @@ func newFixture(t *testing.T, n int, cfg Config, setup func(path string, r *fake
 	cat, _, dir := openTestCatalog(t)
 	for i := range n {
 		path := filepath.Join(dir, fmt.Sprintf("m%d.gguf", i))
-		if err := gguf.WriteTinyLlama(path, gguf.TinyLlamaOptions{Seed: int64(i)}); err != nil {
+		if err := gguftest.WriteTinyLlama(path, gguftest.TinyLlamaOptions{Seed: int64(i)}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := cat.AddLocal(context.Background(), path, ""); err != nil {

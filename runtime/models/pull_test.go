@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models/hf"
 	"github.com/superfluid/superfluid/runtime/models/hf/hftest"
@@ -20,7 +20,7 @@ import (
 
 func tinyBytes(t *testing.T, seed int64) []byte {
 	t.Helper()
-	w, err := gguf.NewTinyLlama(gguf.TinyLlamaOptions{Seed: seed})
+	w, err := gguftest.NewTinyLlama(gguftest.TinyLlamaOptions{Seed: seed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func tinyBytes(t *testing.T, seed int64) []byte {
 // splitPart is a later part of a split model: split metadata and one tensor.
 func splitPart(t *testing.T, no, count int) []byte {
 	t.Helper()
-	w := gguf.NewWriter()
+	w := gguftest.NewWriter()
 	w.AddUint16("split.no", uint16(no))
 	w.AddUint16("split.count", uint16(count))
 	w.AddTensorF32("extra."+string(rune('a'+no)), []uint64{4}, []float32{1, 2, 3, 4})

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/llm"
 )
 
@@ -35,7 +35,7 @@ func tokenizeWorker(f *testing.F) *Client {
 		}
 		if opts.ModelPath == "" {
 			opts.ModelPath = filepath.Join(f.TempDir(), "tiny.gguf")
-			if err := gguf.WriteTinyLlama(opts.ModelPath, gguf.TinyLlamaOptions{}); err != nil {
+			if err := gguftest.WriteTinyLlama(opts.ModelPath, gguftest.TinyLlamaOptions{}); err != nil {
 				f.Fatal(err)
 			}
 		}

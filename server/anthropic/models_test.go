@@ -12,7 +12,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server"
 	"github.com/superfluid/superfluid/server/servertest"
@@ -25,7 +25,7 @@ func setupModels(t *testing.T) *fixture {
 	t.Helper()
 	cat := servertest.NewCatalog(t, models.Config{KeepAlive: time.Hour})
 	for i, id := range []string{"alpha", "beta", "long"} {
-		cat.AddModel(t, id, gguf.TinyLlamaOptions{Seed: int64(i), ContextLength: 65536})
+		cat.AddModel(t, id, gguftest.TinyLlamaOptions{Seed: int64(i), ContextLength: 65536})
 	}
 	if err := cat.Svc.SetModelSettings(t.Context(), store.ModelSettings{ModelID: "long", ContextLength: 32768}); err != nil {
 		t.Fatal(err)

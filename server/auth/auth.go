@@ -16,9 +16,9 @@ package auth
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"strings"
+
+	"github.com/superfluid/superfluid/server/core/qos"
 )
 
 // Identity is who an authenticated request is: one API key and what it may do. A nil
@@ -35,8 +35,8 @@ type Identity struct {
 	Admin bool
 	// Models are the model ids the key may use; empty for every model.
 	Models []string
-	// QoS is the highest scheduling class the key may ask for; QoSUnset for any.
-	QoS QoS
+	// QoS is the highest scheduling class the key may ask for; qos.Unset for any.
+	QoS qos.Class
 	// Limits are the key's rate limits; zero fields are no limit.
 	Limits Limits
 	// Origins are the browser origins (patterns, see MatchOrigin) the key may be used from;
@@ -70,8 +70,8 @@ func (id *Identity) AllowsModel(model string) bool {
 }
 
 // AllowsQoS reports whether the identity may ask for scheduling class q.
-func (id *Identity) AllowsQoS(q QoS) bool {
-	return id == nil || id.QoS == QoSUnset || q <= id.QoS
+func (id *Identity) AllowsQoS(q qos.Class) bool {
+	return id == nil || id.QoS == qos.Unset || q <= id.QoS
 }
 
 // AllowsOrigin reports whether the identity may be used from a browser page of origin (""
@@ -96,39 +96,4 @@ func NewContext(ctx context.Context, id *Identity) context.Context {
 func FromContext(ctx context.Context) (id *Identity, ok bool) {
 	id, ok = ctx.Value(contextKey{}).(*Identity)
 	return id, ok && id != nil
-}
-
-// QoS is a scheduling class (the x-superfluid-qos header). Higher values go first:
-// QoSInteractive > QoSCompletion > QoSAgent > QoSBackground. QoSUnset is no class (as a
-// key's ceiling: no ceiling).
-type QoS int
-
-// Scheduling classes.
-const (
-	QoSUnset QoS = iota
-	QoSBackground
-	QoSAgent
-	QoSCompletion
-	QoSInteractive
-)
-
-var qosNames = [...]string{"", "background", "agent", "completion", "interactive"}
-
-// String is the class's name as the header and the policy file write it ("" when unset).
-func (q QoS) String() string {
-	if q < 0 || int(q) >= len(qosNames) {
-		return fmt.Sprintf("QoS(%d)", int(q))
-	}
-	return qosNames[q]
-}
-
-// ParseQoS reads a class name: interactive, completion, agent or background; "" is QoSUnset.
-func ParseQoS(s string) (QoS, error) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	for i, n := range qosNames {
-		if s == n {
-			return QoS(i), nil
-		}
-	}
-	return QoSUnset, fmt.Errorf("unknown QoS class %q: use interactive, completion, agent or background", s)
 }

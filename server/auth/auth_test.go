@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/superfluid/superfluid/server/core/qos"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -78,31 +79,19 @@ func TestCheckOrigin(t *testing.T) {
 	}
 }
 
-func TestQoS(t *testing.T) {
-	for _, name := range []string{"interactive", "completion", "agent", "background", ""} {
-		q, err := ParseQoS(name)
-		if err != nil || q.String() != name {
-			t.Errorf("ParseQoS(%q) = %v, %v", name, q, err)
-		}
-	}
-	if _, err := ParseQoS("urgent"); err == nil {
-		t.Error("urgent accepted")
-	}
-	if !(QoSInteractive > QoSCompletion && QoSCompletion > QoSAgent && QoSAgent > QoSBackground && QoSBackground > QoSUnset) {
-		t.Error("classes out of order")
-	}
-	agent := &Identity{QoS: QoSAgent}
+func TestAllowsQoS(t *testing.T) {
+	agent := &Identity{QoS: qos.Agent}
 	cases := []struct {
 		id   *Identity
-		q    QoS
+		q    qos.Class
 		want bool
 	}{
-		{nil, QoSInteractive, true},
-		{&Identity{}, QoSInteractive, true},
-		{agent, QoSBackground, true},
-		{agent, QoSAgent, true},
-		{agent, QoSCompletion, false},
-		{agent, QoSInteractive, false},
+		{nil, qos.Interactive, true},
+		{&Identity{}, qos.Interactive, true},
+		{agent, qos.Background, true},
+		{agent, qos.Agent, true},
+		{agent, qos.Completion, false},
+		{agent, qos.Interactive, false},
 	}
 	for _, c := range cases {
 		if got := c.id.AllowsQoS(c.q); got != c.want {
@@ -156,7 +145,7 @@ func TestParsePolicy(t *testing.T) {
 	if alice.Identity.ID != "policy:alice" || !alice.Identity.Admin || alice.Hash != Hash("sk-sf-alice") || alice.Identity.Source != SourcePolicy {
 		t.Fatalf("alice %+v", alice)
 	}
-	if ci.Hash != sum || ci.Identity.Admin || !slices.Equal(ci.Identity.Models, []string{"m1", "m2"}) || ci.Identity.QoS != QoSBackground ||
+	if ci.Hash != sum || ci.Identity.Admin || !slices.Equal(ci.Identity.Models, []string{"m1", "m2"}) || ci.Identity.QoS != qos.Background ||
 		ci.Identity.Limits != (Limits{RPM: 60, TPM: 1000, Concurrency: 2}) || !slices.Equal(ci.Identity.Origins, []string{"https://ci.example"}) {
 		t.Fatalf("ci %+v", ci)
 	}
@@ -214,7 +203,7 @@ func TestKeyring(t *testing.T) {
 		t.Fatalf("flag key: %+v %v", id, ok)
 	}
 
-	key, info, err := k.Create(ctx, NewKey{Name: "bob", Models: []string{"m"}, QoS: QoSAgent, Limits: Limits{RPM: 5}, Origins: []string{"https://bob.example"}})
+	key, info, err := k.Create(ctx, NewKey{Name: "bob", Models: []string{"m"}, QoS: qos.Agent, Limits: Limits{RPM: 5}, Origins: []string{"https://bob.example"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +211,7 @@ func TestKeyring(t *testing.T) {
 		t.Fatalf("key %q info %+v", key, info)
 	}
 	id, ok := k.Authenticate(key)
-	if !ok || id.Name != "bob" || id.Admin || id.QoS != QoSAgent || id.Limits.RPM != 5 || id.Source != SourceStore || !id.AllowsModel("m") || id.AllowsModel("n") {
+	if !ok || id.Name != "bob" || id.Admin || id.QoS != qos.Agent || id.Limits.RPM != 5 || id.Source != SourceStore || !id.AllowsModel("m") || id.AllowsModel("n") {
 		t.Fatalf("stored key: %+v %v", id, ok)
 	}
 	if !k.KeyOrigin("https://bob.example") || k.KeyOrigin("https://eve.example") {

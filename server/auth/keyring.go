@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/superfluid/superfluid/server/core/qos"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -282,7 +283,7 @@ func (k *Keyring) Reload(ctx context.Context) error {
 }
 
 func identityOf(s store.Key) Identity {
-	q, _ := ParseQoS(s.QoS)
+	q, _ := qos.Parse(s.QoS)
 	return Identity{ID: s.ID, Name: s.Name, Admin: s.Admin, Models: s.Models, QoS: q, Origins: s.Origins, Source: SourceStore,
 		Limits: Limits{RPM: s.RPM, TPM: s.TPM, Concurrency: s.Concurrency}}
 }
@@ -302,7 +303,7 @@ type NewKey struct {
 	Name    string
 	Admin   bool
 	Models  []string
-	QoS     QoS
+	QoS     qos.Class
 	Limits  Limits
 	Origins []string
 }
@@ -349,7 +350,7 @@ func (k *Keyring) check(nk *NewKey) error {
 	if nk.Models, err = cleanList(nk.Models, "model"); err != nil {
 		return err
 	}
-	if nk.QoS < QoSUnset || nk.QoS > QoSInteractive {
+	if nk.QoS < qos.Unset || nk.QoS > qos.Interactive {
 		return fmt.Errorf("%w: unknown QoS class %d", ErrInvalidKey, nk.QoS)
 	}
 	if nk.Limits.RPM < 0 || nk.Limits.TPM < 0 || nk.Limits.Concurrency < 0 {

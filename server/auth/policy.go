@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/superfluid/superfluid/server/core/qos"
 )
 
 // A key policy file (--key-policy FILE) lists several keys, in JSON:
@@ -122,7 +124,7 @@ func (p policyKey) key() (Key, error) {
 		}
 		copy(k.Hash[:], h)
 	}
-	q, err := ParseQoS(p.QoS)
+	q, err := qos.Parse(p.QoS)
 	if err != nil {
 		return Key{}, err
 	}

@@ -1,6 +1,10 @@
 package core
 
-import "context"
+import (
+	"context"
+
+	"github.com/superfluid/superfluid/server/core/qos"
+)
 
 // The admission hook, for --nonstream-keepalive: the HTTP layer commits a non-streaming reply's
 // 200 when its generation is admitted and pads the body with spaces until the JSON is ready.
@@ -24,7 +28,7 @@ func admitted(ctx context.Context) {
 
 // begin prepares the context of a generation request: its scheduling fixed (qos.go) and, for
 // a streamed reply (which commits its own status), no admission hook.
-func begin(ctx context.Context, sched Scheduling, def QoS, stream bool) context.Context {
+func begin(ctx context.Context, sched Scheduling, def qos.Class, stream bool) context.Context {
 	ctx = withScheduling(ctx, sched, def)
 	if stream {
 		ctx = context.WithValue(ctx, admittedKey{}, (func())(nil))

@@ -10,7 +10,7 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/enginetest"
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server/core"
@@ -86,7 +86,7 @@ func newGatedCatalog(t *testing.T, lanes int, drain time.Duration) *gatedCatalog
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "m.gguf")
-	if err := gguf.WriteTinyLlama(path, gguf.TinyLlamaOptions{}); err != nil {
+	if err := gguftest.WriteTinyLlama(path, gguftest.TinyLlamaOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cat.AddLocal(context.Background(), path, "m"); err != nil {

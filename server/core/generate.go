@@ -9,7 +9,7 @@ import (
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/schema"
-	"github.com/superfluid/superfluid/server/auth"
+	"github.com/superfluid/superfluid/server/core/qos"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -37,7 +37,7 @@ type ChatRequest struct {
 	ParallelToolCalls *bool
 	// QoS is the scheduling class (qos.go); unset takes the context's (WithScheduling), else
 	// interactive. BatchInvariant asks for a lane that ticks alone.
-	QoS            QoS
+	QoS            qos.Class
 	BatchInvariant bool
 }
 
@@ -71,7 +71,7 @@ func (s *Service) Chat(ctx context.Context, req *ChatRequest, emit Emit) (*Resul
 	defer s.running.Done()
 	start := time.Now()
 	ctx = withStart(ctx, start)
-	ctx = begin(ctx, Scheduling{req.QoS, req.BatchInvariant}, auth.QoSInteractive, req.Stream)
+	ctx = begin(ctx, Scheduling{req.QoS, req.BatchInvariant}, qos.Interactive, req.Stream)
 	m, err := s.ModelFor(ctx, req.Model)
 	var res *Result
 	if err == nil {
@@ -133,7 +133,7 @@ type CompletionRequest struct {
 	// KeepAlive: see ChatRequest.
 	KeepAlive *time.Duration
 	// QoS and BatchInvariant: see ChatRequest (the default class is interactive).
-	QoS            QoS
+	QoS            qos.Class
 	BatchInvariant bool
 }
 
@@ -143,7 +143,7 @@ func (s *Service) Complete(ctx context.Context, req *CompletionRequest, emit Emi
 	defer s.running.Done()
 	start := time.Now()
 	ctx = withStart(ctx, start)
-	ctx = begin(ctx, Scheduling{req.QoS, req.BatchInvariant}, auth.QoSInteractive, req.Stream)
+	ctx = begin(ctx, Scheduling{req.QoS, req.BatchInvariant}, qos.Interactive, req.Stream)
 	m, err := s.ModelFor(ctx, req.Model)
 	var res *Result
 	if err == nil {

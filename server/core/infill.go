@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/llm"
-	"github.com/superfluid/superfluid/server/auth"
+	"github.com/superfluid/superfluid/server/core/qos"
 )
 
 // FIMTokens are a model's fill-in-the-middle markers.
@@ -38,7 +38,7 @@ type InfillRequest struct {
 	// KeepAlive: see ChatRequest.
 	KeepAlive *time.Duration
 	// QoS and BatchInvariant: see ChatRequest (the default class is completion).
-	QoS            QoS
+	QoS            qos.Class
 	BatchInvariant bool
 }
 
@@ -49,7 +49,7 @@ func (s *Service) Infill(ctx context.Context, req *InfillRequest, emit Emit) (*R
 	defer s.running.Done()
 	start := time.Now()
 	ctx = withStart(ctx, start)
-	ctx = begin(ctx, Scheduling{req.QoS, req.BatchInvariant}, auth.QoSCompletion, req.Stream)
+	ctx = begin(ctx, Scheduling{req.QoS, req.BatchInvariant}, qos.Completion, req.Stream)
 	key := recordKey{req.ID, req.Endpoint, req.Model, req.Stream}
 	res, err := s.infill(ctx, req, emit)
 	s.record(ctx, key, res, err, start)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/server/auth"
+	"github.com/superfluid/superfluid/server/core/qos"
 )
 
 // Scheduling classes (the x-superfluid-qos header). Every generation takes a grant of its
@@ -30,9 +31,6 @@ import (
 //     for the lanes to empty and, meanwhile, later requests of its class or below wait behind it.
 //
 // Within a class, grants go in arrival order.
-
-// QoS is a scheduling class (auth.QoS: the key's ceiling uses the same scale).
-type QoS = auth.QoS
 
 // FairShare is how often background work gets a lane while higher classes wait: at least one
 // grant in FairShare.
@@ -63,8 +61,8 @@ func (c QoSConfig) reserve() int {
 
 // Scheduling is how a request asks to be scheduled.
 type Scheduling struct {
-	// QoS is the class; auth.QoSUnset for the endpoint's default.
-	QoS QoS
+	// QoS is the class; qos.Unset for the endpoint's default.
+	QoS qos.Class
 	// BatchInvariant asks for a lane that ticks alone (the request takes the whole model).
 	BatchInvariant bool
 }
@@ -82,26 +80,26 @@ func WithScheduling(ctx context.Context, s Scheduling) context.Context {
 // else the endpoint's default; a batch line is always background. The class is lowered to the
 // key's ceiling (the HTTP layer refuses a header above it with 403; a default above it is
 // lowered, not refused).
-func schedulingOf(ctx context.Context, req Scheduling, def QoS) Scheduling {
+func schedulingOf(ctx context.Context, req Scheduling, def qos.Class) Scheduling {
 	s, _ := ctx.Value(schedulingKey{}).(Scheduling)
-	if req.QoS != auth.QoSUnset {
+	if req.QoS != qos.Unset {
 		s.QoS = req.QoS
 	}
 	s.BatchInvariant = s.BatchInvariant || req.BatchInvariant
-	if s.QoS == auth.QoSUnset {
+	if s.QoS == qos.Unset {
 		s.QoS = def
 	}
-	if id, ok := auth.FromContext(ctx); ok && id.QoS != auth.QoSUnset && s.QoS > id.QoS {
+	if id, ok := auth.FromContext(ctx); ok && id.QoS != qos.Unset && s.QoS > id.QoS {
 		s.QoS = id.QoS
 	}
 	if isBatchLine(ctx) {
-		s.QoS = auth.QoSBackground
+		s.QoS = qos.Background
 	}
 	return s
 }
 
 // withScheduling fixes the scheduling of the generation ctx runs.
-func withScheduling(ctx context.Context, req Scheduling, def QoS) context.Context {
+func withScheduling(ctx context.Context, req Scheduling, def qos.Class) context.Context {
 	return context.WithValue(ctx, schedulingKey{}, schedulingOf(ctx, req, def))
 }
 
@@ -111,7 +109,7 @@ type qosGate struct {
 	mu      sync.Mutex
 	lanes   int // the model's lanes, as the last generation saw them
 	used    int // lanes granted
-	waiting [auth.QoSInteractive + 1][]*qosWaiter
+	waiting [qos.Interactive + 1][]*qosWaiter
 	// skipped counts grants to higher classes that had to wait while background work waited
 	// too: background's fair share is counted in contended grants only, so requests that find
 	// a lane free never hand background the lane kept for them.
@@ -120,7 +118,7 @@ type qosGate struct {
 
 type qosWaiter struct {
 	units   int
-	class   QoS
+	class   qos.Class
 	ready   chan struct{} // closed when granted
 	granted bool
 	queued  bool // not granted on arrival: it waits for a lane
@@ -129,12 +127,12 @@ type qosWaiter struct {
 // acquire waits for units of the model's lanes (lanes in all; reserve of them kept from
 // background work) for a generation of class, or for ctx to end. It returns the function
 // that gives them back and how long it waited. With lanes unknown (0) it grants at once.
-func (g *qosGate) acquire(ctx context.Context, class QoS, units, lanes, reserve int) (release func(), waited time.Duration, err error) {
+func (g *qosGate) acquire(ctx context.Context, class qos.Class, units, lanes, reserve int) (release func(), waited time.Duration, err error) {
 	if lanes <= 0 {
 		return func() {}, 0, nil
 	}
 	units = min(max(units, 1), lanes)
-	class = min(max(class, auth.QoSBackground), auth.QoSInteractive)
+	class = min(max(class, qos.Background), qos.Interactive)
 	w := &qosWaiter{units: units, class: class, ready: make(chan struct{})}
 	start := time.Now()
 	g.mu.Lock()
@@ -179,9 +177,9 @@ func (g *qosGate) dispatch(reserve int) {
 			return
 		}
 		g.waiting[w.class] = g.waiting[w.class][1:]
-		if w.class == auth.QoSBackground {
+		if w.class == qos.Background {
 			g.skipped = 0
-		} else if w.queued && len(g.waiting[auth.QoSBackground]) > 0 {
+		} else if w.queued && len(g.waiting[qos.Background]) > 0 {
 			g.skipped++
 		}
 		g.used += w.units
@@ -197,10 +195,10 @@ func (g *qosGate) dispatch(reserve int) {
 func (g *qosGate) next(reserve int) *qosWaiter {
 	free := g.lanes - g.used
 	var bg *qosWaiter
-	if q := g.waiting[auth.QoSBackground]; len(q) > 0 {
+	if q := g.waiting[qos.Background]; len(q) > 0 {
 		bg = q[0]
 	}
-	for c := auth.QoSInteractive; c > auth.QoSBackground; c-- {
+	for c := qos.Interactive; c > qos.Background; c-- {
 		if q := g.waiting[c]; len(q) > 0 {
 			if bg != nil && g.skipped >= FairShare-1 {
 				return fits(bg, free) // background's turn: hold the lanes for it
@@ -225,7 +223,7 @@ func fits(w *qosWaiter, free int) *qosWaiter {
 }
 
 // queued is how many generations wait at the gate, by class.
-func (g *qosGate) queued() (n [auth.QoSInteractive + 1]int) {
+func (g *qosGate) queued() (n [qos.Interactive + 1]int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for c, q := range g.waiting {
@@ -239,8 +237,8 @@ func (g *qosGate) queued() (n [auth.QoSInteractive + 1]int) {
 // also asks the engine for background priority, which orders the engine's own queue when the
 // gate is off.
 func (s *Service) grant(ctx context.Context, m *Model, engine interface{ Info() llm.ModelInfo }, gen *llm.Request, n int) (release func(), waited time.Duration, err error) {
-	sched := schedulingOf(ctx, Scheduling{}, auth.QoSInteractive)
-	if sched.QoS == auth.QoSBackground {
+	sched := schedulingOf(ctx, Scheduling{}, qos.Interactive)
+	if sched.QoS == qos.Background {
 		gen.Priority = llm.PriorityBackground
 	}
 	if !s.cfg.QoS.Gate {

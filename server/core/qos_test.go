@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/superfluid/superfluid/server/auth"
+	"github.com/superfluid/superfluid/server/core/qos"
 )
 
 // gateRun drives a qosGate in a test: waiters join one at a time (each is queued before the
@@ -29,7 +30,7 @@ func newGateRun(t *testing.T, lanes, reserve int) *gateRun {
 }
 
 // take acquires at once (the test knows there is room) and returns the release.
-func (r *gateRun) take(class QoS, units int) func() {
+func (r *gateRun) take(class qos.Class, units int) func() {
 	r.t.Helper()
 	rel, _, err := r.g.acquire(context.Background(), class, units, r.lanes, r.reserve)
 	if err != nil {
@@ -39,7 +40,7 @@ func (r *gateRun) take(class QoS, units int) func() {
 }
 
 // join starts a waiter and returns once it is queued (or granted).
-func (r *gateRun) join(ctx context.Context, name string, class QoS, units int) {
+func (r *gateRun) join(ctx context.Context, name string, class qos.Class, units int) {
 	before := r.g.queued()[class]
 	got := make(chan struct{})
 	go func() {
@@ -76,9 +77,9 @@ func (r *gateRun) order(first func(), n int) []string {
 func TestQoSGateOrder(t *testing.T) {
 	type waiter struct {
 		name  string
-		class QoS
+		class qos.Class
 	}
-	bg, ag, co, in := auth.QoSBackground, auth.QoSAgent, auth.QoSCompletion, auth.QoSInteractive
+	bg, ag, co, in := qos.Background, qos.Agent, qos.Completion, qos.Interactive
 	tests := []struct {
 		name    string
 		waiters []waiter // in arrival order
@@ -126,15 +127,15 @@ func TestQoSGateReserve(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			for i := range tt.lanes + 2 {
-				r.join(ctx, "b"+string(rune('0'+i)), auth.QoSBackground, 1)
+				r.join(ctx, "b"+string(rune('0'+i)), qos.Background, 1)
 			}
 			granted := len(r.granted)
 			if granted != tt.wantBackground {
 				t.Fatalf("%d background generations granted, want %d", granted, tt.wantBackground)
 			}
 			if tt.wantBackground < tt.lanes {
-				rel := r.take(auth.QoSInteractive, 1) // granted at once, or take would block
-				if q := r.g.queued(); q[auth.QoSInteractive] != 0 {
+				rel := r.take(qos.Interactive, 1) // granted at once, or take would block
+				if q := r.g.queued(); q[qos.Interactive] != 0 {
 					t.Fatalf("interactive queued: %v", q)
 				}
 				rel()
@@ -149,11 +150,11 @@ func TestQoSGateUncontended(t *testing.T) {
 	r := newGateRun(t, 2, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	r.join(ctx, "b1", auth.QoSBackground, 1) // on a lane
-	r.join(ctx, "b2", auth.QoSBackground, 1) // waits: the other lane is reserved
+	r.join(ctx, "b1", qos.Background, 1) // on a lane
+	r.join(ctx, "b2", qos.Background, 1) // waits: the other lane is reserved
 	for i := range 3 * FairShare {
-		rel := r.take(auth.QoSInteractive, 1) // granted at once, or take would block
-		if q := r.g.queued(); q[auth.QoSInteractive] != 0 || q[auth.QoSBackground] != 1 {
+		rel := r.take(qos.Interactive, 1) // granted at once, or take would block
+		if q := r.g.queued(); q[qos.Interactive] != 0 || q[qos.Background] != 1 {
 			t.Fatalf("interactive request %d: queued %v", i, q)
 		}
 		rel()
@@ -167,9 +168,9 @@ func TestQoSGateUncontended(t *testing.T) {
 // runs alone, and keeps later requests of its class behind it; it waives the reserve.
 func TestQoSGateExclusive(t *testing.T) {
 	r := newGateRun(t, 4, 1)
-	first := r.take(auth.QoSInteractive, 1)
-	r.join(context.Background(), "invariant", auth.QoSInteractive, 4)
-	r.join(context.Background(), "later", auth.QoSInteractive, 1)
+	first := r.take(qos.Interactive, 1)
+	r.join(context.Background(), "invariant", qos.Interactive, 4)
+	r.join(context.Background(), "later", qos.Interactive, 1)
 	if len(r.granted) != 0 {
 		t.Fatal("granted while a lane was busy")
 	}
@@ -178,7 +179,7 @@ func TestQoSGateExclusive(t *testing.T) {
 		t.Fatalf("granted %v", got)
 	}
 	// A background batch-invariant request takes all four lanes despite the reserve.
-	r.join(context.Background(), "bg-invariant", auth.QoSBackground, 4)
+	r.join(context.Background(), "bg-invariant", qos.Background, 4)
 	g := <-r.granted
 	if g.name != "bg-invariant" || r.g.used != 4 {
 		t.Fatalf("%s granted, %d lanes used", g.name, r.g.used)
@@ -190,12 +191,12 @@ func TestQoSGateExclusive(t *testing.T) {
 // next; a gate of unknown lanes grants at once.
 func TestQoSGateCancel(t *testing.T) {
 	r := newGateRun(t, 1, 1)
-	hold := r.take(auth.QoSInteractive, 1)
+	hold := r.take(qos.Interactive, 1)
 	ctx, cancel := context.WithCancel(context.Background())
-	r.join(ctx, "gone", auth.QoSInteractive, 1)
-	r.join(context.Background(), "next", auth.QoSBackground, 1)
+	r.join(ctx, "gone", qos.Interactive, 1)
+	r.join(context.Background(), "next", qos.Background, 1)
 	cancel()
-	for r.g.queued()[auth.QoSInteractive] != 0 {
+	for r.g.queued()[qos.Interactive] != 0 {
 		runtime.Gosched()
 	}
 	if got := r.order(hold, 1); !slices.Equal(got, []string{"next"}) {
@@ -204,7 +205,7 @@ func TestQoSGateCancel(t *testing.T) {
 	if r.g.used != 0 {
 		t.Fatalf("%d lanes still used", r.g.used)
 	}
-	rel, _, err := (&qosGate{}).acquire(context.Background(), auth.QoSBackground, 3, 0, 1)
+	rel, _, err := (&qosGate{}).acquire(context.Background(), qos.Background, 3, 0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,14 +215,14 @@ func TestQoSGateCancel(t *testing.T) {
 // TestSchedulingOf: the request's class wins over the context's, the endpoint's default fills
 // in, a key's ceiling lowers it, and a batch line is background.
 func TestSchedulingOf(t *testing.T) {
-	bg, ag, co, in := auth.QoSBackground, auth.QoSAgent, auth.QoSCompletion, auth.QoSInteractive
+	bg, ag, co, in := qos.Background, qos.Agent, qos.Completion, qos.Interactive
 	tests := []struct {
 		name      string
 		ctx       *Scheduling
-		ceiling   QoS
+		ceiling   qos.Class
 		batchLine bool
 		req       Scheduling
-		def       QoS
+		def       qos.Class
 		want      Scheduling
 	}{
 		{"default", nil, 0, false, Scheduling{}, in, Scheduling{QoS: in}},

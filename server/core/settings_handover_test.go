@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/superfluid/superfluid/runtime/enginetest"
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/servertest"
@@ -18,7 +18,7 @@ import (
 func TestSettingsHandedOverAtStart(t *testing.T) {
 	ctx := context.Background()
 	cat := servertest.NewCatalog(t, models.Config{})
-	cat.AddModel(t, "m", gguf.TinyLlamaOptions{})
+	cat.AddModel(t, "m", gguftest.TinyLlamaOptions{})
 	if err := cat.Svc.SetModelSettings(ctx, store.ModelSettings{ModelID: "m", ContextLength: 1024, Lanes: 1}); err != nil {
 		t.Fatal(err)
 	}

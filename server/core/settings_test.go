@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/superfluid/superfluid/runtime/chat"
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server/core"
@@ -17,7 +17,7 @@ import (
 // system prompt), the request's own values win, and a new context length reloads the model.
 func TestModelSettingsApply(t *testing.T) {
 	cat := servertest.NewCatalog(t, models.Config{})
-	e := cat.AddModel(t, "m", gguf.TinyLlamaOptions{ChatTemplate: "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}"})
+	e := cat.AddModel(t, "m", gguftest.TinyLlamaOptions{ChatTemplate: "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}"})
 	ctx := context.Background()
 	temp, topK := 0.1, 7
 	if err := cat.Svc.SetModelSettings(ctx, store.ModelSettings{ModelID: "m", Temperature: &temp, TopK: &topK, MaxTokens: 5, SystemPrompt: "Be brief."}); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/models"
 )
 
@@ -21,7 +22,7 @@ import (
 // no prompt) retries at once, as POST /v1/models/load does.
 func TestBrokenModelBackoff(t *testing.T) {
 	l := setupLibrary(t, models.Config{Backoff: time.Hour}) // the whole test runs inside the backoff
-	e := l.AddModel(t, "broken", gguf.TinyLlamaOptions{ChatTemplate: chatML})
+	e := l.AddModel(t, "broken", gguftest.TinyLlamaOptions{ChatTemplate: chatML})
 	data, err := os.ReadFile(e.Path)
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/ollama/ollama/api"
 
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/models"
 )
 
@@ -42,7 +42,7 @@ func TestKeepAlive(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l := setupLibrary(t, models.Config{})
-			e := l.AddModel(t, "tiny", gguf.TinyLlamaOptions{ChatTemplate: chatML})
+			e := l.AddModel(t, "tiny", gguftest.TinyLlamaOptions{ChatTemplate: chatML})
 			ka := ""
 			if tt.keepAlive != "" {
 				ka = `,"keep_alive":` + tt.keepAlive
@@ -94,7 +94,7 @@ func waitUnloaded(t *testing.T, l *library, name string) {
 
 func TestKeepAliveInvalid(t *testing.T) {
 	l := setupLibrary(t, models.Config{})
-	l.AddModel(t, "tiny", gguf.TinyLlamaOptions{})
+	l.AddModel(t, "tiny", gguftest.TinyLlamaOptions{})
 	for _, ka := range []string{`"banana"`, `"5x"`, `""`, `true`, `{}`, `[1]`, `"99999999999h"`} {
 		for _, route := range []string{"/api/chat", "/api/generate"} {
 			body := fmt.Sprintf(`{"model":"tiny","messages":[{"role":"user","content":"hi"}],"prompt":"hi","keep_alive":%s}`, ka)
@@ -111,7 +111,7 @@ func TestKeepAliveInvalid(t *testing.T) {
 // 0 unloads it ("unload"), as Ollama's clients use them.
 func TestLoadAndUnload(t *testing.T) {
 	l := setupLibrary(t, models.Config{})
-	e := l.AddModel(t, "tiny", gguf.TinyLlamaOptions{})
+	e := l.AddModel(t, "tiny", gguftest.TinyLlamaOptions{})
 	m, err := l.Svc.Model("tiny")
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/ollama/ollama/api"
 
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/runtime/models/hf"
 	"github.com/superfluid/superfluid/server"
@@ -76,7 +76,7 @@ func (l *library) do(t *testing.T, method, path, body string) (*http.Response, [
 // hubModel is a tiny model big enough (about 1.5 MB) that its download is not one read.
 func hubModel(t *testing.T) []byte {
 	t.Helper()
-	return servertest.TinyModel(t, gguf.TinyLlamaOptions{Vocab: 512, Embd: 256, FF: 512, Q8: true, ChatTemplate: chatML})
+	return servertest.TinyModel(t, gguftest.TinyLlamaOptions{Vocab: 512, Embd: 256, FF: 512, Q8: true, ChatTemplate: chatML})
 }
 
 // names lists what /api/tags shows.
@@ -288,8 +288,8 @@ func TestPullFailsMidway(t *testing.T) {
 
 func TestCopyErrors(t *testing.T) {
 	l := setupLibrary(t, models.Config{})
-	l.AddModel(t, "tiny", gguf.TinyLlamaOptions{})
-	l.AddModel(t, "other", gguf.TinyLlamaOptions{})
+	l.AddModel(t, "tiny", gguftest.TinyLlamaOptions{})
+	l.AddModel(t, "other", gguftest.TinyLlamaOptions{})
 	tests := []struct {
 		name, body string
 		status     int
@@ -346,7 +346,7 @@ func TestDeleteErrors(t *testing.T) {
 // Deleting a model while it generates lets the generation finish; the model is gone after.
 func TestDeleteWhileGenerating(t *testing.T) {
 	l := setupLibrary(t, models.Config{})
-	e := l.AddModel(t, "slow", gguf.TinyLlamaOptions{ChatTemplate: chatML})
+	e := l.AddModel(t, "slow", gguftest.TinyLlamaOptions{ChatTemplate: chatML})
 	if _, err := l.Svc.Model("slow"); err != nil { // makes the model's fake worker
 		t.Fatal(err)
 	}
@@ -409,7 +409,7 @@ func checkExpiry(t *testing.T, got, before time.Time, ka time.Duration) {
 // Pull, copy and delete answer only this machine; the check looks at the TCP peer alone.
 func TestAdminOnlyLocal(t *testing.T) {
 	l := setupLibrary(t, models.Config{})
-	l.AddModel(t, "tiny", gguf.TinyLlamaOptions{})
+	l.AddModel(t, "tiny", gguftest.TinyLlamaOptions{})
 	routes := []struct{ method, path, body string }{
 		{http.MethodPost, "/api/pull", `{"model":"owner/repo"}`},
 		{http.MethodPost, "/api/copy", `{"source":"tiny","destination":"copy"}`},
@@ -441,9 +441,9 @@ func TestAdminOnlyLocal(t *testing.T) {
 // /api/tags lists every catalog model, a missing file included; /api/ps only the loaded ones.
 func TestTagsAndPs(t *testing.T) {
 	l := setupLibrary(t, models.Config{})
-	l.AddModel(t, "loaded", gguf.TinyLlamaOptions{ChatTemplate: chatML})
-	l.AddModel(t, "idle", gguf.TinyLlamaOptions{Q8: true})
-	gone := l.AddModel(t, "gone", gguf.TinyLlamaOptions{})
+	l.AddModel(t, "loaded", gguftest.TinyLlamaOptions{ChatTemplate: chatML})
+	l.AddModel(t, "idle", gguftest.TinyLlamaOptions{Q8: true})
+	gone := l.AddModel(t, "gone", gguftest.TinyLlamaOptions{})
 	if err := os.Remove(gone.Path); err != nil {
 		t.Fatal(err)
 	}

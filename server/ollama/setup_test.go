@@ -18,7 +18,7 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/enginetest"
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/server"
 	"github.com/superfluid/superfluid/server/core"
@@ -95,7 +95,7 @@ func setup(t testing.TB, cfg config) *fixture {
 	dir := t.TempDir()
 	st := servertest.Store(t)
 	path := filepath.Join(dir, "fake.gguf")
-	if err := gguf.WriteTinyLlama(path, gguf.TinyLlamaOptions{Q8: true, ChatTemplate: src, ContextLength: 4096}); err != nil {
+	if err := gguftest.WriteTinyLlama(path, gguftest.TinyLlamaOptions{Q8: true, ChatTemplate: src, ContextLength: 4096}); err != nil {
 		t.Fatalf("write model: %v", err)
 	}
 	tmpl, err := chat.Parse(src)

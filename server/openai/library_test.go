@@ -12,7 +12,7 @@ import (
 	openai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server"
 	"github.com/superfluid/superfluid/server/servertest"
@@ -27,8 +27,8 @@ type catalogFixture struct {
 func setupCatalog(t *testing.T) *catalogFixture {
 	t.Helper()
 	cat := servertest.NewCatalog(t, models.Config{KeepAlive: time.Hour})
-	cat.AddModel(t, "alpha", gguf.TinyLlamaOptions{})
-	cat.AddModel(t, "beta", gguf.TinyLlamaOptions{Seed: 2})
+	cat.AddModel(t, "alpha", gguftest.TinyLlamaOptions{})
+	cat.AddModel(t, "beta", gguftest.TinyLlamaOptions{Seed: 2})
 	srv := httptest.NewServer(server.New(server.Config{}, cat.Svc))
 	t.Cleanup(srv.Close)
 	client := openai.NewClient(option.WithBaseURL(srv.URL+"/v1"), option.WithAPIKey("unused"), option.WithMaxRetries(0))

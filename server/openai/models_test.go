@@ -9,7 +9,7 @@ import (
 	openai "github.com/openai/openai-go/v3"
 
 	"github.com/superfluid/superfluid/runtime/enginetest"
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -237,7 +237,7 @@ type windowJSON struct {
 // while loaded; the list, one model's entry and the official SDK read the same numbers.
 func TestModelWindows(t *testing.T) {
 	f := setupCatalog(t)
-	f.cat.AddModel(t, "long", gguf.TinyLlamaOptions{ContextLength: 65536, Seed: 3})
+	f.cat.AddModel(t, "long", gguftest.TinyLlamaOptions{ContextLength: 65536, Seed: 3})
 	if err := f.cat.Svc.SetModelSettings(t.Context(), store.ModelSettings{ModelID: "long", ContextLength: 32768}); err != nil {
 		t.Fatal(err)
 	}

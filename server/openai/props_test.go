@@ -12,7 +12,7 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/enginetest"
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server"
@@ -112,8 +112,8 @@ func TestFIMCapability(t *testing.T) {
 // run with exactly those.
 func TestPropsDefaultsAreTheModelsSettings(t *testing.T) {
 	cat := servertest.NewCatalog(t, models.Config{})
-	e := cat.AddModel(t, "m1", gguf.TinyLlamaOptions{})
-	cat.AddModel(t, "m2", gguf.TinyLlamaOptions{Seed: 2})
+	e := cat.AddModel(t, "m1", gguftest.TinyLlamaOptions{})
+	cat.AddModel(t, "m2", gguftest.TinyLlamaOptions{Seed: 2})
 	temp, topK := 0.25, 7
 	if err := cat.Svc.SetModelSettings(t.Context(), store.ModelSettings{ModelID: "m1", Temperature: &temp, TopK: &topK, MaxTokens: 9}); err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/superfluid/superfluid/runtime/enginetest"
-	"github.com/superfluid/superfluid/runtime/gguf"
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/runtime/models/hf"
@@ -93,10 +93,10 @@ func (c *Catalog) checkStart(e *models.Entry) error {
 }
 
 // AddModel writes a tiny llama GGUF named id.gguf and registers it under id.
-func (c *Catalog) AddModel(t *testing.T, id string, opts gguf.TinyLlamaOptions) *models.Entry {
+func (c *Catalog) AddModel(t *testing.T, id string, opts gguftest.TinyLlamaOptions) *models.Entry {
 	t.Helper()
 	path := filepath.Join(c.Dir, id+".gguf")
-	if err := gguf.WriteTinyLlama(path, opts); err != nil {
+	if err := gguftest.WriteTinyLlama(path, opts); err != nil {
 		t.Fatal(err)
 	}
 	e, err := c.Mgr.Catalog().AddLocal(context.Background(), path, id)
@@ -107,9 +107,9 @@ func (c *Catalog) AddModel(t *testing.T, id string, opts gguf.TinyLlamaOptions) 
 }
 
 // TinyModel is the bytes of a tiny llama GGUF, for the fake Hub.
-func TinyModel(t *testing.T, opts gguf.TinyLlamaOptions) []byte {
+func TinyModel(t *testing.T, opts gguftest.TinyLlamaOptions) []byte {
 	t.Helper()
-	w, err := gguf.NewTinyLlama(opts)
+	w, err := gguftest.NewTinyLlama(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

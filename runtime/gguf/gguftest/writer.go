@@ -1,4 +1,9 @@
-package gguf
+// Package gguftest writes GGUF model files for tests and benchmarks, as net/http/httptest
+// serves HTTP for them: a Writer that builds GGUF v3 files, random-weight models llama.cpp
+// loads and runs (WriteTinyLlama, a generator; WriteTinyBERT, an embedder or reranker), and
+// FillF32, which breaks a model's weights in place. The server never writes a model, so this
+// lives beside the reader (package gguf) rather than in it.
+package gguftest
 
 import (
 	"bufio"
@@ -9,6 +14,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
+
+	"github.com/superfluid/superfluid/runtime/gguf"
 )
 
 // Writer builds a GGUF v3 file: metadata in insertion order, then the tensor directory, then
@@ -19,21 +27,21 @@ import (
 // fit the type) and WriteTo returns it.
 type Writer struct {
 	keys    []string
-	kv      map[string]Value
+	kv      map[string]gguf.Value
 	tensors []writerTensor
 	names   map[string]bool
 	err     error
 }
 
 type writerTensor struct {
-	info  TensorInfo
+	info  gguf.TensorInfo
 	data  []byte
 	write func(io.Writer) error
 }
 
 // NewWriter returns an empty Writer.
 func NewWriter() *Writer {
-	return &Writer{kv: map[string]Value{}, names: map[string]bool{}}
+	return &Writer{kv: map[string]gguf.Value{}, names: map[string]bool{}}
 }
 
 func (w *Writer) fail(err error) {
@@ -43,22 +51,23 @@ func (w *Writer) fail(err error) {
 }
 
 // AddValue adds a metadata value, for example one read from another File.
-func (w *Writer) AddValue(key string, v Value) {
+func (w *Writer) AddValue(key string, v gguf.Value) {
 	if _, dup := w.kv[key]; dup {
 		w.fail(fmt.Errorf("add metadata %s: key added twice", key))
 		return
 	}
-	nv, ok := NewValue(v.v) // the Go type decides; v.Type may not be trusted
+	nv, ok := gguf.NewValue(v.Raw()) // the Go type decides; v.Type may not be trusted
 	if !ok {
-		w.fail(fmt.Errorf("add metadata %s: unsupported value %T", key, v.v))
+		w.fail(fmt.Errorf("add metadata %s: unsupported value %T", key, v.Raw()))
 		return
 	}
 	w.keys = append(w.keys, key)
 	w.kv[key] = nv
 }
 
-func (w *Writer) add(key string, x any) {
-	v, ok := NewValue(x)
+// Add adds a metadata value of any Go type NewValue accepts (a scalar or a slice).
+func (w *Writer) Add(key string, x any) {
+	v, ok := gguf.NewValue(x)
 	if !ok {
 		w.fail(fmt.Errorf("add metadata %s: unsupported Go type %T", key, x))
 		return
@@ -67,60 +76,60 @@ func (w *Writer) add(key string, x any) {
 }
 
 // AddUint8 adds a uint8 value.
-func (w *Writer) AddUint8(key string, v uint8) { w.add(key, v) }
+func (w *Writer) AddUint8(key string, v uint8) { w.Add(key, v) }
 
 // AddInt8 adds an int8 value.
-func (w *Writer) AddInt8(key string, v int8) { w.add(key, v) }
+func (w *Writer) AddInt8(key string, v int8) { w.Add(key, v) }
 
 // AddUint16 adds a uint16 value.
-func (w *Writer) AddUint16(key string, v uint16) { w.add(key, v) }
+func (w *Writer) AddUint16(key string, v uint16) { w.Add(key, v) }
 
 // AddInt16 adds an int16 value.
-func (w *Writer) AddInt16(key string, v int16) { w.add(key, v) }
+func (w *Writer) AddInt16(key string, v int16) { w.Add(key, v) }
 
 // AddUint32 adds a uint32 value.
-func (w *Writer) AddUint32(key string, v uint32) { w.add(key, v) }
+func (w *Writer) AddUint32(key string, v uint32) { w.Add(key, v) }
 
 // AddInt32 adds an int32 value.
-func (w *Writer) AddInt32(key string, v int32) { w.add(key, v) }
+func (w *Writer) AddInt32(key string, v int32) { w.Add(key, v) }
 
 // AddUint64 adds a uint64 value.
-func (w *Writer) AddUint64(key string, v uint64) { w.add(key, v) }
+func (w *Writer) AddUint64(key string, v uint64) { w.Add(key, v) }
 
 // AddInt64 adds an int64 value.
-func (w *Writer) AddInt64(key string, v int64) { w.add(key, v) }
+func (w *Writer) AddInt64(key string, v int64) { w.Add(key, v) }
 
 // AddFloat32 adds a float32 value.
-func (w *Writer) AddFloat32(key string, v float32) { w.add(key, v) }
+func (w *Writer) AddFloat32(key string, v float32) { w.Add(key, v) }
 
 // AddFloat64 adds a float64 value.
-func (w *Writer) AddFloat64(key string, v float64) { w.add(key, v) }
+func (w *Writer) AddFloat64(key string, v float64) { w.Add(key, v) }
 
 // AddBool adds a bool value.
-func (w *Writer) AddBool(key string, v bool) { w.add(key, v) }
+func (w *Writer) AddBool(key string, v bool) { w.Add(key, v) }
 
 // AddString adds a string value.
-func (w *Writer) AddString(key, v string) { w.add(key, v) }
+func (w *Writer) AddString(key, v string) { w.Add(key, v) }
 
 // AddStrings adds an array of strings.
-func (w *Writer) AddStrings(key string, v []string) { w.add(key, v) }
+func (w *Writer) AddStrings(key string, v []string) { w.Add(key, v) }
 
 // AddFloat32s adds an array of float32s.
-func (w *Writer) AddFloat32s(key string, v []float32) { w.add(key, v) }
+func (w *Writer) AddFloat32s(key string, v []float32) { w.Add(key, v) }
 
 // AddInt32s adds an array of int32s.
-func (w *Writer) AddInt32s(key string, v []int32) { w.add(key, v) }
+func (w *Writer) AddInt32s(key string, v []int32) { w.Add(key, v) }
 
 // AddUint32s adds an array of uint32s.
-func (w *Writer) AddUint32s(key string, v []uint32) { w.add(key, v) }
+func (w *Writer) AddUint32s(key string, v []uint32) { w.Add(key, v) }
 
 // AddArray adds an array given as a Go slice of any element type NewValue accepts.
 func (w *Writer) AddArray(key string, slice any) {
-	if _, ok := arrayType(slice); !ok {
+	if v, ok := gguf.NewValue(slice); !ok || !v.IsArray() {
 		w.fail(fmt.Errorf("add metadata %s: %T is not a supported array type", key, slice))
 		return
 	}
-	w.add(key, slice)
+	w.Add(key, slice)
 }
 
 // AddTensor adds a tensor of ggml type typ whose encoded data is data.
@@ -140,31 +149,31 @@ func (w *Writer) AddTensorF32(name string, dims []uint64, data []float32) {
 	for i, x := range data {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
 	}
-	w.AddTensor(name, TypeF32, dims, b)
+	w.AddTensor(name, gguf.TypeF32, dims, b)
 }
 
 func (w *Writer) addTensor(name string, typ uint32, dims []uint64, data []byte, write func(io.Writer) error) {
 	switch {
-	case name == "" || len(name) > maxNameLen:
-		w.fail(fmt.Errorf("add tensor %q: name must be 1 to %d bytes", name, maxNameLen))
+	case name == "" || len(name) > gguf.MaxNameLen:
+		w.fail(fmt.Errorf("add tensor %q: name must be 1 to %d bytes", name, gguf.MaxNameLen))
 		return
 	case w.names[name]:
 		w.fail(fmt.Errorf("add tensor %s: name added twice", name))
 		return
 	}
-	size, err := tensorBytes(typ, dims)
+	size, err := gguf.TensorBytes(typ, dims)
 	if err != nil {
 		w.fail(fmt.Errorf("add tensor %s: %w", name, err))
 		return
 	}
 	if write == nil && int64(len(data)) != size {
 		w.fail(fmt.Errorf("add tensor %s: %d bytes of data, shape %v of type %s needs %d",
-			name, len(data), dims, TypeName(typ), size))
+			name, len(data), dims, gguf.TypeName(typ), size))
 		return
 	}
 	w.names[name] = true
 	w.tensors = append(w.tensors, writerTensor{
-		info:  TensorInfo{Name: name, Dims: append([]uint64(nil), dims...), Type: typ, Size: size},
+		info:  gguf.TensorInfo{Name: name, Dims: append([]uint64(nil), dims...), Type: typ, Size: size},
 		data:  data,
 		write: write,
 	})
@@ -173,7 +182,7 @@ func (w *Writer) addTensor(name string, typ uint32, dims []uint64, data []byte, 
 func (w *Writer) alignment() (int64, error) {
 	v, ok := w.kv["general.alignment"]
 	if !ok {
-		return DefaultAlignment, nil
+		return gguf.DefaultAlignment, nil
 	}
 	a, ok := v.Raw().(uint32)
 	if !ok || a == 0 || a&(a-1) != 0 {
@@ -181,6 +190,8 @@ func (w *Writer) alignment() (int64, error) {
 	}
 	return int64(a), nil
 }
+
+func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
 
 // countingWriter counts the bytes written through it.
 type countingWriter struct {
@@ -207,7 +218,7 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 	bw := bufio.NewWriterSize(cw, 1<<20)
 	e := encoder{w: bw}
 
-	e.raw([]byte(magic))
+	e.raw([]byte(gguf.Magic))
 	e.u32(3)
 	e.u64(uint64(len(w.tensors)))
 	e.u64(uint64(len(w.keys)))
@@ -322,26 +333,27 @@ func (e *encoder) str(s string) {
 	}
 }
 
-func (e *encoder) value(v Value) {
+func (e *encoder) value(v gguf.Value) {
 	e.u32(uint32(v.Type))
-	if v.Type != ValueArray {
-		e.scalar(v.v)
+	if v.Type != gguf.ValueArray {
+		e.scalar(v.Raw())
 		return
 	}
 	e.u32(uint32(v.Elem))
 	e.u64(uint64(v.Len()))
-	if s, ok := v.v.([]string); ok {
+	if s, ok := v.Raw().([]string); ok {
 		for _, x := range s {
 			e.str(x)
 		}
 		return
 	}
-	if b, ok := v.v.([]uint8); ok {
+	if b, ok := v.Raw().([]uint8); ok {
 		e.raw(b)
 		return
 	}
+	elems := reflect.ValueOf(v.Raw())
 	for i := range v.Len() {
-		e.scalar(indexAny(v.v, i))
+		e.scalar(elems.Index(i).Interface())
 	}
 }
 

@@ -1,9 +1,11 @@
-package gguf
+package gguftest
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/superfluid/superfluid/runtime/gguf"
 )
 
 // TestTinyBERT: the written model reads back strictly, and says it embeds as its pooling asks.
@@ -20,16 +22,16 @@ func TestTinyBERT(t *testing.T) {
 			wantLength  int
 			key         bool // bert.pooling_type is written
 		}{
-			{"", PoolingMean, 32, true},
-			{"cls", PoolingCLS, 32, true},
-			{"rank", PoolingRank, 1, true},
-			{"none", PoolingNone, 32, false},
+			{"", gguf.PoolingMean, 32, true},
+			{"cls", gguf.PoolingCLS, 32, true},
+			{"rank", gguf.PoolingRank, 1, true},
+			{"none", gguf.PoolingNone, 32, false},
 		} {
 			path := filepath.Join(t.TempDir(), "bert.gguf")
 			if err := WriteTinyBERT(path, TinyBERTOptions{VocabFrom: vocab, Pooling: tc.pooling}); err != nil {
 				t.Fatalf("vocab %q pooling %q: %v", vocab, tc.pooling, err)
 			}
-			f, err := ReadFile(path)
+			f, err := gguf.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,17 +62,17 @@ func TestEmbeddingFacts(t *testing.T) {
 		name   string
 		kv     map[string]any
 		embeds bool
-		facts  EmbeddingFacts
+		facts  gguf.EmbeddingFacts
 	}{
-		{"llama", map[string]any{"general.architecture": "llama", "llama.embedding_length": uint32(64)}, false, EmbeddingFacts{}},
-		{"llama with a pooling type", map[string]any{"general.architecture": "qwen3", "qwen3.pooling_type": uint32(3), "qwen3.embedding_length": uint32(64)}, true, EmbeddingFacts{Pooling: PoolingLast, Length: 64}},
-		{"bert without a pooling type", map[string]any{"general.architecture": "bert", "bert.embedding_length": uint32(384)}, true, EmbeddingFacts{Pooling: PoolingNone, Length: 384}},
-		{"reranker with labels", map[string]any{"general.architecture": "bert", "bert.pooling_type": uint32(4), "bert.classifier.output_labels": []string{"a", "b"}}, true, EmbeddingFacts{Pooling: PoolingRank, Length: 2}},
-		{"unknown pooling type", map[string]any{"general.architecture": "bert", "bert.pooling_type": uint32(9)}, true, EmbeddingFacts{Pooling: PoolingNone}},
+		{"llama", map[string]any{"general.architecture": "llama", "llama.embedding_length": uint32(64)}, false, gguf.EmbeddingFacts{}},
+		{"llama with a pooling type", map[string]any{"general.architecture": "qwen3", "qwen3.pooling_type": uint32(3), "qwen3.embedding_length": uint32(64)}, true, gguf.EmbeddingFacts{Pooling: gguf.PoolingLast, Length: 64}},
+		{"bert without a pooling type", map[string]any{"general.architecture": "bert", "bert.embedding_length": uint32(384)}, true, gguf.EmbeddingFacts{Pooling: gguf.PoolingNone, Length: 384}},
+		{"reranker with labels", map[string]any{"general.architecture": "bert", "bert.pooling_type": uint32(4), "bert.classifier.output_labels": []string{"a", "b"}}, true, gguf.EmbeddingFacts{Pooling: gguf.PoolingRank, Length: 2}},
+		{"unknown pooling type", map[string]any{"general.architecture": "bert", "bert.pooling_type": uint32(9)}, true, gguf.EmbeddingFacts{Pooling: gguf.PoolingNone}},
 	} {
-		f := &File{KV: map[string]Value{}}
+		f := &gguf.File{KV: map[string]gguf.Value{}}
 		for k, v := range tc.kv {
-			val, ok := NewValue(v)
+			val, ok := gguf.NewValue(v)
 			if !ok {
 				t.Fatalf("%s: value %v", tc.name, v)
 			}
@@ -81,7 +83,7 @@ func TestEmbeddingFacts(t *testing.T) {
 			t.Errorf("%s: Embedding() = %+v, %v; want %+v, %v", tc.name, facts, ok, tc.facts, tc.embeds)
 		}
 	}
-	if PoolingName(PoolingNone) != "mean" || PoolingName(PoolingRank) != "rank" || PoolingName(PoolingCLS) != "cls" || PoolingName(PoolingLast) != "last" {
+	if gguf.PoolingName(gguf.PoolingNone) != "mean" || gguf.PoolingName(gguf.PoolingRank) != "rank" || gguf.PoolingName(gguf.PoolingCLS) != "cls" || gguf.PoolingName(gguf.PoolingLast) != "last" {
 		t.Error("PoolingName")
 	}
 }

@@ -1,8 +1,10 @@
-package gguf
+package gguftest
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/superfluid/superfluid/runtime/gguf"
 )
 
 // TinyBERTOptions shapes a random-weight BERT embedding model. Zero fields take the defaults
@@ -52,7 +54,7 @@ func (o *TinyBERTOptions) defaults() error {
 }
 
 // tinyBERTPooling maps TinyBERTOptions.Pooling to bert.pooling_type; -1 writes no key.
-var tinyBERTPooling = map[string]int{"none": -1, "mean": PoolingMean, "cls": PoolingCLS, "rank": PoolingRank}
+var tinyBERTPooling = map[string]int{"none": -1, "mean": gguf.PoolingMean, "cls": gguf.PoolingCLS, "rank": gguf.PoolingRank}
 
 // WriteTinyBERT writes a complete random-weight BERT model to path: llama.cpp loads it and
 // embeds (meaningless but deterministic vectors: equal inputs give equal vectors, different
@@ -128,7 +130,7 @@ func NewTinyBERT(opts TinyBERTOptions) (*Writer, error) {
 		filled(p+"ffn_down.bias", embd, 0)
 		norm(p + "layer_output_norm")
 	}
-	if pooling == PoolingRank {
+	if pooling == gguf.PoolingRank {
 		matrix("cls.weight", embd, embd)
 		filled("cls.bias", embd, 0)
 		matrix("cls.output.weight", embd, 1)
@@ -163,7 +165,7 @@ func addBERTVocab(w *Writer, from string) (int, error) {
 		w.AddUint32("tokenizer.ggml.mask_token_id", 4)
 		return len(tokens), w.err
 	}
-	f, err := ReadFile(from)
+	f, err := gguf.ReadFile(from)
 	if err != nil {
 		return 0, fmt.Errorf("tiny bert vocabulary: %w", err)
 	}

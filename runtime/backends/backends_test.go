@@ -1,4 +1,4 @@
-package runtimes
+package backends
 
 import (
 	"os"
@@ -40,7 +40,7 @@ func TestList(t *testing.T) {
 		t.Fatal("the CPU runtime is always usable")
 	}
 	vk, err := Find(list, "vulkan")
-	if err != nil || !vk.GPU || vk.Backend != "ggml-vulkan" || len(vk.Env()) != 2 || !strings.Contains(vk.Env()[0], filepath.Join("vulkan", "lib", "ollama")) {
+	if err != nil || !vk.GPU || vk.Library != "ggml-vulkan" || len(vk.Env()) != 2 || !strings.Contains(vk.Env()[0], filepath.Join("vulkan", "lib", "ollama")) {
 		t.Fatalf("vulkan %+v %v", vk, err)
 	}
 	if _, err := Find(list, "cuda"); err == nil || !strings.Contains(err.Error(), "NVIDIA") {

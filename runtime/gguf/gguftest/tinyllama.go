@@ -1,4 +1,4 @@
-package gguf
+package gguftest
 
 import (
 	"encoding/binary"
@@ -7,6 +7,8 @@ import (
 	"math"
 	"runtime"
 	"strings"
+
+	"github.com/superfluid/superfluid/runtime/gguf"
 )
 
 // TinyLlamaOptions shapes a random-weight llama model. Zero fields take the defaults noted.
@@ -226,7 +228,7 @@ func addRandomTensor(w *Writer, name string, dims []uint64, q8 bool, seed, index
 	if q8 {
 		const chunkBlocks = 8192
 		blocks := elems / 32
-		w.AddTensorFunc(name, TypeQ8_0, dims, func(out io.Writer) error {
+		w.AddTensorFunc(name, gguf.TypeQ8_0, dims, func(out io.Writer) error {
 			n := int((blocks + chunkBlocks - 1) / chunkBlocks)
 			return writeChunks(out, n, chunkBlocks*34, func(i int, buf []byte) []byte {
 				count := min(chunkBlocks, blocks-uint64(i)*chunkBlocks)
@@ -246,7 +248,7 @@ func addRandomTensor(w *Writer, name string, dims []uint64, q8 bool, seed, index
 		return
 	}
 	const chunkElems = 1 << 18
-	w.AddTensorFunc(name, TypeF32, dims, func(out io.Writer) error {
+	w.AddTensorFunc(name, gguf.TypeF32, dims, func(out io.Writer) error {
 		n := int((elems + chunkElems - 1) / chunkElems)
 		return writeChunks(out, n, chunkElems*4, func(i int, buf []byte) []byte {
 			count := min(chunkElems, elems-uint64(i)*chunkElems)

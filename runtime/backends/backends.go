@@ -1,8 +1,11 @@
-// Package runtimes knows what this machine can run models on: the CPU runtime built into the
-// binary (with the CPU's vector features), and GPU runtimes installed as ggml backend libraries
+// Package backends knows what this machine can run models on: the CPU backend built into the
+// binary (with the CPU's vector features), and GPU backends installed as ggml backend libraries
 // under <data>/runtimes/NAME/lib/ollama/ (scripts/build-runtime.sh builds them). A worker runs a
-// model on a runtime by getting its directory in OLLAMA_LIBRARY_PATH and offloading layers.
-package runtimes
+// model on a backend by getting its directory in OLLAMA_LIBRARY_PATH and offloading layers.
+//
+// Users, the settings and the API call a backend a "runtime" (the settings' runtime field, the
+// runtimes data directory, the error messages): those names are on the wire and on disk and stay.
+package backends
 
 import (
 	"bufio"
@@ -15,16 +18,16 @@ import (
 	"strings"
 )
 
-// CPU is the name of the runtime built into the binary.
+// CPU is the name of the backend built into the binary.
 const CPU = "cpu"
 
-// Runtime is one way to run a model.
-type Runtime struct {
+// Backend is one way to run a model.
+type Backend struct {
 	Name string `json:"name"`
-	// Dir is the backend library directory (…/lib/ollama); "" for the built-in CPU runtime.
+	// Dir is the backend library directory (…/lib/ollama); "" for the built-in CPU backend.
 	Dir string `json:"dir,omitempty"`
-	// Backend is the ggml backend it loads ("ggml-vulkan", "ggml-cuda"); "" for the CPU.
-	Backend string `json:"backend,omitempty"`
+	// Library is the ggml backend library it loads ("ggml-vulkan", "ggml-cuda"); "" for the CPU.
+	Library string `json:"backend,omitempty"`
 	// Usable reports whether this machine can run it; Reason says why not.
 	Usable bool   `json:"usable"`
 	Reason string `json:"reason,omitempty"`
@@ -32,9 +35,9 @@ type Runtime struct {
 	GPU bool `json:"gpu"`
 }
 
-// Env is what a worker process needs in its environment to use the runtime: the engine loads
+// Env is what a worker process needs in its environment to use the backend: the engine loads
 // backends from OLLAMA_LIBRARY_PATH, and the backend finds the ggml base library beside it.
-func (r Runtime) Env() []string {
+func (r Backend) Env() []string {
 	if r.Dir == "" {
 		return nil
 	}
@@ -68,7 +71,7 @@ func Detect() Machine {
 	return m
 }
 
-// interesting are the CPU flags that decide how fast the CPU runtime is.
+// interesting are the CPU flags that decide how fast the CPU backend is.
 var interesting = map[string]bool{"avx": true, "avx2": true, "fma": true, "f16c": true, "avx512f": true,
 	"avx512_vnni": true, "avx512_bf16": true, "avx_vnni": true, "amx_int8": true, "amx_bf16": true, "amx_tile": true}
 
@@ -97,25 +100,25 @@ func cpuFeatures(path string) []string {
 	return nil
 }
 
-// manifest is what build-runtime.sh writes beside a runtime's libraries.
+// manifest is what build-runtime.sh writes beside a backend's libraries.
 type manifest struct {
 	Name    string `json:"name"`
 	Backend string `json:"backend"`
 }
 
-// List is the built-in CPU runtime and every runtime installed under dataDir/runtimes, each
+// List is the built-in CPU backend and every backend installed under dataDir/runtimes, each
 // marked usable or not on machine m.
-func List(dataDir string, m Machine) []Runtime {
-	cpu := Runtime{Name: CPU, Usable: true}
+func List(dataDir string, m Machine) []Backend {
+	cpu := Backend{Name: CPU, Usable: true}
 	if len(m.CPUFeatures) > 0 {
 		cpu.Reason = "features: " + strings.Join(m.CPUFeatures, " ")
 	}
-	out := []Runtime{cpu}
+	out := []Backend{cpu}
 	dirs, _ := filepath.Glob(filepath.Join(dataDir, "runtimes", "*"))
 	sort.Strings(dirs)
 	for _, dir := range dirs {
 		name := filepath.Base(dir)
-		r := Runtime{Name: name, Dir: filepath.Join(dir, "lib", "ollama"), GPU: true}
+		r := Backend{Name: name, Dir: filepath.Join(dir, "lib", "ollama"), GPU: true}
 		var man manifest
 		b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
 		if err == nil {
@@ -128,7 +131,7 @@ func List(dataDir string, m Machine) []Runtime {
 		case len(libs) == 0:
 			r.Reason = "no backend library in " + r.Dir + "; run scripts/build-runtime.sh " + name
 		default:
-			r.Backend = man.Backend
+			r.Library = man.Backend
 			r.Usable, r.Reason = m.supports(name)
 		}
 		out = append(out, r)
@@ -136,7 +139,7 @@ func List(dataDir string, m Machine) []Runtime {
 	return out
 }
 
-// supports says whether the machine has the device a runtime needs.
+// supports says whether the machine has the device a backend needs.
 func (m Machine) supports(name string) (bool, string) {
 	switch name {
 	case "vulkan":
@@ -154,8 +157,8 @@ func (m Machine) supports(name string) (bool, string) {
 	}
 }
 
-// Find returns the named runtime ("" means the CPU).
-func Find(list []Runtime, name string) (Runtime, error) {
+// Find returns the named backend ("" means the CPU).
+func Find(list []Backend, name string) (Backend, error) {
 	if name == "" {
 		name = CPU
 	}
@@ -171,5 +174,5 @@ func Find(list []Runtime, name string) (Runtime, error) {
 	for _, r := range list {
 		names = append(names, r.Name)
 	}
-	return Runtime{}, fmt.Errorf("there is no %s runtime; installed: %s (scripts/build-runtime.sh builds vulkan and cuda)", name, strings.Join(names, ", "))
+	return Backend{}, fmt.Errorf("there is no %s runtime; installed: %s (scripts/build-runtime.sh builds vulkan and cuda)", name, strings.Join(names, ", "))
 }

@@ -1,4 +1,4 @@
-package gguf
+package gguftest
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/superfluid/superfluid/runtime/gguf"
 )
 
 func TestWriteTinyLlama(t *testing.T) {
@@ -21,10 +23,10 @@ func TestWriteTinyLlama(t *testing.T) {
 		matrixType                     uint32
 		fileType                       uint64
 	}{
-		{"defaults", TinyLlamaOptions{}, 64, 512, 2, 64, 128, TypeF32, 0},
+		{"defaults", TinyLlamaOptions{}, 64, 512, 2, 64, 128, gguf.TypeF32, 0},
 		{"gqa", TinyLlamaOptions{Embd: 32, Heads: 4, KVHeads: 2, Layers: 1, FF: 48, Vocab: 300, ChatTemplate: "{{ messages }}"},
-			32, 300, 1, 16, 48, TypeF32, 0},
-		{"q8", TinyLlamaOptions{Q8: true, Embd: 64, FF: 96, Seed: 9}, 64, 512, 2, 64, 96, TypeQ8_0, 7},
+			32, 300, 1, 16, 48, gguf.TypeF32, 0},
+		{"q8", TinyLlamaOptions{Q8: true, Embd: 64, FF: 96, Seed: 9}, 64, 512, 2, 64, 96, gguf.TypeQ8_0, 7},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -32,7 +34,7 @@ func TestWriteTinyLlama(t *testing.T) {
 			if err := WriteTinyLlama(path, c.opts); err != nil {
 				t.Fatal(err)
 			}
-			f, err := ReadFile(path)
+			f, err := gguf.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,10 +104,10 @@ func TestWriteTinyLlama(t *testing.T) {
 				}
 				wantType := c.matrixType
 				if len(dims) == 1 {
-					wantType = TypeF32
+					wantType = gguf.TypeF32
 				}
 				if ti.Type != wantType {
-					t.Errorf("tensor %s is %s, want %s", name, TypeName(ti.Type), TypeName(wantType))
+					t.Errorf("tensor %s is %s, want %s", name, gguf.TypeName(ti.Type), gguf.TypeName(wantType))
 				}
 			}
 		})
