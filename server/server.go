@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -20,6 +19,7 @@ import (
 	"github.com/superfluid/superfluid/server/anthropic"
 	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/dialect"
 	"github.com/superfluid/superfluid/server/metrics"
 	"github.com/superfluid/superfluid/server/ollama"
 	"github.com/superfluid/superfluid/server/openai"
@@ -111,10 +111,10 @@ func New(cfg Config, svc *core.Service) http.Handler {
 		keyRoutes(r, cfg.Keys)
 	}
 	r.NoRoute(func(c *gin.Context) {
-		writeError(c, http.StatusNotFound, fmt.Sprintf("unknown route %s %s", c.Request.Method, c.Request.URL.Path))
+		writeError(c, &dialect.Refusal{Status: http.StatusNotFound, Message: fmt.Sprintf("unknown route %s %s", c.Request.Method, c.Request.URL.Path)})
 	})
 	r.NoMethod(func(c *gin.Context) {
-		writeError(c, http.StatusMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s", c.Request.Method, c.Request.URL.Path))
+		writeError(c, &dialect.Refusal{Status: http.StatusMethodNotAllowed, Message: fmt.Sprintf("%s is not allowed on %s", c.Request.Method, c.Request.URL.Path)})
 	})
 	return r
 }
@@ -151,7 +151,8 @@ func recovery(c *gin.Context) {
 			id := panicID()
 			slog.Error("handler panic", "id", id, "method", c.Request.Method, "path", c.Request.URL.Path, "panic", v, "stack", string(debug.Stack()))
 			if !c.Writer.Written() {
-				writeError(c, http.StatusInternalServerError, "internal error (id "+id+"; the server's log has the details under that id)")
+				writeError(c, &dialect.Refusal{Status: http.StatusInternalServerError,
+					Message: "internal error (id " + id + "; the server's log has the details under that id)"})
 			}
 			c.Abort()
 		}
@@ -164,26 +165,4 @@ func panicID() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	return "panic-" + hex.EncodeToString(b)
-}
-
-// writeError answers a request no dialect handler took (unknown route, wrong method, panic)
-// in the error shape of the dialect its path belongs to.
-func writeError(c *gin.Context, status int, msg string) {
-	path := c.Request.URL.Path
-	switch {
-	case ollama.Owns(path):
-		ollama.WriteError(c, &ollama.Error{Status: status, Message: msg})
-	case path == "/v1/messages" || strings.HasPrefix(path, "/v1/messages/"):
-		kind := anthropic.TypeAPI
-		if status < 500 {
-			kind = anthropic.TypeNotFound
-		}
-		anthropic.WriteError(c, &anthropic.Error{Status: status, Type: kind, Message: msg})
-	default:
-		kind := "server_error"
-		if status < 500 {
-			kind = "invalid_request_error"
-		}
-		openai.WriteError(c, &openai.Error{Status: status, Type: kind, Message: msg})
-	}
 }
