@@ -2,7 +2,8 @@
 // plus the middleware they share (panic recovery, unknown routes, the connection's read and
 // write deadlines, the guard: the Host check against DNS rebinding, CORS and API keys; then
 // the policies: scheduling headers, rate limits and the non-streaming keep-alive), the keys
-// routes (/v1/keys) and usage (/v1/usage).
+// routes (/v1/keys) and usage (/v1/usage). Whatever the router answers itself is rendered in the
+// error shape of the dialect owning the request's path, by one table (dialects.go).
 package server
 
 import (
