@@ -9,10 +9,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/superfluid/superfluid/server/anthropic"
 	"github.com/superfluid/superfluid/server/auth"
-	"github.com/superfluid/superfluid/server/ollama"
-	"github.com/superfluid/superfluid/server/openai"
+	"github.com/superfluid/superfluid/server/dialect"
 )
 
 // Bind is the host the server listens on, as the Host check reads it. The desktop app moves
@@ -155,26 +153,10 @@ func allowedHost(host, bound string) bool {
 	return host == strings.ToLower(strings.Trim(bound, "[]"))
 }
 
-// refuse answers a request the guard stops, in the error shape of the dialect its path
-// belongs to (Anthropic for /v1/messages, Ollama for /api and /, OpenAI otherwise).
+// refuse answers a request the guard stops in the shape of the dialect its path belongs to
+// (dialects.go) and ends its chain.
 func refuse(c *gin.Context, status int, code, msg string) {
-	path := c.Request.URL.Path
-	switch {
-	case ollama.Owns(path):
-		ollama.WriteError(c, &ollama.Error{Status: status, Message: msg})
-	case path == "/v1/messages" || strings.HasPrefix(path, "/v1/messages/"):
-		kind := anthropic.TypePermission
-		if status == http.StatusUnauthorized {
-			kind = anthropic.TypeAuthentication
-		}
-		anthropic.WriteError(c, &anthropic.Error{Status: status, Type: kind, Message: msg})
-	default:
-		kind := "permission_error"
-		if status == http.StatusUnauthorized {
-			kind = "invalid_request_error" // as OpenAI answers a wrong key
-		}
-		openai.WriteError(c, &openai.Error{Status: status, Type: kind, Code: code, Message: msg})
-	}
+	writeError(c, &dialect.Refusal{Status: status, Code: code, Message: msg})
 	c.Abort()
 }
 

@@ -12,11 +12,12 @@ import (
 
 	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/core/qos"
-	"github.com/superfluid/superfluid/server/openai"
+	"github.com/superfluid/superfluid/server/dialect"
 	"github.com/superfluid/superfluid/server/reqbody"
 )
 
-// keyRoutes serves the keys in OpenAI's error shape; every route is an admin route:
+// keyRoutes serves the keys, in the error shape the router's table gives /v1/keys (OpenAI's);
+// every route is an admin route:
 //
 //	GET    /v1/keys          {"object": "list", "data": [key...]} (?revoked=true adds revoked keys)
 //	POST   /v1/keys          {"name", "admin"?, "models"?, "qos"?, "rpm"?, "tpm"?, "concurrency"?, "origins"?}
@@ -35,35 +36,35 @@ func keyRoutes(r *gin.Engine, keys *auth.Keyring) {
 
 type keyHandlers struct{ keys *auth.Keyring }
 
-// wrap checks for an admin and renders the handler's error in OpenAI's shape.
+// wrap checks for an admin and renders the handler's error in the shape of the path's dialect.
 func (h keyHandlers) wrap(fn func(*gin.Context) error) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		err := func() error {
 			if ok, refusal := auth.Admin(c.Request); !ok {
-				return &openai.Error{Status: http.StatusForbidden, Type: "permission_error", Code: "admin_required", Message: refusal}
+				return &dialect.Refusal{Status: http.StatusForbidden, Code: "admin_required", Message: refusal}
 			}
 			return fn(c)
 		}()
 		if err != nil {
-			openai.WriteError(c, keyError(err))
+			writeError(c, keyError(err))
 		}
 	}
 }
 
-// keyError maps the keyring's errors to OpenAI errors.
+// keyError maps the keyring's errors to refusals.
 func keyError(err error) error {
-	var e *openai.Error
+	var r *dialect.Refusal
 	switch {
-	case errors.As(err, &e):
-		return e
+	case errors.As(err, &r):
+		return r
 	case errors.Is(err, auth.ErrInvalidKey):
-		return &openai.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: err.Error()}
+		return &dialect.Refusal{Status: http.StatusBadRequest, Message: err.Error()}
 	case errors.Is(err, auth.ErrKeyExists):
-		return &openai.Error{Status: http.StatusConflict, Type: "invalid_request_error", Code: "key_exists", Param: "name", Message: err.Error()}
+		return &dialect.Refusal{Status: http.StatusConflict, Code: "key_exists", Param: "name", Message: err.Error()}
 	case errors.Is(err, auth.ErrKeyNotFound):
-		return &openai.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "key_not_found", Message: err.Error()}
+		return &dialect.Refusal{Status: http.StatusNotFound, Code: "key_not_found", Message: err.Error()}
 	case errors.Is(err, auth.ErrConfiguredKey):
-		return &openai.Error{Status: http.StatusConflict, Type: "invalid_request_error", Code: "key_configured", Message: err.Error()}
+		return &dialect.Refusal{Status: http.StatusConflict, Code: "key_configured", Message: err.Error()}
 	default:
 		return err
 	}
@@ -142,18 +143,18 @@ type createRequest struct {
 func (h keyHandlers) create(c *gin.Context) error {
 	data, err := reqbody.Read(c.Request)
 	if err != nil {
-		return &openai.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: err.Error()}
+		return &dialect.Refusal{Status: http.StatusBadRequest, Message: err.Error()}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var req createRequest
 	if err := dec.Decode(&req); err != nil {
-		return &openai.Error{Status: http.StatusBadRequest, Type: "invalid_request_error",
+		return &dialect.Refusal{Status: http.StatusBadRequest,
 			Message: fmt.Sprintf("the body is not a key request (%v); send {\"name\": \"...\", \"admin\": false, \"models\": [...]}", err)}
 	}
 	q, err := qos.Parse(req.QoS)
 	if err != nil {
-		return &openai.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "qos", Message: err.Error()}
+		return &dialect.Refusal{Status: http.StatusBadRequest, Param: "qos", Message: err.Error()}
 	}
 	key, info, err := h.keys.Create(c.Request.Context(), auth.NewKey{Name: req.Name, Admin: req.Admin, Models: req.Models, QoS: q,
 		Origins: req.Origins, Limits: auth.Limits{RPM: req.RPM, TPM: req.TPM, Concurrency: req.Concurrency}})

@@ -3,18 +3,15 @@ package server
 import (
 	"math"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/superfluid/superfluid/server/anthropic"
 	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/core/qos"
-	"github.com/superfluid/superfluid/server/ollama"
-	"github.com/superfluid/superfluid/server/openai"
+	"github.com/superfluid/superfluid/server/dialect"
 )
 
 // Scheduling headers (see core's qos.go for what they do).
@@ -95,27 +92,14 @@ func parseSwitch(v string) (on, ok bool) {
 	return false, false
 }
 
-// reject answers a request the policies stop (400, 403 or 429) in the error shape of the
-// dialect its path belongs to, with Retry-After (whole seconds, at least 1) when retryAfter is
-// set.
+// reject answers a request the policies stop (400, 403 or 429) in the shape of the dialect its
+// path belongs to (dialects.go), with Retry-After (whole seconds, at least 1) when retryAfter
+// is set, and ends its chain.
 func reject(c *gin.Context, status int, code, msg string, retryAfter time.Duration) {
 	secs := 0
 	if retryAfter > 0 {
 		secs = int(math.Ceil(retryAfter.Seconds()))
-		c.Header("Retry-After", strconv.Itoa(secs))
 	}
-	path := c.Request.URL.Path
-	switch {
-	case ollama.Owns(path):
-		ollama.WriteError(c, &ollama.Error{Status: status, Message: msg, RetryAfter: secs})
-	case path == "/v1/messages" || strings.HasPrefix(path, "/v1/messages/"):
-		kind := map[int]string{http.StatusBadRequest: anthropic.TypeInvalidRequest, http.StatusForbidden: anthropic.TypePermission,
-			http.StatusTooManyRequests: anthropic.TypeRateLimit}[status]
-		anthropic.WriteError(c, &anthropic.Error{Status: status, Type: kind, Message: msg, RetryAfter: secs})
-	default:
-		kind := map[int]string{http.StatusBadRequest: "invalid_request_error", http.StatusForbidden: "permission_error",
-			http.StatusTooManyRequests: "rate_limit_error"}[status]
-		openai.WriteError(c, &openai.Error{Status: status, Type: kind, Code: code, Message: msg, RetryAfter: secs})
-	}
+	writeError(c, &dialect.Refusal{Status: status, Code: code, Message: msg, RetryAfter: secs})
 	c.Abort()
 }

@@ -2,7 +2,8 @@
 // plus the middleware they share (panic recovery, unknown routes, the connection's read and
 // write deadlines, the guard: the Host check against DNS rebinding, CORS and API keys; then
 // the policies: scheduling headers, rate limits and the non-streaming keep-alive), the keys
-// routes (/v1/keys) and usage (/v1/usage).
+// routes (/v1/keys) and usage (/v1/usage). Whatever the router answers itself is rendered in the
+// error shape of the dialect owning the request's path, by one table (dialects.go).
 package server
 
 import (
@@ -12,7 +13,6 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -21,6 +21,7 @@ import (
 	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/batches"
 	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/dialect"
 	"github.com/superfluid/superfluid/server/metrics"
 	"github.com/superfluid/superfluid/server/ollama"
 	"github.com/superfluid/superfluid/server/openai"
@@ -114,10 +115,10 @@ func New(cfg Config, svc *core.Service) http.Handler {
 		keyRoutes(r, cfg.Keys)
 	}
 	r.NoRoute(func(c *gin.Context) {
-		writeError(c, http.StatusNotFound, fmt.Sprintf("unknown route %s %s", c.Request.Method, c.Request.URL.Path))
+		writeError(c, &dialect.Refusal{Status: http.StatusNotFound, Message: fmt.Sprintf("unknown route %s %s", c.Request.Method, c.Request.URL.Path)})
 	})
 	r.NoMethod(func(c *gin.Context) {
-		writeError(c, http.StatusMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s", c.Request.Method, c.Request.URL.Path))
+		writeError(c, &dialect.Refusal{Status: http.StatusMethodNotAllowed, Message: fmt.Sprintf("%s is not allowed on %s", c.Request.Method, c.Request.URL.Path)})
 	})
 	return r
 }
@@ -154,7 +155,8 @@ func recovery(c *gin.Context) {
 			id := panicID()
 			slog.Error("handler panic", "id", id, "method", c.Request.Method, "path", c.Request.URL.Path, "panic", v, "stack", string(debug.Stack()))
 			if !c.Writer.Written() {
-				writeError(c, http.StatusInternalServerError, "internal error (id "+id+"; the server's log has the details under that id)")
+				writeError(c, &dialect.Refusal{Status: http.StatusInternalServerError,
+					Message: "internal error (id " + id + "; the server's log has the details under that id)"})
 			}
 			c.Abort()
 		}
@@ -167,26 +169,4 @@ func panicID() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	return "panic-" + hex.EncodeToString(b)
-}
-
-// writeError answers a request no dialect handler took (unknown route, wrong method, panic)
-// in the error shape of the dialect its path belongs to.
-func writeError(c *gin.Context, status int, msg string) {
-	path := c.Request.URL.Path
-	switch {
-	case ollama.Owns(path):
-		ollama.WriteError(c, &ollama.Error{Status: status, Message: msg})
-	case path == "/v1/messages" || strings.HasPrefix(path, "/v1/messages/"):
-		kind := anthropic.TypeAPI
-		if status < 500 {
-			kind = anthropic.TypeNotFound
-		}
-		anthropic.WriteError(c, &anthropic.Error{Status: status, Type: kind, Message: msg})
-	default:
-		kind := "server_error"
-		if status < 500 {
-			kind = "invalid_request_error"
-		}
-		openai.WriteError(c, &openai.Error{Status: status, Type: kind, Message: msg})
-	}
 }

@@ -8,11 +8,11 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/superfluid/superfluid/server/core"
-	"github.com/superfluid/superfluid/server/openai"
+	"github.com/superfluid/superfluid/server/dialect"
 )
 
-// usageRoutes serves GET /v1/usage: the request records summed by key, model and day, in
-// OpenAI's error shape. An admin key (or anyone, without keys) sees every key; another key
+// usageRoutes serves GET /v1/usage: the request records summed by key, model and day, in the
+// error shape the router's table gives its path (OpenAI's). An admin key (or anyone, without keys) sees every key; another key
 // sees its own only (403 admin_required when it names another).
 //
 // Query parameters, all optional:
@@ -38,7 +38,7 @@ import (
 func usageRoutes(r gin.IRouter, svc *core.Service) {
 	r.GET("/v1/usage", func(c *gin.Context) {
 		if err := usage(c, svc); err != nil {
-			openai.WriteError(c, usageError(err))
+			writeError(c, usageError(err))
 		}
 	})
 }
@@ -124,7 +124,7 @@ func UsageList(q core.UsageQuery, start, end string, rows []core.UsageRow) any {
 
 func usageError(err error) error {
 	if errors.Is(err, core.ErrOtherKeysUsage) {
-		return &openai.Error{Status: http.StatusForbidden, Type: "permission_error", Code: "admin_required", Param: "key", Message: err.Error()}
+		return &dialect.Refusal{Status: http.StatusForbidden, Code: "admin_required", Param: "key", Message: err.Error()}
 	}
 	return err
 }

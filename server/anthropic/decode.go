@@ -18,68 +18,66 @@ const MaxBodyBytes = reqbody.MaxBytes
 // message starts with the field at fault, as Anthropic words them ("max_tokens: Input should
 // be a valid integer").
 func decode(r *http.Request, v any) error {
-	data, err := reqbody.Read(r)
-	switch {
-	case errors.Is(err, reqbody.ErrTooLarge):
-		return tooLarge()
-	case err != nil:
-		return invalid("%v", err)
-	}
-	if err := json.Unmarshal(data, v); err != nil {
+	if err := reqbody.Decode(r, v); err != nil {
 		return decodeError(err)
 	}
 	return nil
 }
-
-// maxDepth is how deep encoding/json decodes nested values before it gives up.
-const maxDepth = 10000
 
 func tooLarge() *Error {
 	return &Error{Status: http.StatusRequestEntityTooLarge, Type: TypeRequestTooLarge,
 		Message: fmt.Sprintf("Request exceeds the maximum allowed number of bytes: the body limit is %d MiB", MaxBodyBytes>>20)}
 }
 
+// decodeError words a body (or a part of one) that could not be read or decoded (reqbody
+// classifies it) as Anthropic does.
 func decodeError(err error) *Error {
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
 	var e *Error
-	switch {
-	case errors.As(err, &e):
+	if errors.As(err, &e) {
 		return e
-	case errors.As(err, &typeErr):
-		if typeErr.Field == "" {
-			return invalid("the request body must be a JSON object")
-		}
+	}
+	p := reqbody.Classify(err)
+	switch p.Kind {
+	case reqbody.TooLarge:
+		return tooLarge()
+	case reqbody.Empty, reqbody.Unreadable:
+		return invalid("%v", err)
+	case reqbody.NotObject:
+		return invalid("the request body must be a JSON object")
+	case reqbody.WrongType:
 		// Fields of the embedded conversation are top-level fields on the wire.
-		field := strings.TrimPrefix(typeErr.Field, "conversation.")
-		return invalid("%s: Input should be %s", field, friendlyType(typeErr.Type.String()))
-	case errors.As(err, &syntaxErr) && strings.Contains(syntaxErr.Error(), "exceeded max depth"):
-		return invalid("the request body nests JSON deeper than %d levels (at byte %d); flatten it: a tool's input_schema rarely needs more than a few levels", maxDepth, syntaxErr.Offset)
-	case errors.As(err, &syntaxErr):
-		return invalid("the request body is not valid JSON (at byte %d): %v", syntaxErr.Offset, err)
+		field := strings.TrimPrefix(p.Field, "conversation.")
+		return invalid("%s: Input should be %s", field, friendlyType(p.GoType))
+	case reqbody.TooDeep:
+		return invalid("the request body nests JSON deeper than %d levels (at byte %d); flatten it: a tool's input_schema rarely needs more than a few levels", reqbody.MaxDepth, p.Offset)
+	case reqbody.Malformed:
+		return invalid("the request body is not valid JSON (at byte %d): %v", p.Offset, err)
 	default:
 		return invalid("the request body is not valid JSON: %v", err)
 	}
 }
 
-func friendlyType(t string) string {
-	t = strings.TrimPrefix(t, "*")
-	switch {
-	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
+// friendlyType says, in Anthropic's words, what JSON value the Go type goType wants.
+func friendlyType(goType string) string {
+	t := strings.TrimPrefix(goType, "*")
+	switch reqbody.ShapeOf(t) {
+	case reqbody.IntegerShape:
 		return "a valid integer"
-	case strings.HasPrefix(t, "float"):
+	case reqbody.NumberShape:
 		return "a valid number"
-	case strings.HasPrefix(t, "[]"):
+	case reqbody.ArrayShape:
 		return "a valid list"
-	case strings.HasPrefix(t, "map["), strings.HasPrefix(t, "anthropic."):
+	case reqbody.MapShape:
 		return "a valid dictionary"
-	case t == "string":
+	case reqbody.StringShape:
 		return "a valid string"
-	case t == "bool":
+	case reqbody.BoolShape:
 		return "a valid boolean"
-	default:
-		return "a valid " + t
 	}
+	if strings.HasPrefix(t, "anthropic.") {
+		return "a valid dictionary"
+	}
+	return "a valid " + t
 }
 
 // kind names the JSON type of a raw value for messages.

@@ -26,6 +26,7 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/dialect"
 )
 
 // Anthropic's error types, with the status each goes with.
@@ -81,9 +82,12 @@ type wireError struct {
 func toError(err error) *Error {
 	var e *Error
 	var cl *llm.ContextLengthError
+	var r *dialect.Refusal
 	switch {
 	case errors.As(err, &e):
 		return e
+	case errors.As(err, &r):
+		return fromRefusal(r)
 	case errors.As(err, &cl):
 		// Anthropic's exact wording: clients (Claude Code) parse it to decide to compact.
 		return invalid("prompt is too long: %d tokens > %d maximum", cl.PromptTokens, cl.ContextLength)

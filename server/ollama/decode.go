@@ -1,7 +1,6 @@
 package ollama
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,16 +15,7 @@ const MaxBodyBytes = reqbody.MaxBytes
 // decode reads the JSON body into v, turning every failure into a 400 (413 for a body over
 // the limit) that says what was wrong.
 func decode(r *http.Request, v any) error {
-	data, err := reqbody.Read(r)
-	switch {
-	case errors.Is(err, reqbody.ErrTooLarge):
-		return tooLarge()
-	case errors.Is(err, reqbody.ErrEmpty):
-		return badRequest("missing request body; send a JSON object") // Ollama's wording
-	case err != nil:
-		return badRequest("%v", err)
-	}
-	if err := json.Unmarshal(data, v); err != nil {
+	if err := reqbody.Decode(r, v); err != nil {
 		return decodeError(err)
 	}
 	return nil
@@ -36,41 +26,49 @@ func tooLarge() *Error {
 		Message: fmt.Sprintf("the request body is larger than %d MiB; send a smaller request", MaxBodyBytes>>20)}
 }
 
+// decodeError words a body that could not be read or decoded (reqbody classifies it) as
+// Ollama does.
 func decodeError(err error) *Error {
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
 	var e *Error
-	switch {
-	case errors.As(err, &e):
+	if errors.As(err, &e) {
 		return e
-	case errors.As(err, &typeErr):
-		if typeErr.Field == "" {
-			return badRequest("the request body must be a JSON object")
-		}
-		return badRequest("invalid type for %q: expected %s, got %s", typeErr.Field, friendlyType(typeErr.Type.String()), typeErr.Value)
-	case errors.As(err, &syntaxErr):
-		return badRequest("malformed JSON in the request body at byte %d: %v", syntaxErr.Offset, err)
+	}
+	p := reqbody.Classify(err)
+	switch p.Kind {
+	case reqbody.TooLarge:
+		return tooLarge()
+	case reqbody.Empty:
+		return badRequest("missing request body; send a JSON object") // Ollama's wording
+	case reqbody.Unreadable:
+		return badRequest("%v", err)
+	case reqbody.NotObject:
+		return badRequest("the request body must be a JSON object")
+	case reqbody.WrongType:
+		return badRequest("invalid type for %q: expected %s, got %s", p.Field, friendlyType(p.GoType), p.Value)
+	case reqbody.Malformed, reqbody.TooDeep:
+		return badRequest("malformed JSON in the request body at byte %d: %v", p.Offset, err)
 	default:
 		return badRequest("malformed JSON in the request body: %v", err)
 	}
 }
 
-func friendlyType(t string) string {
-	t = strings.TrimPrefix(t, "*")
-	switch {
-	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
+// friendlyType says what JSON value the Go type goType wants; a type without such words
+// (a struct) is named as Go names it.
+func friendlyType(goType string) string {
+	switch reqbody.ShapeOf(goType) {
+	case reqbody.IntegerShape:
 		return "an integer"
-	case strings.HasPrefix(t, "float"):
+	case reqbody.NumberShape:
 		return "a number"
-	case strings.HasPrefix(t, "[]"):
+	case reqbody.ArrayShape:
 		return "an array"
-	case strings.HasPrefix(t, "map["):
+	case reqbody.MapShape:
 		return "an object"
-	case t == "string":
+	case reqbody.StringShape:
 		return "a string"
-	case t == "bool":
+	case reqbody.BoolShape:
 		return "a boolean"
 	default:
-		return t
+		return strings.TrimPrefix(goType, "*")
 	}
 }

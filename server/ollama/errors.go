@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/dialect"
 )
 
 // Error is an Ollama API error with its HTTP status. On the wire it is {"error": "..."}.
@@ -47,9 +47,12 @@ type errorBody struct {
 // toError maps any error to the Ollama error it is shown as.
 func toError(err error) *Error {
 	var e *Error
+	var r *dialect.Refusal
 	switch {
 	case errors.As(err, &e):
 		return e
+	case errors.As(err, &r):
+		return fromRefusal(r)
 	case errors.Is(err, llm.ErrContextLength), errors.Is(err, llm.ErrInvalidInput):
 		return &Error{Status: http.StatusBadRequest, Message: err.Error()}
 	case errors.Is(err, llm.ErrModelNotFound):
@@ -87,10 +90,4 @@ func WriteError(c *gin.Context, err error) {
 		c.Header("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
 	c.JSON(e.Status, errorBody{Error: e.Message})
-}
-
-// Owns reports whether path belongs to the Ollama API ("/" and everything under "/api"), so
-// that the router can answer an unknown route there in Ollama's error shape.
-func Owns(path string) bool {
-	return path == "/" || path == "/api" || strings.HasPrefix(path, "/api/")
 }

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,14 +15,7 @@ const MaxBodyBytes = reqbody.MaxBytes
 // decode reads the JSON body into v, turning every failure into an OpenAI error that names
 // the offending parameter.
 func decode(r *http.Request, v any) error {
-	data, err := reqbody.Read(r)
-	switch {
-	case errors.Is(err, reqbody.ErrTooLarge):
-		return tooLarge()
-	case err != nil:
-		return invalid("", err.Error())
-	}
-	if err := json.Unmarshal(data, v); err != nil {
+	if err := reqbody.Decode(r, v); err != nil {
 		return decodeError(err)
 	}
 	return nil
@@ -34,40 +26,47 @@ func tooLarge() *Error {
 		Message: fmt.Sprintf("the request body is larger than %d MiB", MaxBodyBytes>>20)}
 }
 
+// decodeError words a body that could not be read or decoded (reqbody classifies it) as
+// OpenAI does.
 func decodeError(err error) *Error {
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
 	var e *Error
-	switch {
-	case errors.As(err, &e):
+	if errors.As(err, &e) {
 		return e
-	case errors.As(err, &typeErr):
+	}
+	p := reqbody.Classify(err)
+	switch p.Kind {
+	case reqbody.TooLarge:
+		return tooLarge()
+	case reqbody.Empty, reqbody.Unreadable:
+		return invalid("", err.Error())
+	case reqbody.NotObject:
+		return invalid("", "the request body must be a JSON object")
+	case reqbody.WrongType:
 		// Fields of embedded structs come with the Go type's name in front; clients know only the JSON path.
-		param := strings.ReplaceAll(typeErr.Field, "samplingParams.", "")
-		if param == "" {
-			return invalid("", "the request body must be a JSON object")
-		}
-		return invalid(param, fmt.Sprintf("invalid type for '%s': expected %s, got %s", param, friendlyType(typeErr.Type.String()), typeErr.Value))
-	case errors.As(err, &syntaxErr):
-		return invalid("", fmt.Sprintf("malformed JSON in the request body at byte %d: %v", syntaxErr.Offset, err))
+		param := strings.ReplaceAll(p.Field, "samplingParams.", "")
+		return invalid(param, fmt.Sprintf("invalid type for '%s': expected %s, got %s", param, friendlyType(p.GoType), p.Value))
+	case reqbody.Malformed, reqbody.TooDeep:
+		return invalid("", fmt.Sprintf("malformed JSON in the request body at byte %d: %v", p.Offset, err))
 	default:
 		return invalid("", "malformed JSON in the request body: "+err.Error())
 	}
 }
 
-func friendlyType(t string) string {
-	switch {
-	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "*int"), strings.HasPrefix(t, "uint"):
+// friendlyType says what JSON value the Go type goType wants; a type without such words
+// (a struct, a map) is named as Go names it.
+func friendlyType(goType string) string {
+	switch reqbody.ShapeOf(goType) {
+	case reqbody.IntegerShape:
 		return "an integer"
-	case strings.HasPrefix(t, "float"), strings.HasPrefix(t, "*float"):
+	case reqbody.NumberShape:
 		return "a number"
-	case strings.HasPrefix(t, "[]"):
+	case reqbody.ArrayShape:
 		return "an array"
-	case t == "string" || t == "*string":
+	case reqbody.StringShape:
 		return "a string"
-	case t == "bool" || t == "*bool":
+	case reqbody.BoolShape:
 		return "a boolean"
 	default:
-		return t
+		return goType
 	}
 }

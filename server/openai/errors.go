@@ -17,6 +17,7 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/dialect"
 )
 
 // Error is an OpenAI API error with its HTTP status.
@@ -59,9 +60,12 @@ func toError(err error) *Error {
 	var e *Error
 	var cl *llm.ContextLengthError
 	var ce *core.ChoicesError
+	var r *dialect.Refusal
 	switch {
 	case errors.As(err, &e):
 		return e
+	case errors.As(err, &r):
+		return fromRefusal(r)
 	case errors.Is(err, core.ErrAdminRequired):
 		return &Error{Status: http.StatusForbidden, Type: "permission_error", Code: "admin_required", Message: err.Error()}
 	case errors.Is(err, core.ErrUnsupportedRuntime):

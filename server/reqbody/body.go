@@ -1,5 +1,7 @@
-// Package reqbody reads request bodies for the dialects: the spec's 100 MiB cap and the
-// empty-body check live here once, and each dialect maps the outcome to its own error shape.
+// Package reqbody reads and decodes request bodies for the dialects: the spec's 100 MiB cap,
+// the empty-body check and the classification of what can go wrong (too large, empty, not
+// JSON, nested too deep, not an object, a field of the wrong type) live here once, as a
+// Problem; each dialect keeps only its wording of each kind, in its own error shape.
 package reqbody
 
 import (
