@@ -50,6 +50,11 @@ type Model struct {
 		once sync.Once
 		v    Capabilities
 	}
+
+	// Requests, when set, serves the model's chat, completion and embedding requests typed,
+	// before any template (a forwarding engine, engine.go): the core neither renders a prompt
+	// nor shapes the reply. Engine still answers Info, Tokenize and the lifecycle.
+	Requests RequestEngine
 }
 
 // workerSched is what the requests to one worker are scheduled by.
