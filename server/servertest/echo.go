@@ -23,6 +23,7 @@ type Echo struct {
 	mu          sync.Mutex
 	chats       []core.ChatRequest
 	completions []core.CompletionRequest
+	embeds      []core.EmbedRequest
 }
 
 // EchoCallID is the id of the call Echo makes, in OpenAI's shape ("call_" and 24 hex digits).
@@ -72,6 +73,13 @@ func (e *Echo) Completions() []core.CompletionRequest {
 	return append([]core.CompletionRequest(nil), e.completions...)
 }
 
+// Embeds are the embedding requests Echo got (a rerank's among them), in order.
+func (e *Echo) Embeds() []core.EmbedRequest {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]core.EmbedRequest(nil), e.embeds...)
+}
+
 // Chat echoes req.
 func (e *Echo) Chat(ctx context.Context, req *core.ChatRequest, emit func(llm.Event) error) error {
 	e.mu.Lock()
@@ -104,6 +112,9 @@ func (e *Echo) Complete(ctx context.Context, req *core.CompletionRequest, emit f
 
 // Embed gives each input a vector of its length and its number of words.
 func (e *Echo) Embed(_ context.Context, req *core.EmbedRequest) (*llm.EmbedResult, error) {
+	e.mu.Lock()
+	e.embeds = append(e.embeds, *req)
+	e.mu.Unlock()
 	r := &llm.EmbedResult{}
 	for _, in := range req.Inputs {
 		words := len(strings.Fields(in.Text))
