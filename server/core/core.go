@@ -1,6 +1,7 @@
-// Package core is what the HTTP dialects call: it resolves models, renders conversations with
-// the model's chat template, runs generations on the model's engine and records every request.
-// It knows nothing of HTTP or of any dialect's wire format.
+// Package core is what the HTTP dialects call: it resolves models, readies each request for
+// the model's engine kind (rendered with the model's chat template for a local engine, or
+// handed typed to a chat-level RequestEngine: engine.go), schedules and runs generations, and
+// records every request. It knows nothing of HTTP or of any dialect's wire format.
 package core
 
 import (
