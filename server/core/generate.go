@@ -21,7 +21,8 @@ type ChatRequest struct {
 	Messages []chat.Message
 	// TemplateKwargs are extra chat template variables (chat_template_kwargs).
 	TemplateKwargs map[string]any
-	// Generation carries sampling, stops and caps; its Prompt is filled in by Chat.
+	// Generation carries sampling, stops and caps; its Prompt is filled in by Chat when the
+	// model runs prompts (a RequestEngine gets none: engine.go).
 	Generation llm.Request
 	// N is the number of choices; 0 means 1.
 	N int
