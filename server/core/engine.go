@@ -85,27 +85,32 @@ type requestRoad struct{ engine RequestEngine }
 func (r requestRoad) chat(_ *Model, req *ChatRequest, msgs []chat.Message, _ int, emit Emit) (*generation, error) {
 	typed := *req
 	typed.Messages, typed.N = msgs, 1
-	g := &generation{gen: req.Generation, emit: emit}
-	g.gen.ID = req.ID
-	g.run = func(ctx context.Context, _ llm.Engine, gen *llm.Request, emit func(llm.Event) error) error {
+	return handOver(req.ID, req.Generation, emit, func(ctx context.Context, gen *llm.Request, emit func(llm.Event) error) error {
 		choice := typed
 		choice.Generation = *gen
 		return r.engine.Chat(ctx, &choice, emit)
-	}
-	return g, nil
+	}), nil
 }
 
 func (r requestRoad) complete(_ *Model, req *CompletionRequest, _ int, emit Emit) (*generation, error) {
 	typed := *req
 	typed.N = 1
-	g := &generation{gen: req.Generation, emit: emit}
-	g.gen.ID = req.ID
-	g.run = func(ctx context.Context, _ llm.Engine, gen *llm.Request, emit func(llm.Event) error) error {
+	return handOver(req.ID, req.Generation, emit, func(ctx context.Context, gen *llm.Request, emit func(llm.Event) error) error {
 		choice := typed
 		choice.Generation = *gen
 		return r.engine.Complete(ctx, &choice, emit)
+	}), nil
+}
+
+// handOver is a generation whose choices send hands to a request engine, each as a copy of
+// the typed request with the choice's settled generation.
+func handOver(id string, gen llm.Request, emit Emit, send func(ctx context.Context, gen *llm.Request, emit func(llm.Event) error) error) *generation {
+	g := &generation{gen: gen, emit: emit}
+	g.gen.ID = id
+	g.run = func(ctx context.Context, _ llm.Engine, gen *llm.Request, emit func(llm.Event) error) error {
+		return send(ctx, gen, emit)
 	}
-	return g, nil
+	return g
 }
 
 func (r requestRoad) embed(ctx context.Context, _ llm.Engine, _ *Model, req *EmbedRequest) (*llm.EmbedResult, error) {
