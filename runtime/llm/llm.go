@@ -150,10 +150,10 @@ type Event struct {
 	// character or a possible stop string is incomplete).
 	Tokens int `json:"tokens,omitempty"`
 	// Reasoning is the next piece of the model's reasoning ("thinking"), split from the
-	// content by the app (never set by an engine).
+	// content by the app (never set by an Engine; a chat-level engine above one may set it).
 	Reasoning string `json:"reasoning,omitempty"`
 	// ToolCalls are pieces of tool calls parsed from the reply by the app (never set by an
-	// engine); see ToolCallDelta.
+	// Engine; a chat-level engine above one may set them); see ToolCallDelta.
 	ToolCalls []ToolCallDelta `json:"tool_calls,omitempty"`
 	// Logprobs covers the tokens this event counts (Request.Logprobs), in order. Text may lag
 	// them; their concatenated bytes are the completion's bytes.

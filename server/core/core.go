@@ -1,6 +1,7 @@
-// Package core is what the HTTP dialects call: it resolves models, renders conversations with
-// the model's chat template, runs generations on the model's engine and records every request.
-// It knows nothing of HTTP or of any dialect's wire format.
+// Package core is what the HTTP dialects call: it resolves models, readies each request for
+// the model's engine kind (rendered with the model's chat template for a local engine, or
+// handed typed to a chat-level RequestEngine: engine.go), schedules and runs generations, and
+// records every request. It knows nothing of HTTP or of any dialect's wire format.
 package core
 
 import (
@@ -49,6 +50,11 @@ type Model struct {
 		once sync.Once
 		v    Capabilities
 	}
+
+	// Requests, when set, serves the model's chat, completion and embedding requests typed,
+	// before any template (a forwarding engine, engine.go): the core neither renders a prompt
+	// nor shapes the reply. Engine still answers Info, Tokenize and the lifecycle.
+	Requests RequestEngine
 }
 
 // workerSched is what the requests to one worker are scheduled by.

@@ -94,16 +94,10 @@ func (s *Service) Embed(ctx context.Context, req *EmbedRequest) (*EmbedResult, e
 // embeddingCall resolves the model, runs one embedding-model call and records it with the
 // prompt tokens run reports.
 func (s *Service) embeddingCall(ctx context.Context, key recordKey, run func(context.Context, *Model) (int, error)) error {
-	s.running.Add(1)
-	defer s.running.Done()
-	start := time.Now()
-	ctx = withStart(ctx, start)
-	m, err := s.ModelFor(ctx, key.model)
-	tokens := 0
-	if err == nil {
-		tokens, err = run(ctx, m)
-	}
-	s.record(ctx, key, embedRecord(m, tokens), err, start)
+	_, err := s.serve(ctx, key, func(ctx context.Context, m *Model) (*Result, error) {
+		tokens, err := run(ctx, m)
+		return embedRecord(m, tokens), err
+	})
 	return err
 }
 
@@ -125,7 +119,9 @@ func (s *Service) embed(ctx context.Context, m *Model, req *EmbedRequest) (*Embe
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.runEmbed(ctx, m, &llm.EmbedRequest{ID: req.ID, Inputs: inputs, Truncate: req.Truncate}, req.KeepAlive)
+	fitted := *req
+	fitted.Inputs = inputs
+	r, err := s.runEmbed(ctx, m, &fitted)
 	if err != nil {
 		return nil, err
 	}
@@ -172,8 +168,9 @@ func cutText(s string, n int) string {
 	return s[:n]
 }
 
-// runEmbed runs an embedding request on m's engine, loading it when needed.
-func (s *Service) runEmbed(ctx context.Context, m *Model, req *llm.EmbedRequest, keepAlive *time.Duration) (*llm.EmbedResult, error) {
+// runEmbed runs an embedding request on m's engine, loading it when needed, on the road m's
+// requests take.
+func (s *Service) runEmbed(ctx context.Context, m *Model, req *EmbedRequest) (*llm.EmbedResult, error) {
 	release, err := s.admit(m, 1)
 	if err != nil {
 		return nil, err
@@ -185,14 +182,10 @@ func (s *Service) runEmbed(ctx context.Context, m *Model, req *llm.EmbedRequest,
 		if err != nil {
 			return nil, err
 		}
-		defer done(keepAlive)
+		defer done(req.KeepAlive)
 		engine = acquired
 	}
-	embedder, ok := engine.(llm.Embedder)
-	if !ok {
-		return nil, fmt.Errorf("%w: the model %s runs on an engine that does not embed", llm.ErrUnsupportedModel, m.ID)
-	}
-	r, err := embedder.Embed(ctx, req)
+	r, err := s.roadOf(m).embed(ctx, engine, m, req)
 	if err != nil {
 		return nil, err
 	}
@@ -284,7 +277,7 @@ func (s *Service) rerank(ctx context.Context, m *Model, req *RerankRequest) (*Re
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.runEmbed(ctx, m, &llm.EmbedRequest{ID: req.ID, Inputs: inputs, Truncate: req.Truncate}, req.KeepAlive)
+	r, err := s.runEmbed(ctx, m, &EmbedRequest{ID: req.ID, Endpoint: req.Endpoint, Model: req.Model, Inputs: inputs, Truncate: req.Truncate, KeepAlive: req.KeepAlive})
 	if err != nil {
 		return nil, err
 	}

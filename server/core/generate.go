@@ -8,9 +8,7 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/llm"
-	"github.com/superfluid/superfluid/runtime/schema"
 	"github.com/superfluid/superfluid/server/core/qos"
-	"github.com/superfluid/superfluid/server/store"
 )
 
 // ChatRequest is a conversation to complete, as any dialect describes it.
@@ -23,7 +21,8 @@ type ChatRequest struct {
 	Messages []chat.Message
 	// TemplateKwargs are extra chat template variables (chat_template_kwargs).
 	TemplateKwargs map[string]any
-	// Generation carries sampling, stops and caps; its Prompt is filled in by Chat.
+	// Generation carries sampling, stops and caps; its Prompt is filled in by Chat when the
+	// model runs prompts (a RequestEngine gets none: engine.go).
 	Generation llm.Request
 	// N is the number of choices; 0 means 1.
 	N int
@@ -64,24 +63,14 @@ func (r *Result) Usage() llm.Usage {
 // the request is recorded as a client disconnect.
 type Emit func(choice int, ev llm.Event) error
 
-// Chat renders the conversation and generates N choices, running them side by side on the
-// engine's lanes. Every request is recorded, failed or not.
+// Chat generates N choices of the conversation, running them side by side on the engine's
+// lanes: rendered with the model's chat template, or handed typed to the model's RequestEngine
+// (engine.go). Every request is recorded, failed or not.
 func (s *Service) Chat(ctx context.Context, req *ChatRequest, emit Emit) (*Result, error) {
-	s.running.Add(1)
-	defer s.running.Done()
-	start := time.Now()
-	ctx = withStart(ctx, start)
 	ctx = begin(ctx, Scheduling{req.QoS, req.BatchInvariant}, qos.Interactive, req.Stream)
-	m, err := s.ModelFor(ctx, req.Model)
-	var res *Result
-	if err == nil {
-		res, err = s.chat(ctx, m, req, emit)
-	}
-	s.record(ctx, recordKey{req.ID, req.Endpoint, req.Model, req.Stream}, res, err, start)
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
+	return s.serve(ctx, recordKey{req.ID, req.Endpoint, req.Model, req.Stream}, func(ctx context.Context, m *Model) (*Result, error) {
+		return s.chat(ctx, m, req, emit)
+	})
 }
 
 func (s *Service) chat(ctx context.Context, m *Model, req *ChatRequest, emit Emit) (*Result, error) {
@@ -89,35 +78,12 @@ func (s *Service) chat(ctx context.Context, m *Model, req *ChatRequest, emit Emi
 		return nil, err
 	}
 	msgs := withSystemPrompt(req.Messages, s.settingsOf(ctx, m).SystemPrompt)
-	prompt, err := s.render(m, msgs, req.TemplateKwargs, req.Tools)
-	if err != nil {
-		return nil, err
-	}
-	gen := req.Generation
-	gen.ID, gen.Prompt, gen.AddSpecial = req.ID, prompt, addSpecial(m, prompt)
 	n := max(1, req.N)
-	var check *outputCheck
-	if req.ToolChoice.forced() {
-		// The forced call's grammar wins over a response format, as the official APIs do: the
-		// format applies to the text reply of a later turn.
-		check, err = forceCall(&gen, req, n)
-	} else if gen.Format == llm.FormatSchema && len(req.Tools) > 0 && req.ToolChoice.Mode != ToolNone {
-		check, err = formatOrCall(&gen, req, n)
-	} else {
-		check, err = checkFormat(&gen, n)
-	}
+	g, err := s.roadOf(m).chat(m, req, msgs, n, emit)
 	if err != nil {
 		return nil, err
 	}
-	sh := shapingFor(m, req, prompt)
-	shapers := make([]*replyShaper, n)
-	for i := range shapers {
-		shapers[i] = sh.newShaper()
-	}
-	return s.generate(ctx, m, &gen, n, req.KeepAlive, check.wrap(func(i int, ev llm.Event) error {
-		shapers[i].shape(&ev)
-		return emit(i, ev)
-	}))
+	return s.generate(ctx, m, g, n, req.KeepAlive)
 }
 
 // CompletionRequest is raw text to continue, with no chat template.
@@ -139,26 +105,15 @@ type CompletionRequest struct {
 
 // Complete continues raw text (or token ids). Every request is recorded.
 func (s *Service) Complete(ctx context.Context, req *CompletionRequest, emit Emit) (*Result, error) {
-	s.running.Add(1)
-	defer s.running.Done()
-	start := time.Now()
-	ctx = withStart(ctx, start)
 	ctx = begin(ctx, Scheduling{req.QoS, req.BatchInvariant}, qos.Interactive, req.Stream)
-	m, err := s.ModelFor(ctx, req.Model)
-	var res *Result
-	if err == nil {
-		gen := req.Generation
-		gen.ID, gen.AddSpecial = req.ID, len(gen.Tokens) == 0
-		var check *outputCheck
-		if check, err = checkFormat(&gen, max(1, req.N)); err == nil {
-			res, err = s.generate(ctx, m, &gen, max(1, req.N), req.KeepAlive, check.wrap(emit))
+	return s.serve(ctx, recordKey{req.ID, req.Endpoint, req.Model, req.Stream}, func(ctx context.Context, m *Model) (*Result, error) {
+		n := max(1, req.N)
+		g, err := s.roadOf(m).complete(m, req, n, emit)
+		if err != nil {
+			return nil, err
 		}
-	}
-	s.record(ctx, recordKey{req.ID, req.Endpoint, req.Model, req.Stream}, res, err, start)
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
+		return s.generate(ctx, m, g, n, req.KeepAlive)
+	})
 }
 
 // CountTokens is the prompt length a conversation would have, chat template included.
@@ -193,22 +148,17 @@ type acquirer interface {
 	Acquire(ctx context.Context) (llm.Engine, func(keepAlive *time.Duration), error)
 }
 
-func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n int, keepAlive *time.Duration, emit Emit) (*Result, error) {
+// generate runs g's n choices side by side on m: admitted, settled and gated the same way
+// whichever road readied it.
+func (s *Service) generate(ctx context.Context, m *Model, g *generation, n int, keepAlive *time.Duration) (*Result, error) {
 	if err := checkGenerates(m); err != nil {
 		return nil, err
 	}
-	if err := checkTextLength(m, len(gen.Prompt)); err != nil {
-		return nil, err // before the worker tokenizes it (see limits.go)
-	}
-	if gen.Format == llm.FormatSchema {
-		// Before the worker compiles it: llama.cpp's converter aborts or loops on hostile schemas,
-		// and fails on limits it cannot express. Callers that check the output against what was
-		// relaxed (checkFormat, forceCall) have relaxed it already.
-		g, _, err := schema.Grammar(gen.Schema)
-		if err != nil {
+	gen := &g.gen
+	if g.check != nil {
+		if err := g.check(gen); err != nil {
 			return nil, err
 		}
-		gen.Schema = g
 	}
 	release, err := s.prepare(ctx, m, gen, n)
 	if err != nil {
@@ -246,7 +196,7 @@ func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n in
 		go func() {
 			defer wg.Done()
 			var last time.Time // this choice's previous piece of text, for the observer
-			errs[i] = engine.Generate(ctx, &choice, func(ev llm.Event) error {
+			errs[i] = g.run(ctx, engine, &choice, func(ev llm.Event) error {
 				// Keep what is known as it arrives, so a failed or abandoned request is
 				// recorded with the tokens it did use.
 				partial := &res.Choices[i]
@@ -262,7 +212,7 @@ func (s *Service) generate(ctx context.Context, m *Model, gen *llm.Request, n in
 				}
 				mu.Lock()
 				defer mu.Unlock()
-				return undelivered(emit(i, ev))
+				return undelivered(g.emit(i, ev))
 			})
 			if errs[i] != nil {
 				cancel() // one failed choice fails the request; stop the others
@@ -294,40 +244,4 @@ func firstRealError(errs []error) error {
 		}
 	}
 	return first
-}
-
-// recordKey is what every request record starts from.
-type recordKey struct {
-	id, endpoint, model string
-	stream              bool
-}
-
-func (s *Service) record(ctx context.Context, key recordKey, res *Result, err error, start time.Time) {
-	s.observeTokens(res)
-	meterTokens(ctx, res)
-	if s.store == nil {
-		return
-	}
-	rec := store.RequestRecord{
-		ID: key.id, Model: key.model, Endpoint: key.endpoint, Stream: key.stream,
-		Status: statusOf(err), Total: time.Since(start), CreatedAt: start,
-		ClientDisconnected: errors.Is(err, context.Canceled) || ctx.Err() != nil,
-	}
-	rec.KeyID, rec.KeyName = keyOf(ctx)
-	if err != nil {
-		rec.Error = err.Error()
-	}
-	if res != nil {
-		rec.Model = res.Model.ID
-		u := res.Usage()
-		rec.PromptTokens, rec.CompletionTokens, rec.CachedTokens = u.PromptTokens, u.CompletionTokens, u.CachedTokens
-		if len(res.Choices) > 0 {
-			d := res.Choices[0]
-			rec.FinishReason, rec.Lane, rec.Warning = d.FinishReason, d.Lane, d.Warning
-			rec.Queue, rec.Prefill, rec.Decode = d.Timings.Queue, d.Timings.Prefill, d.Timings.Decode
-		}
-	}
-	// Queued, not written: the reply never waits for the disk. A full queue drops the record
-	// (the store counts and logs it) rather than hold the reply.
-	s.store.Record(rec)
 }

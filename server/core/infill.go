@@ -45,25 +45,15 @@ type InfillRequest struct {
 // Infill generates the middle: the prompt is the model's FIM markers around the separately
 // tokenized prefix and suffix (never parsed for special tokens), ending with the middle marker.
 func (s *Service) Infill(ctx context.Context, req *InfillRequest, emit Emit) (*Result, error) {
-	s.running.Add(1)
-	defer s.running.Done()
-	start := time.Now()
-	ctx = withStart(ctx, start)
 	ctx = begin(ctx, Scheduling{req.QoS, req.BatchInvariant}, qos.Completion, req.Stream)
-	key := recordKey{req.ID, req.Endpoint, req.Model, req.Stream}
-	res, err := s.infill(ctx, req, emit)
-	s.record(ctx, key, res, err, start)
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
+	return s.serve(ctx, recordKey{req.ID, req.Endpoint, req.Model, req.Stream}, func(ctx context.Context, m *Model) (*Result, error) {
+		return s.infill(ctx, m, req, emit)
+	})
 }
 
-func (s *Service) infill(ctx context.Context, req *InfillRequest, emit Emit) (*Result, error) {
-	m, err := s.ModelFor(ctx, req.Model)
-	if err != nil {
-		return nil, err
-	}
+// infill builds the FIM prompt from tokens, so it takes the prompt road whatever the model's
+// engine kind: a model served by a RequestEngine has no FIM markers and is refused.
+func (s *Service) infill(ctx context.Context, m *Model, req *InfillRequest, emit Emit) (*Result, error) {
 	if m.FIM == nil {
 		return nil, fmt.Errorf("%w: model %s: %w", llm.ErrInvalidInput, m.ID, ErrFIMUnsupported)
 	}
@@ -92,5 +82,5 @@ func (s *Service) infill(ctx context.Context, req *InfillRequest, emit Emit) (*R
 	}
 	gen := req.Generation
 	gen.ID, gen.Tokens = req.ID, append(tokens, m.FIM.Middle)
-	return s.generate(ctx, m, &gen, 1, req.KeepAlive, emit)
+	return s.generate(ctx, m, promptGeneration(m, gen, emit), 1, req.KeepAlive)
 }
