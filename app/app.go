@@ -153,7 +153,7 @@ func build(cfg Config, st *store.Store) (*App, error) {
 	a.batches = batches.New(batches.Config{Owner: ownerLookup(a.keys),
 		Files: batches.FilesConfig{Dir: filesDir(cfg.DataDir), MaxBytes: cfg.FilesMaxBytes, Expiry: cfg.FilesExpiry}}, a.svc, st)
 	a.metrics.WatchService(a.svc)
-	a.stopMetrics = a.metrics.Watch(a.mgr)
+	a.stopMetrics = a.metrics.Watch(a.svc)
 	a.handler = server.New(server.Config{KeepAlive: cfg.KeepAlive, WriteTimeout: cfg.WriteTimeout, TrustedProxies: cfg.TrustedProxies,
 		CompletionBurst: cfg.CompletionBurst, CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline,
 		Metrics: a.metrics, Keys: a.keys, Bind: a.bind, CORSOrigins: corsOrigins(cfg),
