@@ -17,7 +17,6 @@ import (
 	"github.com/superfluid/superfluid/runtime/backends"
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models"
-	"github.com/superfluid/superfluid/runtime/models/hf"
 	"github.com/superfluid/superfluid/runtime/worker"
 	"github.com/superfluid/superfluid/server"
 	"github.com/superfluid/superfluid/server/auth"
@@ -32,7 +31,7 @@ type App struct {
 	cfg     Config
 	store   *store.Store
 	mgr     *models.Manager
-	hub     *hf.Client
+	sources models.Source // where pulls come from (sources.go)
 	svc     *core.Service
 	batches *batches.Service // the Files and Batches APIs and the batch runner
 	handler http.Handler
@@ -127,8 +126,7 @@ func build(cfg Config, st *store.Store) (*App, error) {
 	if err := registerBundled(ctx, cat); err != nil {
 		slog.Warn("the bundled model could not be registered", "err", err)
 	}
-	a := &App{cfg: cfg, store: st, workers: map[string]*worker.Client{},
-		hub: hf.New(hf.Config{Endpoint: cfg.HFEndpoint, Token: cfg.HFToken, LockDir: filepath.Join(cat.Dir(), ".locks")})}
+	a := &App{cfg: cfg, store: st, workers: map[string]*worker.Client{}, sources: newSources(cfg, cat.Dir())}
 	a.mgr = models.NewManager(cat, models.Config{
 		NewRunner: a.newRunner, ContextLength: cfg.ContextLength, Parallel: cfg.Parallel,
 		KeepAlive: cfg.ModelKeepAlive, MaxLoaded: cfg.MaxLoaded, MemoryBudget: cfg.MemoryBudget, DrainTimeout: cfg.UnloadDrain,
@@ -149,7 +147,7 @@ func build(cfg Config, st *store.Store) (*App, error) {
 	a.bind = newBind(cfg)
 	a.metrics = metrics.New()
 	a.svc = core.NewCatalog(core.Config{MaxTokens: cfg.MaxTokens, Queue: cfg.Queue, CheckRuntime: a.checkRuntime, Observer: a.metrics,
-		QoS: qosConfig(cfg)}, st, a.mgr, a.hub)
+		QoS: qosConfig(cfg)}, st, a.mgr, a.sources)
 	a.batches = batches.New(batches.Config{Owner: ownerLookup(a.keys),
 		Files: batches.FilesConfig{Dir: filesDir(cfg.DataDir), MaxBytes: cfg.FilesMaxBytes, Expiry: cfg.FilesExpiry}}, a.svc, st)
 	a.metrics.WatchService(a.svc)
@@ -280,9 +278,6 @@ func (a *App) Service() *core.Service { return a.svc }
 
 // Manager is the model manager.
 func (a *App) Manager() *models.Manager { return a.mgr }
-
-// Hub is the Hugging Face client.
-func (a *App) Hub() *hf.Client { return a.hub }
 
 // Worker is the generation worker of the model named on the command line (nil when none was).
 func (a *App) Worker() *worker.Client {

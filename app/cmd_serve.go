@@ -53,7 +53,7 @@ func pullIfMissing(cfg Config, out io.Writer) error {
 	}
 	model := cfg.ModelPath
 	cfg.ModelPath = ""
-	return withLibrary(cfg, func(a *App) error {
+	return withLibrary(cfg, func(a *library) error {
 		if _, err := a.mgr.Catalog().Lookup(model); err == nil {
 			return nil
 		}
