@@ -99,11 +99,8 @@ func (a *App) startBackground() error {
 // resolves the model named in cfg (registering a .gguf path; a Hugging Face reference must be
 // pulled first, see PullReference). Nothing loads until asked.
 func Open(cfg Config) (*App, error) {
-	if cfg.FilesMaxBytes < 0 || cfg.FilesExpiry < 0 {
-		return nil, &UsageError{"--files-max-bytes and --files-expiry cannot be negative; 0 means no cap and no expiry"}
-	}
-	if cfg.RecordsDays < 0 {
-		return nil, &UsageError{fmt.Sprintf("--records-days %d: give the days to keep request records, or 0 to keep them forever", cfg.RecordsDays)}
+	if err := checkStoreConfig(cfg); err != nil {
+		return nil, err
 	}
 	st, err := store.OpenWith(databasePath(cfg.DataDir), store.Options{KeepRecords: time.Duration(cfg.RecordsDays) * 24 * time.Hour})
 	if err != nil {
@@ -115,6 +112,17 @@ func Open(cfg Config) (*App, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// checkStoreConfig refuses what the store cannot keep: negative caps and record days.
+func checkStoreConfig(cfg Config) error {
+	if cfg.FilesMaxBytes < 0 || cfg.FilesExpiry < 0 {
+		return &UsageError{"--files-max-bytes and --files-expiry cannot be negative; 0 means no cap and no expiry"}
+	}
+	if cfg.RecordsDays < 0 {
+		return &UsageError{fmt.Sprintf("--records-days %d: give the days to keep request records, or 0 to keep them forever", cfg.RecordsDays)}
+	}
+	return nil
 }
 
 func build(cfg Config, st *store.Store) (*App, error) {

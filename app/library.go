@@ -27,6 +27,9 @@ type library struct {
 // openLibrary opens the store and the catalog (registering the bundled model on first start),
 // as Open does for a server.
 func openLibrary(cfg Config) (*library, error) {
+	if err := checkStoreConfig(cfg); err != nil {
+		return nil, err
+	}
 	st, err := store.OpenWith(databasePath(cfg.DataDir), store.Options{KeepRecords: time.Duration(cfg.RecordsDays) * 24 * time.Hour})
 	if err != nil {
 		return nil, fmt.Errorf("open the database in %s: %w", cfg.DataDir, err)
