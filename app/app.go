@@ -240,7 +240,7 @@ func (a *App) resolve(ctx context.Context, name string) (*models.Entry, error) {
 	}
 	e, err := cat.Lookup(name)
 	if err != nil {
-		if models.IsReference(name) {
+		if isReference(name) {
 			return nil, &UsageError{fmt.Sprintf("%s is not pulled yet: superfluid pull %s", name, name)}
 		}
 		return nil, &UsageError{err.Error()}
@@ -257,7 +257,7 @@ func looksLikePath(name string) bool {
 	if filepath.IsAbs(name) || strings.HasPrefix(name, "./") || strings.HasPrefix(name, "../") {
 		return true
 	}
-	return strings.HasSuffix(name, ".gguf") && !models.IsReference(name)
+	return strings.HasSuffix(name, ".gguf") && !isReference(name)
 }
 
 // registerBundled writes the bundled model into the models folder and registers it, once: a

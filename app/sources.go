@@ -19,3 +19,10 @@ func newSources(cfg Config, modelsDir string) models.Source {
 		hf.NewSource(hf.Config{Endpoint: cfg.HFEndpoint, Token: cfg.HFToken, LockDir: filepath.Join(modelsDir, ".locks")}),
 	}
 }
+
+// isReference reports whether name is a reference one of the sources pulls rather than a
+// catalog id or a path (reading a reference needs no endpoint).
+func isReference(name string) bool {
+	_, err := newSources(Config{}, "").Parse(name)
+	return err == nil
+}

@@ -8,16 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/superfluid/superfluid/runtime/llm"
-	"github.com/superfluid/superfluid/runtime/models/hf"
 	"github.com/superfluid/superfluid/runtime/models/source"
 )
-
-// IsReference reports whether name is a Hugging Face reference rather than a catalog id or a
-// path: it has an owner and a repository (hf.co/OWNER/REPO..., OWNER/REPO:QUANT, ...).
-func IsReference(name string) bool {
-	_, err := hf.ParseRef(name)
-	return err == nil
-}
 
 // Source is a place models are pulled from (source.Source; Hugging Face is one, registered by
 // app), and Progress one file's download as a source reports it.
