@@ -12,8 +12,8 @@ import (
 
 // TestImportRulesSources keeps model sources behind models.Source and the manager behind the
 // core: no dialect and not the metrics imports runtime/models (or a source of it), the core
-// names no source (runtime/models/hf), and in app only the file that registers the sources
-// does.
+// names no source (runtime/models/hf), and of app and its packages only the file that
+// registers the sources does.
 func TestImportRulesSources(t *testing.T) {
 	const models, hf = module + "runtime/models", module + "runtime/models/hf"
 	speakToCore := map[string]bool{"server/openai": true, "server/anthropic": true, "server/ollama": true, "server/metrics": true}
@@ -27,6 +27,9 @@ func TestImportRulesSources(t *testing.T) {
 		}
 		if _, ok := hasPrefix(p.Imports, hf); ok && p.Rel == "server/core" {
 			t.Errorf("server/core imports runtime/models/hf; it pulls through models.Source")
+		}
+		if _, ok := hasPrefix(p.Imports, hf); ok && strings.HasPrefix(p.Rel, "app/") {
+			t.Errorf("%s imports runtime/models/hf; only app/sources.go, which registers the model sources, may", p.Rel)
 		}
 	}
 	// Per file: app names Hugging Face only where it registers the sources.
