@@ -17,7 +17,6 @@ import (
 	"github.com/superfluid/superfluid/runtime/backends"
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models"
-	"github.com/superfluid/superfluid/runtime/models/hf"
 	"github.com/superfluid/superfluid/runtime/worker"
 	"github.com/superfluid/superfluid/server"
 	"github.com/superfluid/superfluid/server/auth"
@@ -32,7 +31,7 @@ type App struct {
 	cfg     Config
 	store   *store.Store
 	mgr     *models.Manager
-	hub     *hf.Client
+	sources models.Source // where pulls come from (sources.go)
 	svc     *core.Service
 	batches *batches.Service // the Files and Batches APIs and the batch runner
 	handler http.Handler
@@ -100,11 +99,8 @@ func (a *App) startBackground() error {
 // resolves the model named in cfg (registering a .gguf path; a Hugging Face reference must be
 // pulled first, see PullReference). Nothing loads until asked.
 func Open(cfg Config) (*App, error) {
-	if cfg.FilesMaxBytes < 0 || cfg.FilesExpiry < 0 {
-		return nil, &UsageError{"--files-max-bytes and --files-expiry cannot be negative; 0 means no cap and no expiry"}
-	}
-	if cfg.RecordsDays < 0 {
-		return nil, &UsageError{fmt.Sprintf("--records-days %d: give the days to keep request records, or 0 to keep them forever", cfg.RecordsDays)}
+	if err := checkStoreConfig(cfg); err != nil {
+		return nil, err
 	}
 	st, err := store.OpenWith(databasePath(cfg.DataDir), store.Options{KeepRecords: time.Duration(cfg.RecordsDays) * 24 * time.Hour})
 	if err != nil {
@@ -118,6 +114,17 @@ func Open(cfg Config) (*App, error) {
 	return a, nil
 }
 
+// checkStoreConfig refuses what the store cannot keep: negative caps and record days.
+func checkStoreConfig(cfg Config) error {
+	if cfg.FilesMaxBytes < 0 || cfg.FilesExpiry < 0 {
+		return &UsageError{"--files-max-bytes and --files-expiry cannot be negative; 0 means no cap and no expiry"}
+	}
+	if cfg.RecordsDays < 0 {
+		return &UsageError{fmt.Sprintf("--records-days %d: give the days to keep request records, or 0 to keep them forever", cfg.RecordsDays)}
+	}
+	return nil
+}
+
 func build(cfg Config, st *store.Store) (*App, error) {
 	ctx := context.Background()
 	cat, err := models.OpenCatalog(ctx, st, modelsDir(cfg.DataDir))
@@ -127,8 +134,7 @@ func build(cfg Config, st *store.Store) (*App, error) {
 	if err := registerBundled(ctx, cat); err != nil {
 		slog.Warn("the bundled model could not be registered", "err", err)
 	}
-	a := &App{cfg: cfg, store: st, workers: map[string]*worker.Client{},
-		hub: hf.New(hf.Config{Endpoint: cfg.HFEndpoint, Token: cfg.HFToken, LockDir: filepath.Join(cat.Dir(), ".locks")})}
+	a := &App{cfg: cfg, store: st, workers: map[string]*worker.Client{}, sources: newSources(cfg, cat.Dir())}
 	a.mgr = models.NewManager(cat, models.Config{
 		NewRunner: a.newRunner, ContextLength: cfg.ContextLength, Parallel: cfg.Parallel,
 		KeepAlive: cfg.ModelKeepAlive, MaxLoaded: cfg.MaxLoaded, MemoryBudget: cfg.MemoryBudget, DrainTimeout: cfg.UnloadDrain,
@@ -149,11 +155,11 @@ func build(cfg Config, st *store.Store) (*App, error) {
 	a.bind = newBind(cfg)
 	a.metrics = metrics.New()
 	a.svc = core.NewCatalog(core.Config{MaxTokens: cfg.MaxTokens, Queue: cfg.Queue, CheckRuntime: a.checkRuntime, Observer: a.metrics,
-		QoS: qosConfig(cfg)}, st, a.mgr, a.hub)
+		QoS: qosConfig(cfg)}, st, a.mgr, a.sources)
 	a.batches = batches.New(batches.Config{Owner: ownerLookup(a.keys),
 		Files: batches.FilesConfig{Dir: filesDir(cfg.DataDir), MaxBytes: cfg.FilesMaxBytes, Expiry: cfg.FilesExpiry}}, a.svc, st)
 	a.metrics.WatchService(a.svc)
-	a.stopMetrics = a.metrics.Watch(a.mgr)
+	a.stopMetrics = a.metrics.Watch(a.svc)
 	a.handler = server.New(server.Config{KeepAlive: cfg.KeepAlive, WriteTimeout: cfg.WriteTimeout, TrustedProxies: cfg.TrustedProxies,
 		CompletionBurst: cfg.CompletionBurst, CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline,
 		Metrics: a.metrics, Keys: a.keys, Bind: a.bind, CORSOrigins: corsOrigins(cfg),
@@ -234,7 +240,7 @@ func (a *App) resolve(ctx context.Context, name string) (*models.Entry, error) {
 	}
 	e, err := cat.Lookup(name)
 	if err != nil {
-		if models.IsReference(name) {
+		if isReference(name) {
 			return nil, &UsageError{fmt.Sprintf("%s is not pulled yet: superfluid pull %s", name, name)}
 		}
 		return nil, &UsageError{err.Error()}
@@ -251,7 +257,7 @@ func looksLikePath(name string) bool {
 	if filepath.IsAbs(name) || strings.HasPrefix(name, "./") || strings.HasPrefix(name, "../") {
 		return true
 	}
-	return strings.HasSuffix(name, ".gguf") && !models.IsReference(name)
+	return strings.HasSuffix(name, ".gguf") && !isReference(name)
 }
 
 // registerBundled writes the bundled model into the models folder and registers it, once: a
@@ -280,9 +286,6 @@ func (a *App) Service() *core.Service { return a.svc }
 
 // Manager is the model manager.
 func (a *App) Manager() *models.Manager { return a.mgr }
-
-// Hub is the Hugging Face client.
-func (a *App) Hub() *hf.Client { return a.hub }
 
 // Worker is the generation worker of the model named on the command line (nil when none was).
 func (a *App) Worker() *worker.Client {

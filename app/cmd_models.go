@@ -24,7 +24,7 @@ func newListCommand() *cobra.Command {
 		Short: "list the models in the catalog",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withLibrary(cfg, func(a *App) error {
+			return withLibrary(cfg, func(a *library) error {
 				printModels(cmd.OutOrStdout(), a.mgr.Catalog().List())
 				return nil
 			})
@@ -80,7 +80,7 @@ func newRemoveCommand() *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withLibrary(cfg, func(a *App) error {
+			return withLibrary(cfg, func(a *library) error {
 				for _, id := range args {
 					m, err := a.svc.DeleteModel(context.Background(), id)
 					if err != nil {
@@ -110,7 +110,7 @@ func newAddCommand() *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withLibrary(cfg, func(a *App) error {
+			return withLibrary(cfg, func(a *library) error {
 				e, err := a.mgr.Catalog().AddLocal(context.Background(), args[0], name)
 				if err != nil {
 					if errors.Is(err, models.ErrNotModel) || errors.Is(err, os.ErrNotExist) {
@@ -126,16 +126,6 @@ func newAddCommand() *cobra.Command {
 	cmd.Flags().StringVar(&name, "name", "", "the model's id (default: the file name without .gguf)")
 	libraryFlags(cmd.Flags(), &cfg)
 	return cmd
-}
-
-// withLibrary opens the catalog without serving, runs fn and closes it.
-func withLibrary(cfg Config, fn func(*App) error) error {
-	a, err := Open(cfg)
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	return fn(a)
 }
 
 // usageIfBadName makes errors about what the user typed exit with code 2.

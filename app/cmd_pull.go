@@ -17,7 +17,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/superfluid/superfluid/runtime/models"
-	"github.com/superfluid/superfluid/runtime/models/hf"
 )
 
 // newPullCommand is `superfluid pull REF`: download a Hugging Face model into the catalog.
@@ -40,7 +39,7 @@ An interrupted pull resumes from what it had; the file is verified against its s
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return withLibrary(cfg, func(a *App) error {
+			return withLibrary(cfg, func(a *library) error {
 				e, err := a.Pull(ctx, args[0], cmd.OutOrStdout())
 				if err != nil {
 					return err
@@ -54,14 +53,23 @@ An interrupted pull resumes from what it had; the file is verified against its s
 	return cmd
 }
 
-// Pull downloads a Hugging Face reference into the catalog, drawing progress on out: a bar when
-// out is a terminal, plain lines otherwise.
+// Pull downloads a reference into the catalog from the app's sources, drawing progress on out:
+// a bar when out is a terminal, plain lines otherwise.
 func (a *App) Pull(ctx context.Context, reference string, out io.Writer) (*models.Entry, error) {
-	if _, err := hf.ParseRef(reference); err != nil {
+	return pull(ctx, a.mgr, a.sources, reference, out)
+}
+
+// Pull is App.Pull without a server.
+func (l *library) Pull(ctx context.Context, reference string, out io.Writer) (*models.Entry, error) {
+	return pull(ctx, l.mgr, l.sources, reference, out)
+}
+
+func pull(ctx context.Context, mgr *models.Manager, src models.Source, reference string, out io.Writer) (*models.Entry, error) {
+	if _, err := src.Parse(reference); err != nil {
 		return nil, &UsageError{err.Error()}
 	}
 	show := newProgressPrinter(out)
-	e, err := a.mgr.Pull(ctx, a.hub, reference, show.update)
+	e, err := mgr.Pull(ctx, src, reference, show.update)
 	show.finish()
 	switch {
 	case err == nil:
@@ -92,7 +100,7 @@ func newProgressPrinter(out io.Writer) *progressPrinter {
 	return &progressPrinter{out: out, tty: tty}
 }
 
-func (p *progressPrinter) update(pr hf.Progress) {
+func (p *progressPrinter) update(pr models.Progress) {
 	if pr.File != p.file {
 		p.finish()
 		p.file, p.start, p.status = pr.File, time.Now(), ""
@@ -119,12 +127,12 @@ func (p *progressPrinter) update(pr hf.Progress) {
 }
 
 // line is the plain-text progress: bytes, speed and time left.
-func (p *progressPrinter) line(pr hf.Progress) string {
+func (p *progressPrinter) line(pr models.Progress) string {
 	s := fmt.Sprintf("%s %s: %s / %s", pr.Status, path.Base(pr.File), humanize.Bytes(uint64(pr.Completed)), humanize.Bytes(uint64(pr.Total)))
 	if pr.Total > 0 {
 		s += fmt.Sprintf(" (%d%%)", pr.Completed*100/pr.Total)
 	}
-	if el := time.Since(p.start).Seconds(); el > 0.5 && pr.Status == hf.StatusPulling && pr.Completed < pr.Total {
+	if el := time.Since(p.start).Seconds(); el > 0.5 && pr.Status == models.StatusPulling && pr.Completed < pr.Total {
 		rate := float64(pr.Completed) / el
 		if rate > 0 {
 			eta := time.Duration(float64(pr.Total-pr.Completed) / rate * float64(time.Second)).Round(time.Second)

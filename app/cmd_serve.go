@@ -11,8 +11,6 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-
-	"github.com/superfluid/superfluid/runtime/models"
 )
 
 // newServeCommand is `superfluid serve [MODEL.gguf]`: the server without the desktop app.
@@ -48,12 +46,12 @@ first when it is not in the catalog).`,
 
 // pullIfMissing pulls a Hugging Face reference that is not in the catalog yet.
 func pullIfMissing(cfg Config, out io.Writer) error {
-	if looksLikePath(cfg.ModelPath) || !models.IsReference(cfg.ModelPath) {
+	if looksLikePath(cfg.ModelPath) || !isReference(cfg.ModelPath) {
 		return nil
 	}
 	model := cfg.ModelPath
 	cfg.ModelPath = ""
-	return withLibrary(cfg, func(a *App) error {
+	return withLibrary(cfg, func(a *library) error {
 		if _, err := a.mgr.Catalog().Lookup(model); err == nil {
 			return nil
 		}

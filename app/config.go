@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/models"
-	"github.com/superfluid/superfluid/runtime/models/hf"
 )
 
 // Config is everything the program is told, built once from flags (and later settings).
@@ -116,7 +115,7 @@ func DefaultConfig() Config {
 		KeepAlive:       5 * time.Second,
 		WriteTimeout:    30 * time.Second,
 		ModelKeepAlive:  5 * time.Minute,
-		HFEndpoint:      cmp.Or(os.Getenv("HF_ENDPOINT"), hf.DefaultEndpoint),
+		HFEndpoint:      cmp.Or(os.Getenv("HF_ENDPOINT"), defaultHFEndpoint),
 		HFToken:         os.Getenv("HF_TOKEN"),
 		DataDir:         defaultDataDir(),
 		WorkerCommand:   selfCommand("worker"),

@@ -57,7 +57,7 @@ func TestPull(t *testing.T) {
 	hub.AddFile("owner/junk-GGUF", "junk-Q4_K_M.gguf", []byte("<html>not a model</html>"))
 	hub.AddFile("owner/cut-GGUF", "cut-Q4_K_M.gguf", good[:len(good)/2])
 	hub.AddFile("owner/nogguf", "README.md", []byte("# nothing here"))
-	client := hf.New(hf.Config{Endpoint: hub.URL(), Backoff: 1})
+	client := hf.NewSource(hf.Config{Endpoint: hub.URL(), Backoff: 1})
 	f := newFixture(t, 0, Config{}, nil)
 	ctx := context.Background()
 
@@ -145,7 +145,7 @@ func TestPullFromAHostileHub(t *testing.T) {
 	good := tinyBytes(t, 1)
 	hub := hftest.New()
 	defer hub.Close()
-	client := hf.New(hf.Config{Endpoint: hub.URL(), Backoff: 1})
+	client := hf.NewSource(hf.Config{Endpoint: hub.URL(), Backoff: 1})
 
 	for i, commit := range []string{"../../../..", "../../../../victim", "..", "/tmp", `..\..\..\..`, "x/../../../../.."} {
 		repo := fmt.Sprintf("owner/victim%d-GGUF", i)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 
 	"github.com/superfluid/superfluid/runtime/llm"
-	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server/core"
 )
 
@@ -61,7 +60,7 @@ func toCore(req *messagesRequest) (*core.ChatRequest, warnings, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	ka, err := models.ParseKeepAlive(req.KeepAlive)
+	ka, err := core.ParseKeepAlive(req.KeepAlive)
 	if err != nil {
 		return nil, nil, invalid("keep_alive: %v", err)
 	}

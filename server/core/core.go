@@ -16,7 +16,6 @@ import (
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models"
-	"github.com/superfluid/superfluid/runtime/models/hf"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -118,7 +117,7 @@ type Service struct {
 	cfg      Config
 	lib      Library
 	mgr      *models.Manager // nil for a fixed set of models
-	hub      *hf.Client
+	source   models.Source   // where PullModel pulls from; nil: nowhere
 	store    *store.Store
 	settings settingsCache
 	// running counts the generation requests between their start and their record, so a

@@ -13,7 +13,6 @@ import (
 	"github.com/superfluid/superfluid/runtime/gguf"
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models"
-	"github.com/superfluid/superfluid/runtime/models/hf"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -53,19 +52,21 @@ type catalogLibrary struct {
 }
 
 // NewCatalog builds the core over the manager's catalog: every catalog model is servable and
-// loads on demand; hub pulls models from Hugging Face.
-func NewCatalog(cfg Config, st *store.Store, mgr *models.Manager, hub *hf.Client) *Service {
-	s := &Service{cfg: cfg, store: st, lib: &catalogLibrary{mgr: mgr, built: map[*models.Entry]*Model{}, scheds: map[string]*workerSched{}}, mgr: mgr, hub: hub}
+// loads on demand; src is where PullModel pulls from (a source.List of the sources app
+// registers; nil pulls nothing).
+func NewCatalog(cfg Config, st *store.Store, mgr *models.Manager, src models.Source) *Service {
+	s := &Service{cfg: cfg, store: st, lib: &catalogLibrary{mgr: mgr, built: map[*models.Entry]*Model{}, scheds: map[string]*workerSched{}}, mgr: mgr, source: src}
 	s.handOverSettings(context.Background())
 	return s
 }
 
-// PullModel fetches a Hugging Face reference into the catalog (see models.Manager.Pull).
-func (s *Service) PullModel(ctx context.Context, reference string, progress func(hf.Progress)) (*Model, error) {
-	if s.mgr == nil || s.hub == nil {
+// PullModel fetches a reference into the catalog from the core's sources (see
+// models.Manager.Pull).
+func (s *Service) PullModel(ctx context.Context, reference string, progress func(PullProgress)) (*Model, error) {
+	if s.mgr == nil || s.source == nil {
 		return nil, errNoCatalog
 	}
-	e, err := s.mgr.Pull(ctx, s.hub, reference, progress)
+	e, err := s.mgr.Pull(ctx, s.source, reference, progress)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/superfluid/superfluid/runtime/llm"
-	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server/core"
 )
 
@@ -81,25 +80,31 @@ func (c *modelsCollector) Collect(ch chan<- prometheus.Metric) {
 // model is the model's id.
 func (m *Metrics) ModelEvent(kind, model string) {
 	switch kind {
-	case models.EventLoaded:
+	case core.ModelEventLoaded:
 		m.loads.WithLabelValues(model).Inc()
-	case models.EventFailed:
+	case core.ModelEventFailed:
 		m.loadFails.WithLabelValues(model).Inc()
-	case models.EventUnloaded:
+	case core.ModelEventUnloaded:
 		m.evictions.WithLabelValues(model).Inc()
 	}
 }
 
-// Watch counts mgr's model events until stop is called (stop may be called more than once).
-func (m *Metrics) Watch(mgr *models.Manager) (stop func()) {
-	events, unsubscribe := mgr.Subscribe(256)
+// ModelEvents is where Watch reads the model manager's events (a *core.Service).
+type ModelEvents interface {
+	ModelEvents(buffer int) (<-chan core.ModelEvent, func())
+	EventModelID(name string) string
+}
+
+// Watch counts svc's model events until stop is called (stop may be called more than once).
+func (m *Metrics) Watch(svc ModelEvents) (stop func()) {
+	events, unsubscribe := svc.ModelEvents(256)
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		for {
 			select {
 			case ev := <-events:
-				m.ModelEvent(ev.Kind, modelID(mgr, ev.Model))
+				m.ModelEvent(ev.Kind, svc.EventModelID(ev.Model))
 			case <-quit:
 				return
 			}
@@ -113,15 +118,4 @@ func (m *Metrics) Watch(mgr *models.Manager) (stop func()) {
 			<-done
 		})
 	}
-}
-
-// modelID is the catalog id of an event's model: the manager names unloads by the model's
-// file path, loads by its id.
-func modelID(mgr *models.Manager, name string) string {
-	for _, e := range mgr.Catalog().List() {
-		if e.ID == name || e.Path == name {
-			return e.ID
-		}
-	}
-	return name
 }

@@ -106,7 +106,7 @@ func has(names []string, name string) bool {
 // copy, chat through the copy, delete.
 func TestPullLifecycle(t *testing.T) {
 	l := setupLibrary(t, models.Config{})
-	l.serve(t, core.NewCatalog(core.Config{}, l.Store, l.Mgr, hf.New(hf.Config{
+	l.serve(t, core.NewCatalog(core.Config{}, l.Store, l.Mgr, hf.NewSource(hf.Config{
 		Endpoint: l.Hub.URL(), Backoff: 1, HTTPClient: &http.Client{Transport: slowHub{l.Hub.CDNURL()}}})))
 	data := hubModel(t)
 	const repo, file, id = "owner/repo", "repo-Q4_K_M.gguf", "hf.co/owner/repo:Q4_K_M"

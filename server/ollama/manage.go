@@ -11,9 +11,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/superfluid/superfluid/runtime/models/hf"
-
 	"github.com/superfluid/superfluid/server/auth"
+	"github.com/superfluid/superfluid/server/core"
 )
 
 // admin guards the model-management routes (pull, delete, copy) with local.
@@ -59,7 +58,7 @@ func (h *handlers) pull(c *gin.Context) error {
 	if name == "" {
 		return badRequest("model is required: name a Hugging Face model as %s", refForms)
 	}
-	if _, err := hf.ParseRef(name); errors.Is(err, hf.ErrNotHuggingFace) {
+	if err := h.svc.CheckReference(name); errors.Is(err, core.ErrNotReference) {
 		return badRequest("%q is not a Hugging Face model: only Hugging Face references are pulled (the Ollama library is not available); name one as %s", name, refForms)
 	} else if err != nil {
 		return badRequest("%v; use %s", err, refForms)
@@ -106,11 +105,11 @@ func (h *handlers) pull(c *gin.Context) error {
 // however slowly the client reads.
 type progressQueue struct {
 	mu    sync.Mutex
-	items []hf.Progress
+	items []core.PullProgress
 	ready chan struct{} // holds a token while items is not empty
 }
 
-func (q *progressQueue) put(p hf.Progress) {
+func (q *progressQueue) put(p core.PullProgress) {
 	q.mu.Lock()
 	if n := len(q.items); n > 0 && q.items[n-1].File == p.File && q.items[n-1].Status == p.Status {
 		q.items[n-1] = p
@@ -124,7 +123,7 @@ func (q *progressQueue) put(p hf.Progress) {
 	}
 }
 
-func (q *progressQueue) take() []hf.Progress {
+func (q *progressQueue) take() []core.PullProgress {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	items := q.items
@@ -150,12 +149,12 @@ func (s *pullStream) status(status string) {
 	s.verifying = status == statusVerifying
 }
 
-func (s *pullStream) report(ps []hf.Progress) {
+func (s *pullStream) report(ps []core.PullProgress) {
 	for _, p := range ps {
 		if !s.out.committed {
 			s.status(statusManifest)
 		}
-		if p.Status == hf.StatusDone {
+		if p.Status == core.PullDone {
 			continue // verifying already said all there is
 		}
 		line := progress{Status: "pulling " + layerName(p), Digest: p.Digest, Total: p.Total, Completed: p.Completed}
@@ -164,7 +163,7 @@ func (s *pullStream) report(ps []hf.Progress) {
 			_ = s.out.line(line)
 			s.verifying = false
 		}
-		if p.Status == hf.StatusVerifying && !s.verifying {
+		if p.Status == core.PullVerifying && !s.verifying {
 			s.status(statusVerifying)
 		}
 	}
@@ -181,7 +180,7 @@ func (s *pullStream) finish() {
 
 // layerName is what Ollama's clients show for a file: the first 12 hex digits of its digest,
 // or its file name while the digest is unknown (a file outside Git LFS).
-func layerName(p hf.Progress) string {
+func layerName(p core.PullProgress) string {
 	if hex, ok := strings.CutPrefix(p.Digest, "sha256:"); ok && hex != "" {
 		return hex[:min(12, len(hex))]
 	}

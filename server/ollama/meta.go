@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/superfluid/superfluid/runtime/gguf"
-	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server/core"
 )
 
@@ -80,7 +79,7 @@ func readMeta(m *core.Model, exists bool) *modelMeta {
 	if params > 0 {
 		meta.details.ParameterSize = humanNumber(params)
 	}
-	meta.details.QuantizationLevel = models.Quantization(f, nil)
+	meta.details.QuantizationLevel = core.Quantization(f)
 	return meta
 }
 

@@ -18,7 +18,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/superfluid/superfluid/runtime/llm"
-	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/core"
 )
@@ -84,7 +83,7 @@ func (h *handlers) ps(c *gin.Context) error {
 	seen := map[string]bool{}
 	for _, m := range all {
 		st := h.svc.ModelStatus(m)
-		if st.State != models.StateLoaded || seen[m.Path] {
+		if st.State != core.ModelLoaded || seen[m.Path] {
 			continue
 		}
 		seen[m.Path] = true
@@ -116,7 +115,7 @@ func alias(m *core.Model) int {
 // unload only while the model is idle; a busy model shows the default keep-alive from now (what
 // follows its requests unless they ask otherwise), and an idle model with none scheduled stays
 // loaded: far in the future, as Ollama shows keep_alive -1.
-func (h *handlers) expiresAt(st models.Status) time.Time {
+func (h *handlers) expiresAt(st core.ModelStatus) time.Time {
 	switch ka := h.svc.KeepAlive(); {
 	case !st.ExpiresAt.IsZero():
 		return st.ExpiresAt.UTC()

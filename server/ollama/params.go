@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/llm"
-	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server/core"
 )
 
@@ -185,11 +184,11 @@ func (t think) kwargs(m *core.Model, model string) (map[string]any, error) {
 // and Ollama then returns no thinking.
 func (t think) dropsThinking() bool { return t.set && !t.on }
 
-// keepAlive reads keep_alive with the syntax every dialect shares (models.ParseKeepAlive:
+// keepAlive reads keep_alive with the syntax every dialect shares (core.ParseKeepAlive:
 // Ollama's duration strings and numbers of seconds; nil is the server's default, negative keeps
 // the model loaded), refusing a bad value in Ollama's words.
 func keepAlive(raw json.RawMessage) (*time.Duration, error) {
-	d, err := models.ParseKeepAlive(raw)
+	d, err := core.ParseKeepAlive(raw)
 	if err != nil {
 		return nil, badRequest(`invalid keep_alive %s: use a duration such as "5m" or "1h30m", a number of seconds, 0 to unload the model after the reply or -1 to keep it loaded`, describe(raw))
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/superfluid/superfluid/runtime/llm"
-	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/core"
 )
@@ -67,7 +66,7 @@ type architecture struct {
 func (h *handlers) entry(c *gin.Context, m *core.Model) modelEntry {
 	e := entry(m)
 	st := h.svc.ModelStatus(m)
-	e.State, e.Loaded = st.State, st.State == models.StateLoaded
+	e.State, e.Loaded = st.State, st.State == core.ModelLoaded
 	if e.Loaded { // as the manager sees it: a failed or unloading model serves no window now
 		e.LoadedContextLength = e.ContextLength
 	}

@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/llm"
-	"github.com/superfluid/superfluid/runtime/models"
+	"github.com/superfluid/superfluid/server/core"
 )
 
 // keepAlive reads the keep_alive extension (Ollama's syntax), naming the parameter when it is bad.
 func keepAlive(raw json.RawMessage) (*time.Duration, error) {
-	d, err := models.ParseKeepAlive(raw)
+	d, err := core.ParseKeepAlive(raw)
 	if err != nil {
 		return nil, invalid("keep_alive", err.Error())
 	}

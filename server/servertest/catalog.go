@@ -61,7 +61,7 @@ func NewCatalog(t *testing.T, cfg models.Config) *Catalog {
 	}
 	c.Mgr = models.NewManager(cat, cfg)
 	t.Cleanup(func() { c.Mgr.Close() })
-	hub := hf.New(hf.Config{Endpoint: c.Hub.URL(), Backoff: 1, StallTimeout: 0})
+	hub := hf.NewSource(hf.Config{Endpoint: c.Hub.URL(), Backoff: 1, StallTimeout: 0})
 	// Only the CPU runtime exists here.
 	checkRuntime := func(name string) error {
 		if name != "cpu" {

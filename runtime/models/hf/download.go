@@ -20,22 +20,18 @@ import (
 	"time"
 
 	"github.com/dustin/go-humanize"
+
+	"github.com/superfluid/superfluid/runtime/models/source"
 )
 
-// Progress reports a file's download state.
-type Progress struct {
-	File      string // repo path of the file
-	Digest    string // "sha256:<hex>"; "" until known for a file outside LFS
-	Status    string // "pulling", "verifying", "done"
-	Total     int64
-	Completed int64
-}
+// Progress reports a file's download state: the manager's neutral progress (source.Progress).
+type Progress = source.Progress
 
 // Progress statuses.
 const (
-	StatusPulling   = "pulling"
-	StatusVerifying = "verifying"
-	StatusDone      = "done"
+	StatusPulling   = source.StatusPulling
+	StatusVerifying = source.StatusVerifying
+	StatusDone      = source.StatusDone
 )
 
 const (

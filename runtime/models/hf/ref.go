@@ -1,7 +1,8 @@
 // Package hf pulls GGUF models from a Hugging Face Hub endpoint: it parses
 // the model references users type, resolves them against a repository's file
 // tree, and downloads the files with HTTP Range resume, retries, stall
-// detection and sha256 verification.
+// detection and sha256 verification. Source makes the Hub one of the model
+// manager's sources (runtime/models/source); app registers it.
 package hf
 
 import (

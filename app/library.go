@@ -1,0 +1,74 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/superfluid/superfluid/runtime/models"
+	"github.com/superfluid/superfluid/runtime/worker"
+	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/store"
+)
+
+// library is the catalog without a server, for the library commands (list, add, rm, pull, and
+// serve's pull of a model not yet in the catalog): the store, the catalog and its manager, the
+// core over them (a removal drops the model's settings too) and the model sources. It builds no
+// router, keys or metrics, starts no background work and loads no model.
+type library struct {
+	store   *store.Store
+	mgr     *models.Manager
+	svc     *core.Service
+	sources models.Source
+}
+
+// openLibrary opens the store and the catalog (registering the bundled model on first start),
+// as Open does for a server.
+func openLibrary(cfg Config) (*library, error) {
+	if err := checkStoreConfig(cfg); err != nil {
+		return nil, err
+	}
+	st, err := store.OpenWith(databasePath(cfg.DataDir), store.Options{KeepRecords: time.Duration(cfg.RecordsDays) * 24 * time.Hour})
+	if err != nil {
+		return nil, fmt.Errorf("open the database in %s: %w", cfg.DataDir, err)
+	}
+	ctx := context.Background()
+	cat, err := models.OpenCatalog(ctx, st, modelsDir(cfg.DataDir))
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	if err := registerBundled(ctx, cat); err != nil {
+		slog.Warn("the bundled model could not be registered", "err", err)
+	}
+	l := &library{store: st, sources: newSources(cfg, cat.Dir())}
+	l.mgr = models.NewManager(cat, models.Config{NewRunner: func(e *models.Entry, vocabOnly bool) models.Runner {
+		if cfg.NewRunner != nil {
+			if r := cfg.NewRunner(e, vocabOnly); r != nil {
+				return r
+			}
+		}
+		// Never started: the library commands load no model.
+		return worker.NewClient(worker.Options{Command: cfg.WorkerCommand, ModelPath: e.Path, VocabOnly: vocabOnly, SocketDir: filepath.Join(cfg.DataDir, "run")})
+	}})
+	l.svc = core.NewCatalog(core.Config{}, st, l.mgr, l.sources)
+	return l, nil
+}
+
+// Close closes the manager and the store.
+func (l *library) Close() error {
+	l.mgr.Close()
+	return l.store.Close()
+}
+
+// withLibrary opens the catalog without serving, runs fn and closes it.
+func withLibrary(cfg Config, fn func(*library) error) error {
+	l, err := openLibrary(cfg)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	return fn(l)
+}

@@ -1,0 +1,28 @@
+package app
+
+import (
+	"path/filepath"
+
+	"github.com/superfluid/superfluid/runtime/models"
+	"github.com/superfluid/superfluid/runtime/models/hf"
+	"github.com/superfluid/superfluid/runtime/models/source"
+)
+
+// defaultHFEndpoint is the Hugging Face endpoint when HF_ENDPOINT is not set.
+const defaultHFEndpoint = hf.DefaultEndpoint
+
+// newSources are the places models are pulled from, tried in order: Hugging Face (cfg's
+// endpoint and token; its download locks live in the models folder). This is the one file of
+// app that knows a source by name: a new source is registered here.
+func newSources(cfg Config, modelsDir string) models.Source {
+	return source.List{
+		hf.NewSource(hf.Config{Endpoint: cfg.HFEndpoint, Token: cfg.HFToken, LockDir: filepath.Join(modelsDir, ".locks")}),
+	}
+}
+
+// isReference reports whether name is a reference one of the sources pulls rather than a
+// catalog id or a path (reading a reference needs no endpoint).
+func isReference(name string) bool {
+	_, err := newSources(Config{}, "").Parse(name)
+	return err == nil
+}
