@@ -268,16 +268,22 @@ func (a *App) workerPID(t *testing.T, id string) int {
 	return pid
 }
 
-// TestServeReferencePullsWhenMissing: `superfluid serve OWNER/REPO:QUANT` pulls a model that is
-// not in the catalog, then loads it; a second start does not download again.
-func TestServeReferencePullsWhenMissing(t *testing.T) {
+// tinyHub is a Hub holding one small model, tester/tiny-GGUF:Q8_0; it closes with the test.
+func tinyHub(t *testing.T) *hftest.Server {
 	hub := hftest.New()
-	defer hub.Close()
+	t.Cleanup(hub.Close)
 	data, err := os.ReadFile(writeModels(t, t.TempDir(), 1)[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	hub.AddFile("tester/tiny-GGUF", "tiny-Q8_0.gguf", data)
+	return hub
+}
+
+// TestServeReferencePullsWhenMissing: `superfluid serve OWNER/REPO:QUANT` pulls a model that is
+// not in the catalog, then loads it; a second start does not download again.
+func TestServeReferencePullsWhenMissing(t *testing.T) {
+	hub := tinyHub(t)
 	cfg := testConfig(t, "tester/tiny-GGUF:Q8_0")
 	cfg.HFEndpoint = hub.URL()
 	var out bytes.Buffer
@@ -303,13 +309,7 @@ func TestServeReferencePullsWhenMissing(t *testing.T) {
 // --api-key or --key-policy fails on the flag before it pulls anything, as a start with the
 // model already pulled would (exit 2, the flag named, nothing downloaded).
 func TestServeBadKeyFlagsFailBeforeThePull(t *testing.T) {
-	hub := hftest.New()
-	defer hub.Close()
-	data, err := os.ReadFile(writeModels(t, t.TempDir(), 1)[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	hub.AddFile("tester/tiny-GGUF", "tiny-Q8_0.gguf", data)
+	hub := tinyHub(t)
 	for _, c := range []struct {
 		name string
 		args []string
