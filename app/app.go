@@ -28,15 +28,12 @@ import (
 
 // App is a running server: store, model catalog and manager, core and HTTP handler.
 type App struct {
-	cfg     Config
-	store   *store.Store
-	mgr     *models.Manager
-	sources models.Source // where pulls come from (sources.go)
-	svc     *core.Service
-	batches *batches.Service // the Files and Batches APIs and the batch runner
-	handler http.Handler
-	preload *models.Entry // the model named on the command line, or nil
-	metrics *metrics.Metrics
+	*library // store, catalog and manager, core, model sources (library.go)
+	cfg      Config
+	batches  *batches.Service // the Files and Batches APIs and the batch runner
+	handler  http.Handler
+	preload  *models.Entry // the model named on the command line, or nil
+	metrics  *metrics.Metrics
 	// stopMetrics ends the count of the manager's model events.
 	stopMetrics func()
 	keys        *auth.Keyring // API keys (access.go)
@@ -95,20 +92,22 @@ func (a *App) startBackground() error {
 	return nil
 }
 
-// Open opens the store and the catalog (registering the bundled model on first start) and
-// resolves the model named in cfg (registering a .gguf path; a Hugging Face reference must be
+// Open opens the library (openLibrary: the store, the catalog, registering the bundled model
+// on first start, and the manager), builds the server on it and resolves the model named in cfg (registering a .gguf path; a Hugging Face reference must be
 // pulled first, see PullReference). Nothing loads until asked.
 func Open(cfg Config) (*App, error) {
-	if err := checkStoreConfig(cfg); err != nil {
+	a := &App{cfg: cfg, workers: map[string]*worker.Client{}}
+	l, err := openLibrary(cfg, models.Config{
+		NewRunner: a.newRunner, ContextLength: cfg.ContextLength, Parallel: cfg.Parallel,
+		KeepAlive: cfg.ModelKeepAlive, MaxLoaded: cfg.MaxLoaded, MemoryBudget: cfg.MemoryBudget, DrainTimeout: cfg.UnloadDrain,
+		Crashed: func(err error) bool { return errors.Is(err, worker.ErrWorkerExited) },
+	})
+	if err != nil {
 		return nil, err
 	}
-	st, err := store.OpenWith(databasePath(cfg.DataDir), store.Options{KeepRecords: time.Duration(cfg.RecordsDays) * 24 * time.Hour})
-	if err != nil {
-		return nil, fmt.Errorf("open the database in %s: %w", cfg.DataDir, err)
-	}
-	a, err := build(cfg, st)
-	if err != nil {
-		st.Close()
+	a.library = l
+	if err := a.build(); err != nil {
+		l.Close()
 		return nil, err
 	}
 	return a, nil
@@ -125,32 +124,20 @@ func checkStoreConfig(cfg Config) error {
 	return nil
 }
 
-func build(cfg Config, st *store.Store) (*App, error) {
-	ctx := context.Background()
-	cat, err := models.OpenCatalog(ctx, st, modelsDir(cfg.DataDir))
-	if err != nil {
-		return nil, err
-	}
-	if err := registerBundled(ctx, cat); err != nil {
-		slog.Warn("the bundled model could not be registered", "err", err)
-	}
-	a := &App{cfg: cfg, store: st, workers: map[string]*worker.Client{}, sources: newSources(cfg, cat.Dir())}
-	a.mgr = models.NewManager(cat, models.Config{
-		NewRunner: a.newRunner, ContextLength: cfg.ContextLength, Parallel: cfg.Parallel,
-		KeepAlive: cfg.ModelKeepAlive, MaxLoaded: cfg.MaxLoaded, MemoryBudget: cfg.MemoryBudget, DrainTimeout: cfg.UnloadDrain,
-		Crashed: func(err error) bool { return errors.Is(err, worker.ErrWorkerExited) },
-	})
+// build adds the server to the library: the model named in cfg, keys, metrics, the core and
+// batches, the router.
+func (a *App) build() error {
+	ctx, cfg, st, cat := context.Background(), a.cfg, a.store, a.mgr.Catalog()
+	var err error
 	if cfg.ModelPath != "" {
 		if a.preload, err = a.resolve(ctx, cfg.ModelPath); err != nil {
-			a.mgr.Close()
-			return nil, err
+			return err
 		}
 		// A client naming the repository alone means the quantization serve was given.
 		cat.Prefer(a.preload.ID)
 	}
 	if a.keys, err = openKeys(cfg, st); err != nil {
-		a.mgr.Close()
-		return nil, err
+		return err
 	}
 	a.bind = newBind(cfg)
 	a.metrics = metrics.New()
@@ -164,7 +151,7 @@ func build(cfg Config, st *store.Store) (*App, error) {
 		CompletionBurst: cfg.CompletionBurst, CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline,
 		Metrics: a.metrics, Keys: a.keys, Bind: a.bind, CORSOrigins: corsOrigins(cfg),
 		Limits: serverLimits(cfg), AllowBatchInvariant: cfg.AllowBatchInvariant, NonstreamKeepalive: cfg.NonstreamKeepalive, Batches: a.batches}, a.svc)
-	return a, nil
+	return nil
 }
 
 // newRunner starts workers of this binary for a catalog model.

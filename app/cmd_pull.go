@@ -53,23 +53,14 @@ An interrupted pull resumes from what it had; the file is verified against its s
 	return cmd
 }
 
-// Pull downloads a reference into the catalog from the app's sources, drawing progress on out:
-// a bar when out is a terminal, plain lines otherwise.
-func (a *App) Pull(ctx context.Context, reference string, out io.Writer) (*models.Entry, error) {
-	return pull(ctx, a.mgr, a.sources, reference, out)
-}
-
-// Pull is App.Pull without a server.
+// Pull downloads a reference into the catalog from the library's sources (App's too), drawing
+// progress on out: a bar when out is a terminal, plain lines otherwise.
 func (l *library) Pull(ctx context.Context, reference string, out io.Writer) (*models.Entry, error) {
-	return pull(ctx, l.mgr, l.sources, reference, out)
-}
-
-func pull(ctx context.Context, mgr *models.Manager, src models.Source, reference string, out io.Writer) (*models.Entry, error) {
-	if _, err := src.Parse(reference); err != nil {
+	if _, err := l.sources.Parse(reference); err != nil {
 		return nil, &UsageError{err.Error()}
 	}
 	show := newProgressPrinter(out)
-	e, err := mgr.Pull(ctx, src, reference, show.update)
+	e, err := l.mgr.Pull(ctx, l.sources, reference, show.update)
 	show.finish()
 	switch {
 	case err == nil:

@@ -52,13 +52,20 @@ func pullIfMissing(cfg Config, out io.Writer) error {
 	model := cfg.ModelPath
 	cfg.ModelPath = ""
 	return withLibrary(cfg, func(a *library) error {
+		// A bad --api-key or --key-policy fails here, before any download, as the server's
+		// start would fail on it after one.
+		keys, err := openKeys(cfg, a.store)
+		if err != nil {
+			return err
+		}
+		keys.Close()
 		if _, err := a.mgr.Catalog().Lookup(model); err == nil {
 			return nil
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		fmt.Fprintf(out, "superfluid: %s is not in the catalog; pulling it\n", model)
-		_, err := a.Pull(ctx, model, out)
+		_, err = a.Pull(ctx, model, out)
 		return err
 	})
 }

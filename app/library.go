@@ -13,10 +13,10 @@ import (
 	"github.com/superfluid/superfluid/server/store"
 )
 
-// library is the catalog without a server, for the library commands (list, add, rm, pull, and
-// serve's pull of a model not yet in the catalog): the store, the catalog and its manager, the
-// core over them (a removal drops the model's settings too) and the model sources. It builds no
-// router, keys or metrics, starts no background work and loads no model.
+// library is the store, the catalog and its manager, the core over them and the model sources:
+// all the library commands (list, add, rm, pull, and serve's pull of a model not yet in the
+// catalog) need, and what App builds its server on. openLibrary is the one place they are
+// wired.
 type library struct {
 	store   *store.Store
 	mgr     *models.Manager
@@ -25,8 +25,10 @@ type library struct {
 }
 
 // openLibrary opens the store and the catalog (registering the bundled model on first start),
-// as Open does for a server.
-func openLibrary(cfg Config) (*library, error) {
+// the model sources and a manager with mcfg over the catalog. It builds no core: the caller
+// does (withLibrary a bare one, App one with its metrics and QoS). On an error nothing is left
+// open.
+func openLibrary(cfg Config, mcfg models.Config) (*library, error) {
 	if err := checkStoreConfig(cfg); err != nil {
 		return nil, err
 	}
@@ -43,18 +45,7 @@ func openLibrary(cfg Config) (*library, error) {
 	if err := registerBundled(ctx, cat); err != nil {
 		slog.Warn("the bundled model could not be registered", "err", err)
 	}
-	l := &library{store: st, sources: newSources(cfg, cat.Dir())}
-	l.mgr = models.NewManager(cat, models.Config{NewRunner: func(e *models.Entry, vocabOnly bool) models.Runner {
-		if cfg.NewRunner != nil {
-			if r := cfg.NewRunner(e, vocabOnly); r != nil {
-				return r
-			}
-		}
-		// Never started: the library commands load no model.
-		return worker.NewClient(worker.Options{Command: cfg.WorkerCommand, ModelPath: e.Path, VocabOnly: vocabOnly, SocketDir: filepath.Join(cfg.DataDir, "run")})
-	}})
-	l.svc = core.NewCatalog(core.Config{}, st, l.mgr, l.sources)
-	return l, nil
+	return &library{store: st, mgr: models.NewManager(cat, mcfg), sources: newSources(cfg, cat.Dir())}, nil
 }
 
 // Close closes the manager and the store.
@@ -63,12 +54,22 @@ func (l *library) Close() error {
 	return l.store.Close()
 }
 
-// withLibrary opens the catalog without serving, runs fn and closes it.
+// withLibrary opens the catalog without serving (no router, keys or metrics, no background
+// work, no model loaded), runs fn and closes it.
 func withLibrary(cfg Config, fn func(*library) error) error {
-	l, err := openLibrary(cfg)
+	l, err := openLibrary(cfg, models.Config{NewRunner: func(e *models.Entry, vocabOnly bool) models.Runner {
+		if cfg.NewRunner != nil {
+			if r := cfg.NewRunner(e, vocabOnly); r != nil {
+				return r
+			}
+		}
+		// Never started: the library commands load no model.
+		return worker.NewClient(worker.Options{Command: cfg.WorkerCommand, ModelPath: e.Path, VocabOnly: vocabOnly, SocketDir: filepath.Join(cfg.DataDir, "run")})
+	}})
 	if err != nil {
 		return err
 	}
 	defer l.Close()
+	l.svc = core.NewCatalog(core.Config{}, l.store, l.mgr, l.sources) // a removal drops the model's settings too
 	return fn(l)
 }

@@ -268,16 +268,22 @@ func (a *App) workerPID(t *testing.T, id string) int {
 	return pid
 }
 
-// TestServeReferencePullsWhenMissing: `superfluid serve OWNER/REPO:QUANT` pulls a model that is
-// not in the catalog, then loads it; a second start does not download again.
-func TestServeReferencePullsWhenMissing(t *testing.T) {
+// tinyHub is a Hub holding one small model, tester/tiny-GGUF:Q8_0; it closes with the test.
+func tinyHub(t *testing.T) *hftest.Server {
 	hub := hftest.New()
-	defer hub.Close()
+	t.Cleanup(hub.Close)
 	data, err := os.ReadFile(writeModels(t, t.TempDir(), 1)[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	hub.AddFile("tester/tiny-GGUF", "tiny-Q8_0.gguf", data)
+	return hub
+}
+
+// TestServeReferencePullsWhenMissing: `superfluid serve OWNER/REPO:QUANT` pulls a model that is
+// not in the catalog, then loads it; a second start does not download again.
+func TestServeReferencePullsWhenMissing(t *testing.T) {
+	hub := tinyHub(t)
 	cfg := testConfig(t, "tester/tiny-GGUF:Q8_0")
 	cfg.HFEndpoint = hub.URL()
 	var out bytes.Buffer
@@ -296,6 +302,32 @@ func TestServeReferencePullsWhenMissing(t *testing.T) {
 	out.Reset()
 	if err := pullIfMissing(cfg, &out); err != nil || out.Len() != 0 || hub.Requests("tester/tiny-GGUF", "tiny-Q8_0.gguf") != requests {
 		t.Fatalf("second start pulled again: %v %q", err, out.String())
+	}
+}
+
+// TestServeBadKeyFlagsFailBeforeThePull: `superfluid serve OWNER/REPO:QUANT` with a bad
+// --api-key or --key-policy fails on the flag before it pulls anything, as a start with the
+// model already pulled would (exit 2, the flag named, nothing downloaded).
+func TestServeBadKeyFlagsFailBeforeThePull(t *testing.T) {
+	hub := tinyHub(t)
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad api key", []string{"--api-key", "two words"}, "--api-key"},
+		{"unreadable policy", []string{"--key-policy", filepath.Join(t.TempDir(), "none.json")}, "--key-policy"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"serve", "--port", "0", "--data-dir", t.TempDir(), "--hf-endpoint", hub.URL()}, c.args...)
+			code, _, errOut := cli(append(args, "tester/tiny-GGUF:Q8_0")...)
+			if code != 2 || !strings.Contains(errOut, c.want) {
+				t.Errorf("exit %d, stderr %q; want 2 naming %s", code, errOut, c.want)
+			}
+			if n := hub.Requests("tester/tiny-GGUF", "tiny-Q8_0.gguf"); n != 0 || strings.Contains(errOut, "pulling it") {
+				t.Errorf("the model was pulled before the bad flag failed (%d downloads); stderr %q", n, errOut)
+			}
+		})
 	}
 }
 

@@ -52,7 +52,7 @@ func (m *Manager) Pull(ctx context.Context, src Source, reference string, progre
 	// replace any file of the user's.
 	dir := filepath.Join(m.cat.Dir(), filepath.FromSlash(res.Folder))
 	if !filepath.IsLocal(filepath.FromSlash(res.Folder)) || !m.cat.owns(dir) {
-		return nil, fmt.Errorf("%w: pull: pull %s: %s is outside the models folder %s: %v", llm.ErrEngineFailure, ref.Repo, dir, m.cat.Dir(), source.ErrUnsafe)
+		return nil, fmt.Errorf("%w: pull: pull %s: %s is outside the models folder %s: %w", llm.ErrEngineFailure, ref.Repo, dir, m.cat.Dir(), source.ErrUnsafe)
 	}
 	paths, err := src.Download(ctx, res, dir, func(p Progress) {
 		if progress != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models/hf"
 	"github.com/superfluid/superfluid/runtime/models/hf/hftest"
+	"github.com/superfluid/superfluid/runtime/models/source"
 )
 
 func tinyBytes(t *testing.T, seed int64) []byte {
@@ -205,4 +206,49 @@ func treeOf(t *testing.T, dir string) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// folderSource is a source whose Resolve names the folder it is given: the manager, not the
+// source, has the last word on where a download goes.
+type folderSource struct {
+	folder     string
+	downloaded []string // the dirs Download was called with
+}
+
+func (s *folderSource) Name() string { return "folders" }
+
+func (s *folderSource) Parse(ref string) (source.Reference, error) {
+	return source.Reference{Source: s.Name(), Repo: ref}, nil
+}
+
+func (s *folderSource) Resolve(_ context.Context, ref source.Reference) (*source.Resolved, error) {
+	return &source.Resolved{Ref: ref, ID: "folders/" + ref.Repo, Revision: "r", Folder: s.folder,
+		Files: []source.File{{Path: "m.gguf", Size: 1}}}, nil
+}
+
+func (s *folderSource) Download(_ context.Context, _ *source.Resolved, dir string, _ func(source.Progress)) ([]string, error) {
+	s.downloaded = append(s.downloaded, dir)
+	return nil, errors.New("folderSource downloads nothing")
+}
+
+// TestPullRefusesAFolderOutside: a source answering a folder that is not inside the models
+// folder (a parent, an absolute path, the models folder itself) gets an engine failure and no
+// download; the Hub's own checks (TestPullFromAHostileHub) stop its hostile answers before
+// this one sees them, so this is the manager's guard for every source.
+func TestPullRefusesAFolderOutside(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 0, Config{}, nil)
+	for _, folder := range []string{"..", "../victim", "hf/../../victim", "/tmp/victim", filepath.Dir(f.cat.Dir()), "", "."} {
+		src := &folderSource{folder: folder}
+		if e, err := f.mgr.Pull(ctx, src, "x", nil); !errors.Is(err, llm.ErrEngineFailure) || !errors.Is(err, source.ErrUnsafe) {
+			t.Errorf("folder %q: Pull = %v, %v; want an engine failure wrapping source.ErrUnsafe", folder, e, err)
+		}
+		if len(src.downloaded) != 0 {
+			t.Errorf("folder %q: downloaded into %q", folder, src.downloaded)
+		}
+	}
+	src := &folderSource{folder: "folders/x"}
+	if _, err := f.mgr.Pull(ctx, src, "x", nil); len(src.downloaded) != 1 || src.downloaded[0] != filepath.Join(f.cat.Dir(), "folders", "x") {
+		t.Errorf("a folder inside: Pull = %v, downloaded into %q", err, src.downloaded)
+	}
 }
