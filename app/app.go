@@ -134,7 +134,7 @@ func build(cfg Config, st *store.Store) (*App, error) {
 	if err := registerBundled(ctx, cat); err != nil {
 		slog.Warn("the bundled model could not be registered", "err", err)
 	}
-	a := &App{cfg: cfg, store: st, workers: map[string]*worker.Client{}, sources: newSources(cfg, cat.Dir())}
+	a := &App{cfg: cfg, store: st, workers: map[string]*worker.Client{}, sources: catalogSources(cfg, cat)}
 	a.mgr = models.NewManager(cat, models.Config{
 		NewRunner: a.newRunner, ContextLength: cfg.ContextLength, Parallel: cfg.Parallel,
 		KeepAlive: cfg.ModelKeepAlive, MaxLoaded: cfg.MaxLoaded, MemoryBudget: cfg.MemoryBudget, DrainTimeout: cfg.UnloadDrain,

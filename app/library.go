@@ -43,7 +43,7 @@ func openLibrary(cfg Config) (*library, error) {
 	if err := registerBundled(ctx, cat); err != nil {
 		slog.Warn("the bundled model could not be registered", "err", err)
 	}
-	l := &library{store: st, sources: newSources(cfg, cat.Dir())}
+	l := &library{store: st, sources: catalogSources(cfg, cat)}
 	l.mgr = models.NewManager(cat, models.Config{NewRunner: func(e *models.Entry, vocabOnly bool) models.Runner {
 		if cfg.NewRunner != nil {
 			if r := cfg.NewRunner(e, vocabOnly); r != nil {
