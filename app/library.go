@@ -45,7 +45,7 @@ func openLibrary(cfg Config, mcfg models.Config) (*library, error) {
 	if err := registerBundled(ctx, cat); err != nil {
 		slog.Warn("the bundled model could not be registered", "err", err)
 	}
-	return &library{store: st, mgr: models.NewManager(cat, mcfg), sources: newSources(cfg, cat.Dir())}, nil
+	return &library{store: st, mgr: models.NewManager(cat, mcfg), sources: catalogSources(cfg, cat)}, nil
 }
 
 // Close closes the manager and the store.

@@ -14,10 +14,18 @@ const defaultHFEndpoint = hf.DefaultEndpoint
 // newSources are the places models are pulled from, tried in order: Hugging Face (cfg's
 // endpoint and token; its download locks live in the models folder). This is the one file of
 // app that knows a source by name: a new source is registered here.
-func newSources(cfg Config, modelsDir string) models.Source {
+func newSources(cfg Config, modelsDir string) source.List {
 	return source.List{
 		hf.NewSource(hf.Config{Endpoint: cfg.HFEndpoint, Token: cfg.HFToken, LockDir: filepath.Join(modelsDir, ".locks")}),
 	}
+}
+
+// catalogSources are cat's sources: the catalog answers to the names they know its models by
+// ("OWNER/REPO:QUANT" for "hf.co/OWNER/REPO:QUANT"), from before serve resolves its model.
+func catalogSources(cfg Config, cat *models.Catalog) models.Source {
+	l := newSources(cfg, cat.Dir())
+	cat.NameBy(l)
+	return l
 }
 
 // isReference reports whether name is a reference one of the sources pulls rather than a

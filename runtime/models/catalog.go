@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/llm"
-	"github.com/superfluid/superfluid/runtime/models/hf"
+	"github.com/superfluid/superfluid/runtime/models/source"
 )
 
 // Entry is one catalog model: its record and the facts its GGUF header gave when the catalog
@@ -53,6 +53,17 @@ type Catalog struct {
 	// quantizations when a client names the repository alone (byRepo).
 	loaded    func(*Entry) bool
 	preferred string
+	// namer knows the other names the sources' models go by (NameBy); nil: only ids.
+	namer source.Namer
+}
+
+// NameBy makes the catalog answer to the names n knows besides the ids (a source's
+// spellings, a bare repository for its one pulled quantization). The app sets the sources
+// it pulls from, before serving.
+func (c *Catalog) NameBy(n source.Namer) {
+	c.mu.Lock()
+	c.namer = n
+	c.mu.Unlock()
 }
 
 // syncEvery bounds how often the catalog re-reads the store for changes another process made
@@ -140,8 +151,9 @@ func (c *Catalog) current(e *Entry) *Entry {
 	return c.Refresh(e)
 }
 
-// Lookup finds the model a client names: its id, or the id without an "hf.co/" prefix or a
-// ":latest" tag, case-insensitively when that is unambiguous. An unknown name wraps
+// Lookup finds the model a client names: its id, the id without a ":latest" tag or in
+// another spelling its source knows ("OWNER/REPO:Q" for "hf.co/OWNER/REPO:Q", see NameBy),
+// case-insensitively when that is unambiguous. An unknown name wraps
 // llm.ErrModelNotFound; a name that could reach outside the catalog wraps llm.ErrInvalidInput.
 func (c *Catalog) Lookup(name string) (*Entry, error) {
 	if err := CheckName(name); err != nil {
@@ -193,14 +205,19 @@ func (c *Catalog) LookupRepo(name string, allow func(*Entry) bool) (*Entry, erro
 // error listing them, or (nil, nil) when the name is no bare repository or the catalog holds
 // nothing pulled from it. allow, when set, limits the quantizations considered.
 func (c *Catalog) byRepo(name string, allow func(*Entry) bool) (*Entry, error) {
-	ref, err := hf.ParseRef(name)
-	if err != nil || ref.Quant != "" || ref.File != "" || ref.Revision != "" {
+	c.mu.RLock()
+	var ref source.Reference
+	ok := false
+	if c.namer != nil {
+		ref, ok = c.namer.Repository(name)
+	}
+	if !ok {
+		c.mu.RUnlock()
 		return nil, nil
 	}
-	c.mu.RLock()
 	var cands []*Entry
 	for _, e := range c.entries {
-		if e.Source == SourceHuggingFace && strings.EqualFold(e.Repo, ref.Repo) {
+		if e.Source == ref.Source && strings.EqualFold(e.Repo, ref.Repo) {
 			cands = append(cands, e)
 		}
 	}
@@ -246,13 +263,14 @@ func (c *Catalog) byRepo(name string, allow func(*Entry) bool) (*Entry, error) {
 func (c *Catalog) find(name string) (*Entry, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	for _, cand := range candidates(name) {
+	cands := c.candidates(name)
+	for _, cand := range cands {
 		if e, ok := c.entries[cand]; ok {
 			return e, nil
 		}
 	}
 	var found *Entry
-	for _, cand := range candidates(name) {
+	for _, cand := range cands {
 		for id, e := range c.entries {
 			if strings.EqualFold(id, cand) {
 				if found != nil && found != e {
@@ -268,19 +286,16 @@ func (c *Catalog) find(name string) (*Entry, error) {
 	return nil, fmt.Errorf("%w: the model %q is not in the catalog; GET /v1/models lists the models, and superfluid pull or POST /api/pull fetches one", llm.ErrModelNotFound, name)
 }
 
-// candidates are the ids a name may mean, most literal first.
-func candidates(name string) []string {
+// candidates are the ids a name may mean, most literal first: itself, without a ":latest"
+// tag, and the namer's spellings of that (called with c.mu held).
+func (c *Catalog) candidates(name string) []string {
 	out := []string{name}
 	base, tagged := strings.CutSuffix(name, ":latest")
 	if tagged {
 		out = append(out, base)
 	}
-	for _, prefix := range []string{"hf.co/", "huggingface.co/"} {
-		if rest, ok := strings.CutPrefix(base, prefix); ok {
-			out = append(out, rest)
-		} else if strings.Count(base, "/") == 1 {
-			out = append(out, prefix+base)
-		}
+	if c.namer != nil {
+		out = append(out, c.namer.Spellings(base)...)
 	}
 	return out
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/runtime/models/hf"
+	"github.com/superfluid/superfluid/runtime/models/source"
 )
 
 func openTestCatalog(t *testing.T) (*Catalog, RecordStore, string) {
@@ -21,6 +23,7 @@ func openTestCatalog(t *testing.T) (*Catalog, RecordStore, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cat.NameBy(hf.NewSource(hf.Config{})) // as the app does: Hugging Face's spellings
 	return cat, st, dir
 }
 
@@ -99,6 +102,58 @@ func TestIDFromFile(t *testing.T) {
 			t.Errorf("idFromFile(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// TestCatalogKnowsNoSourceSpelling: the other names a model goes by come from the sources
+// (NameBy), not from the catalog: without a namer only ids (and ":latest") match, and a
+// namer of another source's spelling is served alike.
+func TestCatalogKnowsNoSourceSpelling(t *testing.T) {
+	ctx := context.Background()
+	cat, err := OpenCatalog(ctx, newMemRecords(), filepath.Join(t.TempDir(), "models"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "x.gguf")
+	writeTiny(t, path, 1)
+	if _, err := cat.Register(ctx, Record{ID: "hf.co/Owner/Repo:Q4_K_M", Path: path, Source: SourceHuggingFace, Repo: "Owner/Repo"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cat.Register(ctx, Record{ID: "bucket/m", Path: path, Source: "bucket", Repo: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"Owner/Repo:Q4_K_M", "Owner/Repo", "m"} {
+		if e, err := cat.Lookup(name); !errors.Is(err, llm.ErrModelNotFound) {
+			t.Errorf("no namer: Lookup(%q) = %v, %v; want not found", name, e, err)
+		}
+	}
+	if e, err := cat.Lookup("hf.co/Owner/Repo:Q4_K_M:latest"); err != nil || e.ID != "hf.co/Owner/Repo:Q4_K_M" {
+		t.Errorf("an id with :latest: %v, %v", e, err)
+	}
+	cat.NameBy(bucketNamer{})
+	if e, err := cat.Lookup("s3:m"); err != nil || e.ID != "bucket/m" {
+		t.Errorf("the namer's spelling: %v, %v", e, err)
+	}
+	if e, err := cat.Lookup("repo m"); err != nil || e.ID != "bucket/m" {
+		t.Errorf("the namer's bare repository: %v, %v", e, err)
+	}
+	if _, err := cat.Lookup("Owner/Repo:Q4_K_M"); !errors.Is(err, llm.ErrModelNotFound) {
+		t.Errorf("Hugging Face's spelling with another source's namer: %v", err)
+	}
+}
+
+// bucketNamer spells "bucket/NAME" as "s3:NAME" and reads "repo NAME" as a bare repository.
+type bucketNamer struct{}
+
+func (bucketNamer) Spellings(name string) []string {
+	if rest, ok := strings.CutPrefix(name, "s3:"); ok {
+		return []string{"bucket/" + rest}
+	}
+	return nil
+}
+
+func (bucketNamer) Repository(name string) (source.Reference, bool) {
+	rest, ok := strings.CutPrefix(name, "repo ")
+	return source.Reference{Source: "bucket", Repo: rest}, ok
 }
 
 func TestCatalogLookupNames(t *testing.T) {

@@ -62,6 +62,7 @@ func NewCatalog(t *testing.T, cfg models.Config) *Catalog {
 	c.Mgr = models.NewManager(cat, cfg)
 	t.Cleanup(func() { c.Mgr.Close() })
 	hub := hf.NewSource(hf.Config{Endpoint: c.Hub.URL(), Backoff: 1, StallTimeout: 0})
+	cat.NameBy(hub)
 	// Only the CPU runtime exists here.
 	checkRuntime := func(name string) error {
 		if name != "cpu" {

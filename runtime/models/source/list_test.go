@@ -63,3 +63,29 @@ func TestListDispatches(t *testing.T) {
 		t.Error("Resolve for an unknown source succeeded")
 	}
 }
+
+// spelled is a prefixed source whose models clients also name without the prefix.
+type spelled struct{ prefixed }
+
+func (s spelled) Spellings(name string) []string { return []string{s.name + "/" + name} }
+
+func (s spelled) Repository(name string) (Reference, bool) {
+	return Reference{Source: s.name, Repo: name}, !strings.Contains(name, ":")
+}
+
+func TestListNames(t *testing.T) {
+	// A source that is no Namer adds nothing; each Namer's spellings come once, in order.
+	l := List{prefixed{"plain"}, spelled{prefixed{"a"}}, spelled{prefixed{"b"}}, spelled{prefixed{"a"}}}
+	if got := l.Spellings("x"); strings.Join(got, " ") != "a/x b/x" {
+		t.Errorf("Spellings = %q, want [a/x b/x]", got)
+	}
+	if ref, ok := l.Repository("x"); !ok || ref.Source != "a" || ref.Repo != "x" {
+		t.Errorf("Repository(x) = %+v, %v; want the first namer's", ref, ok)
+	}
+	if _, ok := l.Repository("x:q"); ok {
+		t.Error("Repository(x:q): no namer reads it as a bare repository")
+	}
+	if got := (List{prefixed{"plain"}}).Spellings("x"); got != nil {
+		t.Errorf("no namers: %q", got)
+	}
+}
