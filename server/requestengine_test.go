@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -288,4 +289,41 @@ func ollamaChat(t *testing.T, c *api.Client, stream bool) echoReply {
 		t.Errorf("%d lines streamed, want the engine's pieces apart", lines)
 	}
 	return r
+}
+
+// TestRequestEngineOwnCapabilities: a model served by a chat-level engine has no chat
+// template of its own, and says what it can do through the engine (core.CapabilityReporter),
+// not through a template: every dialect's listing and show serve it, and Ollama's think,
+// which a template that cannot think refuses, reaches an engine that says it reasons.
+func TestRequestEngineOwnCapabilities(t *testing.T) {
+	echo := &servertest.Echo{Caps: core.Capabilities{Tools: true, Thinking: true}}
+	m := servertest.EchoModel("echo", echo)
+	m.Template = nil // a forwarding engine renders its own prompts
+	svc := core.New(core.Config{}, nil, m)
+	srv := httptest.NewServer(server.New(server.Config{}, svc))
+	t.Cleanup(srv.Close)
+	for _, c := range []struct{ method, path, body, want string }{
+		{"GET", "/v1/models", "", `"thinking":true`},
+		{"GET", "/v1/models/echo", "", `"echo"`},
+		{"POST", "/api/show", `{"model":"echo"}`, `"thinking"`},
+		{"GET", "/api/tags", "", `"echo:latest"`},
+		{"POST", "/api/chat", `{"model":"echo","stream":false,"think":true,"messages":[{"role":"user","content":"hi"}]}`, `"done":true`},
+	} {
+		req, _ := http.NewRequest(c.method, srv.URL+c.path, strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		_, _ = io.Copy(&b, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(b.String(), c.want) {
+			t.Errorf("%s %s: %d %.300s; want 200 with %s", c.method, c.path, resp.StatusCode, b.String(), c.want)
+		}
+	}
+	chats := echo.Chats()
+	if len(chats) != 1 || chats[0].TemplateKwargs["enable_thinking"] != true {
+		t.Errorf("the engine got %d chats; want one asking to think", len(chats))
+	}
 }

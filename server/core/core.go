@@ -52,7 +52,9 @@ type Model struct {
 
 	// Requests, when set, serves the model's chat, completion and embedding requests typed,
 	// before any template (a forwarding engine, engine.go): the core neither renders a prompt
-	// nor shapes the reply. Engine still answers Info, Tokenize and the lifecycle.
+	// nor shapes the reply. Engine still answers Info, Tokenize and the lifecycle. Such a model
+	// needs no Template (New gives it the fallback); its capabilities are the engine's when it
+	// is a CapabilityReporter.
 	Requests RequestEngine
 }
 
@@ -142,6 +144,13 @@ func (s *Service) Wait(ctx context.Context) error {
 
 // New builds the core over a fixed set of models; st may be nil (nothing recorded).
 func New(cfg Config, st *store.Store, fixed ...*Model) *Service {
+	for _, m := range fixed {
+		if m.Template == nil {
+			// A model with no template of its own (one a RequestEngine serves renders its own
+			// prompts) gets the fallback, which listings, token counts and probes read.
+			m.Template, _ = chat.Parse("")
+		}
+	}
 	return &Service{cfg: cfg, lib: staticLibrary(fixed), store: st}
 }
 

@@ -44,6 +44,14 @@ type RequestEngine interface {
 	Embed(ctx context.Context, req *EmbedRequest) (*llm.EmbedResult, error)
 }
 
+// CapabilityReporter is a RequestEngine that says what its model can do (tools, reasoning),
+// which the core would otherwise read from the model's chat template: a forwarding engine's
+// model has none (core.New gives it the fallback), so without one it reports what the
+// fallback template can do, tools through the prompt and no reasoning.
+type CapabilityReporter interface {
+	Capabilities() Capabilities
+}
+
 // road is how one engine kind readies a request for the core's shared generation.
 type road interface {
 	// chat readies req for n choices; msgs are its messages with the model's system prompt

@@ -42,6 +42,9 @@ func (l staticLibrary) Model(name string) (*Model, error) {
 // template and special tokens, read from the GGUF once) is kept while the entry is unchanged.
 type catalogLibrary struct {
 	mgr *models.Manager
+	// settle hands an entry's stored settings to the manager before its Model is built (the
+	// Model's window is the manager's, settings applied): Service.settle.
+	settle func(id string)
 
 	mu    sync.Mutex
 	built map[*models.Entry]*Model
@@ -55,7 +58,9 @@ type catalogLibrary struct {
 // loads on demand; src is where PullModel pulls from (a source.List of the sources app
 // registers; nil pulls nothing).
 func NewCatalog(cfg Config, st *store.Store, mgr *models.Manager, src models.Source) *Service {
-	s := &Service{cfg: cfg, store: st, lib: &catalogLibrary{mgr: mgr, built: map[*models.Entry]*Model{}, scheds: map[string]*workerSched{}}, mgr: mgr, source: src}
+	lib := &catalogLibrary{mgr: mgr, built: map[*models.Entry]*Model{}, scheds: map[string]*workerSched{}}
+	s := &Service{cfg: cfg, store: st, lib: lib, mgr: mgr, source: src}
+	lib.settle = func(id string) { s.settle(context.Background(), id) }
 	s.handOverSettings(context.Background())
 	return s
 }
@@ -95,6 +100,9 @@ func (l *catalogLibrary) model(e *models.Entry) *Model {
 	defer l.mu.Unlock()
 	if m, ok := l.built[e]; ok {
 		return m
+	}
+	if l.settle != nil {
+		l.settle(e.ID) // a model that joined the catalog after the start: its settings first
 	}
 	engine := l.mgr.Engine(e)
 	m := DescribeModel(e.ID, e.Path, engine.Info().ContextLength)

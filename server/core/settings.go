@@ -37,11 +37,18 @@ func (s *Service) ModelSettings(ctx context.Context, id string) (store.ModelSett
 		return store.ModelSettings{ModelID: id}, err
 	}
 	s.settings.mu.Lock()
+	defer s.settings.mu.Unlock()
+	if cached, ok := s.settings.byID[id]; ok {
+		return cached, nil // SetModelSettings (or another read) got there first
+	}
 	if s.settings.byID == nil {
 		s.settings.byID = map[string]store.ModelSettings{}
 	}
 	s.settings.byID[id] = set
-	s.settings.mu.Unlock()
+	// The first read of a model's settings hands them over (a model that joined the catalog
+	// after the start), under the cache's lock so that the manager never holds other settings
+	// than the cache.
+	s.handOver(set)
 	return set, nil
 }
 
@@ -74,8 +81,8 @@ func (s *Service) SetModelSettings(ctx context.Context, set store.ModelSettings)
 		s.settings.byID = map[string]store.ModelSettings{}
 	}
 	s.settings.byID[set.ModelID] = set
-	s.settings.mu.Unlock()
 	s.handOver(set)
+	s.settings.mu.Unlock()
 	if old.ContextLength != set.ContextLength || old.Lanes != set.Lanes || old.Runtime != set.Runtime || !sameDuration(old.KeepAlive, set.KeepAlive) {
 		if cat, ok := s.lib.(*catalogLibrary); ok {
 			cat.forget(m.Entry) // its window is read again
@@ -87,20 +94,28 @@ func (s *Service) SetModelSettings(ctx context.Context, set store.ModelSettings)
 
 // handOverSettings gives the manager every catalog model's stored settings (at start, before
 // any load): settings take one road, from the store through the core to the manager, which
-// never calls back for them.
+// never calls back for them. A model that joins the catalog later has its settings handed
+// over when the core first meets it (settle), before the manager is asked for its window.
 func (s *Service) handOverSettings(ctx context.Context) {
 	for _, e := range s.mgr.Catalog().List() {
-		set, err := s.ModelSettings(ctx, e.ID)
-		if err != nil {
-			slog.Warn("a model's settings could not be read; it loads with the server's", "model", e.ID, "err", err)
-		}
-		s.handOver(set)
+		s.settle(ctx, e.ID)
+	}
+}
+
+// settle makes sure the manager holds model id's stored settings: the first read hands them
+// over (ModelSettings); a read that fails is tried again when the core next meets the model.
+func (s *Service) settle(ctx context.Context, id string) {
+	if _, err := s.ModelSettings(ctx, id); err != nil {
+		slog.Warn("a model's settings could not be read; it loads with the server's", "model", id, "err", err)
 	}
 }
 
 // handOver gives the manager what it applies of a model's settings (window, lanes, keep-alive,
-// runtime); the rest apply per request here.
+// runtime); the rest apply per request here. Callers hold s.settings.mu.
 func (s *Service) handOver(set store.ModelSettings) {
+	if s.mgr == nil {
+		return
+	}
 	s.mgr.SetSettings(set.ModelID, models.Settings{ContextLength: set.ContextLength, Lanes: set.Lanes,
 		KeepAlive: set.KeepAlive, Runtime: set.Runtime})
 }
@@ -112,8 +127,8 @@ func (s *Service) forgetSettings(ctx context.Context, id string) {
 	}
 	s.settings.mu.Lock()
 	delete(s.settings.byID, id)
-	s.settings.mu.Unlock()
 	s.mgr.SetSettings(id, models.Settings{})
+	s.settings.mu.Unlock()
 }
 
 // settingsOf is m's settings, or none for a model outside the catalog.

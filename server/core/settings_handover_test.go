@@ -52,3 +52,32 @@ func TestSettingsHandedOverAtStart(t *testing.T) {
 		t.Fatalf("a deleted model's settings stay in the manager: %+v", got)
 	}
 }
+
+// TestSettingsHandedOverForALateModel: a model that joins the catalog after the core started
+// (another process sharing the data folder pulled it and stored its settings; the catalog
+// picks up its row) loads with its stored settings, as its requests already get its system
+// prompt: the core hands them over when it first meets the model, before the manager is asked
+// for its window.
+func TestSettingsHandedOverForALateModel(t *testing.T) {
+	ctx := context.Background()
+	cat := servertest.NewCatalog(t, models.Config{})
+	// As another process would: the settings row is written behind this core's back, then the
+	// model registered.
+	if err := cat.Store.PutModelSettings(ctx, store.ModelSettings{ModelID: "late", ContextLength: 1024, Lanes: 1, SystemPrompt: "Be brief."}); err != nil {
+		t.Fatal(err)
+	}
+	cat.AddModel(t, "late", gguftest.TinyLlamaOptions{})
+	m, err := cat.Svc.Model("late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set, _ := cat.Svc.ModelSettings(ctx, "late"); set.SystemPrompt != "Be brief." {
+		t.Fatalf("the core reads %+v", set)
+	}
+	if got := cat.Mgr.Settings("late"); got.ContextLength != 1024 || got.Lanes != 1 {
+		t.Errorf("the manager holds %+v for a model the core has met, want its stored settings", got)
+	}
+	if info := m.Info(); info.ContextLength != 1024 || info.Parallel != 1 {
+		t.Errorf("the model reports %+v, want the stored window and lanes", info)
+	}
+}

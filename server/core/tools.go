@@ -201,6 +201,9 @@ func (m *Model) Capabilities() Capabilities {
 }
 
 func (m *Model) probeCapabilities() Capabilities {
+	if r, ok := m.Requests.(CapabilityReporter); ok {
+		return r.Capabilities() // the engine, not a template, knows (engine.go)
+	}
 	t := m.Template
 	probe := []chat.Message{
 		{Role: "user", Content: "What is the weather?"},

@@ -169,7 +169,7 @@ func (t think) kwargs(m *core.Model, model string) (map[string]any, error) {
 		return nil, nil
 	case !t.on:
 		return map[string]any{"enable_thinking": false}, nil
-	case !m.Template.Thinking(): // what (*core.Model).Capabilities reports as Thinking
+	case !m.Capabilities().Thinking: // the template's, or a chat-level engine's own say
 		return nil, unsupported(model, "thinking", "send think: false or leave it out")
 	case t.level == "":
 		return map[string]any{"enable_thinking": true}, nil

@@ -20,6 +20,9 @@ import (
 // to prove that a dialect's request reaches such an engine typed and that its deltas come back
 // in the dialect's shape.
 type Echo struct {
+	// Caps is what the engine says the model can do (core.CapabilityReporter).
+	Caps core.Capabilities
+
 	mu          sync.Mutex
 	chats       []core.ChatRequest
 	completions []core.CompletionRequest
@@ -58,6 +61,9 @@ func EchoModel(id string, e *Echo) *core.Model {
 	tmpl, _ := chat.Parse("")
 	return &core.Model{ID: id, Path: "/echo/" + id + ".gguf", Engine: enginetest.New(4096, "unused"), Template: tmpl, Requests: e}
 }
+
+// Capabilities is e.Caps: a chat-level engine says what its model can do.
+func (e *Echo) Capabilities() core.Capabilities { return e.Caps }
 
 // Chats are the chat requests Echo got, one per choice, in order.
 func (e *Echo) Chats() []core.ChatRequest {
