@@ -8,7 +8,7 @@ import "testing"
 // none depends on an engine's implementation (the worker and its client, llama.cpp, the fake
 // engines) or on the test-support packages.
 func TestImportEngineSeam(t *testing.T) {
-	seamUsers := map[string]bool{"server": true, "server/core": true, "server/openai": true, "server/anthropic": true, "server/ollama": true}
+	seamUsers := map[string]bool{"server": true, "server/core": true, "server/batches": true, "server/openai": true, "server/anthropic": true, "server/ollama": true}
 	engines := []string{"runtime/worker", "runtime/llamacpp", "runtime/enginetest", "server/servertest"}
 	for _, p := range moduleGraph(t) {
 		if !seamUsers[p.Rel] {

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/llm"
@@ -116,7 +117,16 @@ func handOver(id string, gen llm.Request, emit Emit, send func(ctx context.Conte
 	g := &generation{gen: gen, emit: emit}
 	g.gen.ID = id
 	g.run = func(ctx context.Context, _ llm.Engine, gen *llm.Request, emit func(llm.Event) error) error {
-		return send(ctx, gen, emit)
+		done := false
+		err := send(ctx, gen, func(ev llm.Event) error {
+			done = done || ev.Done != nil
+			return emit(ev)
+		})
+		if err == nil && !done {
+			// A reply without a finish reason and usage would be served as if complete.
+			return fmt.Errorf("%w: the request engine ended the reply without a Done event", llm.ErrEngineFailure)
+		}
+		return err
 	}
 	return g
 }

@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -122,5 +123,27 @@ func TestRequestEngineEmbed(t *testing.T) {
 	}
 	if got := echo.Embeds(); len(got) != 2 || len(got[1].Inputs) != 3 || got[1].Inputs[0].Text != "a b" {
 		t.Errorf("rerank reached the engine as %+v", got[len(got)-1])
+	}
+}
+
+// doneless is a request engine whose replies end without a Done event.
+type doneless struct{ servertest.Echo }
+
+func (*doneless) Chat(_ context.Context, _ *core.ChatRequest, emit func(llm.Event) error) error {
+	return emit(llm.Event{Text: "half a reply", Tokens: 1})
+}
+
+// TestRequestEngineWithoutDone: a request engine that ends a reply without its Done event
+// (no finish reason, no usage) fails the request as an engine failure, rather than serve the
+// reply as if it were complete.
+func TestRequestEngineWithoutDone(t *testing.T) {
+	engine := &doneless{}
+	m := servertest.EchoModel("doneless", &engine.Echo)
+	m.Requests = engine
+	svc := core.New(core.Config{}, nil, m)
+	_, err := svc.Chat(context.Background(), &core.ChatRequest{Model: "doneless", Messages: []chat.Message{{Role: "user", Content: "hi"}}},
+		func(int, llm.Event) error { return nil })
+	if !errors.Is(err, llm.ErrEngineFailure) {
+		t.Fatalf("err = %v, want an engine failure", err)
 	}
 }
