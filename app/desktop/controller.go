@@ -59,6 +59,10 @@ type Controller struct {
 	// events); every change goes through svc.
 	mgr *models.Manager
 
+	// life orders StartServer and StopServer: a Start clicked while a Stop still runs (the
+	// window shows the server stopped from Stop's first step) waits for it, so that it sees
+	// the batch runner Stop paused and starts it again.
+	life   sync.Mutex
 	mu     sync.Mutex
 	srv    *http.Server
 	status tray.ServerStatus
@@ -132,6 +136,8 @@ func (c *Controller) APIURL() string {
 
 // StartServer listens on the configured address and serves the API there.
 func (c *Controller) StartServer() error {
+	c.life.Lock()
+	defer c.life.Unlock()
 	c.mu.Lock()
 	if c.srv != nil {
 		c.mu.Unlock()
@@ -190,6 +196,8 @@ func listenError(addr string, err error) string {
 // batch runner (the lines running are not recorded: they run again on Start) and unloads
 // every model's worker.
 func (c *Controller) StopServer() error {
+	c.life.Lock()
+	defer c.life.Unlock()
 	c.mu.Lock()
 	srv, served := c.srv, c.served
 	c.srv = nil
