@@ -74,6 +74,8 @@ type Controller struct {
 	subsMu     sync.Mutex
 	subs       map[chan tray.Event]struct{}
 	stopEvents func()
+	closed     chan struct{} // closed by Close: ends the event relay
+	closeOnce  sync.Once
 }
 
 var _ tray.Controller = (*Controller)(nil)
@@ -81,11 +83,17 @@ var _ tray.Controller = (*Controller)(nil)
 // New makes the controller over d and starts relaying the manager's events; Close ends it.
 func New(d Deps) *Controller {
 	c := &Controller{d: d, svc: d.Service, mgr: d.Service.Manager(), subs: map[chan tray.Event]struct{}{},
-		status: tray.ServerStatus{Address: net.JoinHostPort(d.Host, strconv.Itoa(d.Port))}}
+		status: tray.ServerStatus{Address: net.JoinHostPort(d.Host, strconv.Itoa(d.Port))}, closed: make(chan struct{})}
 	events, stop := c.mgr.Subscribe(256)
 	c.stopEvents = stop
 	go func() {
-		for ev := range events {
+		for {
+			var ev models.Event
+			select {
+			case ev = <-events:
+			case <-c.closed: // the manager never closes events: Close ends the relay
+				return
+			}
 			if ev.Kind == models.EventPull {
 				c.publish(tray.Event{Kind: tray.EventPull, Model: ev.Model, Status: ev.Status, Total: ev.Total, Completed: ev.Completed})
 				continue
@@ -244,10 +252,13 @@ func (c *Controller) SetAddress(host string, port int) error {
 	return nil
 }
 
-// Close stops the server and the event relay.
+// Close stops the server and the event relay; calling it again does nothing.
 func (c *Controller) Close() {
-	_ = c.StopServer()
-	c.stopEvents()
+	c.closeOnce.Do(func() {
+		_ = c.StopServer()
+		c.stopEvents()
+		close(c.closed)
+	})
 }
 
 // StartHidden reports whether the app starts in the tray only (a setting in SQLite).

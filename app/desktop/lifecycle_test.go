@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -108,4 +110,34 @@ func TestStartDuringStop(t *testing.T) {
 	if st := c.Server(); st.Running && !bg.isRunning() {
 		t.Fatalf("the server runs (%+v) with its batch runner stopped", st)
 	}
+}
+
+// TestCloseEndsTheEventRelay: Close ends the goroutine that relays the manager's events (a
+// controller made and closed leaves no goroutine behind).
+func TestCloseEndsTheEventRelay(t *testing.T) {
+	bg := &background{}
+	c := lifecycleController(t, bg)
+	c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		buf := make([]byte, 1<<20)
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		if !strings.Contains(stacks, "app/desktop.New.func") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the event relay outlives Close:\n%s", relayStack(stacks))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// relayStack is the goroutine of stacks running in desktop.New.
+func relayStack(stacks string) string {
+	for _, g := range strings.Split(stacks, "\n\n") {
+		if strings.Contains(g, "app/desktop.New.func") {
+			return g
+		}
+	}
+	return ""
 }
