@@ -12,7 +12,9 @@ import (
 func TestImportRulesBatches(t *testing.T) {
 	const batches = module + "server/batches"
 	cgo := cgoPackages(t)
-	for _, p := range moduleGraph(t) {
+	graph := moduleGraph(t)
+	mustSee(t, graph, "server/batches", "server/core", "server/openai", "server/anthropic", "server/ollama")
+	for _, p := range graph {
 		switch {
 		case p.Rel == "server/core" || strings.HasPrefix(p.Rel, "server/core/"):
 			if d, ok := hasPrefix(p.Deps, batches); ok {

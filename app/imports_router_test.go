@@ -11,7 +11,9 @@ import (
 // (server/reqbody), depends on no package of the module, so it can never learn a dialect.
 func TestImportRulesDialects(t *testing.T) {
 	dialects := []string{"server/openai", "server/anthropic", "server/ollama"}
-	for _, p := range moduleGraph(t) {
+	graph := moduleGraph(t)
+	mustSee(t, graph, append(dialects, "server/dialect", "server/reqbody")...)
+	for _, p := range graph {
 		switch p.Rel {
 		case "server/openai", "server/anthropic", "server/ollama":
 			for _, other := range dialects {

@@ -10,7 +10,12 @@ import "testing"
 func TestImportEngineSeam(t *testing.T) {
 	seamUsers := map[string]bool{"server": true, "server/core": true, "server/batches": true, "server/openai": true, "server/anthropic": true, "server/ollama": true}
 	engines := []string{"runtime/worker", "runtime/llamacpp", "runtime/enginetest", "server/servertest"}
-	for _, p := range moduleGraph(t) {
+	graph := moduleGraph(t)
+	for rel := range seamUsers {
+		mustSee(t, graph, rel)
+	}
+	mustSee(t, graph, engines...)
+	for _, p := range graph {
 		if !seamUsers[p.Rel] {
 			continue
 		}

@@ -19,7 +19,9 @@ func TestImportRules(t *testing.T) {
 		"runtime/enginetest", "runtime/models", "runtime/models/hf", "runtime/backends",
 		"runtime/gguf/gguftest"}
 	dialects := map[string]bool{"server/openai": true, "server/anthropic": true, "server/ollama": true}
-	for _, p := range moduleGraph(t) {
+	graph := moduleGraph(t)
+	mustSee(t, graph, append(core, "runtime/llamacpp", "tray", "server/openai", "server/anthropic", "server/ollama")...)
+	for _, p := range graph {
 		rel, imports, deps := p.Rel, p.Imports, p.Deps
 		for _, imp := range imports {
 			if imp == llama && rel != "runtime/llamacpp" {
@@ -103,6 +105,21 @@ func moduleGraph(t *testing.T) []modulePackage {
 		t.Fatalf("go list saw only %d of the module's packages", len(pkgs))
 	}
 	return pkgs
+}
+
+// mustSee fails t unless the graph has each of the packages rels (relative to the module): a
+// rule naming a package that was renamed or moved would otherwise pass without checking it.
+func mustSee(t *testing.T, graph []modulePackage, rels ...string) {
+	t.Helper()
+	have := map[string]bool{}
+	for _, p := range graph {
+		have[p.Rel] = true
+	}
+	for _, rel := range rels {
+		if !have[rel] {
+			t.Errorf("go list did not see %s; the rule about it would be blind", rel)
+		}
+	}
 }
 
 // hasPrefix reports whether any of paths starts with prefix.

@@ -59,6 +59,10 @@ type Controller struct {
 	// events); every change goes through svc.
 	mgr *models.Manager
 
+	// life orders StartServer and StopServer: a Start clicked while a Stop still runs (the
+	// window shows the server stopped from Stop's first step) waits for it, so that it sees
+	// the batch runner Stop paused and starts it again.
+	life   sync.Mutex
 	mu     sync.Mutex
 	srv    *http.Server
 	status tray.ServerStatus
@@ -70,6 +74,8 @@ type Controller struct {
 	subsMu     sync.Mutex
 	subs       map[chan tray.Event]struct{}
 	stopEvents func()
+	closed     chan struct{} // closed by Close: ends the event relay
+	closeOnce  sync.Once
 }
 
 var _ tray.Controller = (*Controller)(nil)
@@ -77,11 +83,17 @@ var _ tray.Controller = (*Controller)(nil)
 // New makes the controller over d and starts relaying the manager's events; Close ends it.
 func New(d Deps) *Controller {
 	c := &Controller{d: d, svc: d.Service, mgr: d.Service.Manager(), subs: map[chan tray.Event]struct{}{},
-		status: tray.ServerStatus{Address: net.JoinHostPort(d.Host, strconv.Itoa(d.Port))}}
+		status: tray.ServerStatus{Address: net.JoinHostPort(d.Host, strconv.Itoa(d.Port))}, closed: make(chan struct{})}
 	events, stop := c.mgr.Subscribe(256)
 	c.stopEvents = stop
 	go func() {
-		for ev := range events {
+		for {
+			var ev models.Event
+			select {
+			case ev = <-events:
+			case <-c.closed: // the manager never closes events: Close ends the relay
+				return
+			}
 			if ev.Kind == models.EventPull {
 				c.publish(tray.Event{Kind: tray.EventPull, Model: ev.Model, Status: ev.Status, Total: ev.Total, Completed: ev.Completed})
 				continue
@@ -132,6 +144,8 @@ func (c *Controller) APIURL() string {
 
 // StartServer listens on the configured address and serves the API there.
 func (c *Controller) StartServer() error {
+	c.life.Lock()
+	defer c.life.Unlock()
 	c.mu.Lock()
 	if c.srv != nil {
 		c.mu.Unlock()
@@ -190,6 +204,8 @@ func listenError(addr string, err error) string {
 // batch runner (the lines running are not recorded: they run again on Start) and unloads
 // every model's worker.
 func (c *Controller) StopServer() error {
+	c.life.Lock()
+	defer c.life.Unlock()
 	c.mu.Lock()
 	srv, served := c.srv, c.served
 	c.srv = nil
@@ -236,10 +252,13 @@ func (c *Controller) SetAddress(host string, port int) error {
 	return nil
 }
 
-// Close stops the server and the event relay.
+// Close stops the server and the event relay; calling it again does nothing.
 func (c *Controller) Close() {
-	_ = c.StopServer()
-	c.stopEvents()
+	c.closeOnce.Do(func() {
+		_ = c.StopServer()
+		c.stopEvents()
+		close(c.closed)
+	})
 }
 
 // StartHidden reports whether the app starts in the tray only (a setting in SQLite).
