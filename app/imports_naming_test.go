@@ -8,7 +8,9 @@ import (
 // source: they pull through source.Source and take the names a source's models go by from its
 // source.Namer, so Hugging Face (runtime/models/hf) is one source among any.
 func TestImportCatalogNamesNoSource(t *testing.T) {
-	for _, p := range moduleGraph(t) {
+	graph := moduleGraph(t)
+	mustSee(t, graph, "runtime/models", "runtime/models/source", "runtime/models/hf")
+	for _, p := range graph {
 		if p.Rel != "runtime/models" && p.Rel != "runtime/models/source" {
 			continue
 		}

@@ -17,7 +17,9 @@ import (
 func TestImportRulesSources(t *testing.T) {
 	const models, hf = module + "runtime/models", module + "runtime/models/hf"
 	speakToCore := map[string]bool{"server/openai": true, "server/anthropic": true, "server/ollama": true, "server/metrics": true}
-	for _, p := range moduleGraph(t) {
+	graph := moduleGraph(t)
+	mustSee(t, graph, "server/openai", "server/anthropic", "server/ollama", "server/metrics", "server/core", "runtime/models", "runtime/models/hf")
+	for _, p := range graph {
 		if speakToCore[p.Rel] {
 			for _, imp := range p.Imports {
 				if imp == models || strings.HasPrefix(imp, models+"/") {
