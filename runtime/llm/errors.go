@@ -66,3 +66,25 @@ func RetryAfterSeconds(err error) int {
 	}
 	return 1
 }
+
+// StatusError is a refusal that carries its own HTTP status and machine-readable code (team
+// mode's 403 gpu_reserved, 503 model_switching, 502 upstream_error, 429 quota_exceeded). Every
+// dialect renders it with the error type its status goes with, and the code where its shape
+// has one (OpenAI's).
+type StatusError struct {
+	Status  int
+	Code    string
+	Message string
+	// RetryAfter, when above 0, is sent as Retry-After (rounded up to whole seconds).
+	RetryAfter time.Duration
+}
+
+func (e *StatusError) Error() string { return e.Message }
+
+// RetryAfterSeconds is the Retry-After header's value for e: 0 (none) when RetryAfter is not set.
+func (e *StatusError) RetryAfterSeconds() int {
+	if e.RetryAfter <= 0 {
+		return 0
+	}
+	return int((e.RetryAfter + time.Second - 1) / time.Second)
+}

@@ -83,11 +83,14 @@ func toError(err error) *Error {
 	var e *Error
 	var cl *llm.ContextLengthError
 	var r *dialect.Refusal
+	var se *llm.StatusError
 	switch {
 	case errors.As(err, &e):
 		return e
 	case errors.As(err, &r):
 		return fromRefusal(r)
+	case errors.As(err, &se):
+		return fromRefusal(&dialect.Refusal{Status: se.Status, Code: se.Code, Message: se.Message, RetryAfter: se.RetryAfterSeconds()})
 	case errors.As(err, &cl):
 		// Anthropic's exact wording: clients (Claude Code) parse it to decide to compact.
 		return invalid("prompt is too long: %d tokens > %d maximum", cl.PromptTokens, cl.ContextLength)

@@ -48,11 +48,14 @@ type errorBody struct {
 func toError(err error) *Error {
 	var e *Error
 	var r *dialect.Refusal
+	var se *llm.StatusError
 	switch {
 	case errors.As(err, &e):
 		return e
 	case errors.As(err, &r):
 		return fromRefusal(r)
+	case errors.As(err, &se):
+		return fromRefusal(&dialect.Refusal{Status: se.Status, Code: se.Code, Message: se.Message, RetryAfter: se.RetryAfterSeconds()})
 	case errors.Is(err, llm.ErrContextLength), errors.Is(err, llm.ErrInvalidInput):
 		return &Error{Status: http.StatusBadRequest, Message: err.Error()}
 	case errors.Is(err, llm.ErrModelNotFound):

@@ -61,11 +61,14 @@ func toError(err error) *Error {
 	var cl *llm.ContextLengthError
 	var ce *core.ChoicesError
 	var r *dialect.Refusal
+	var se *llm.StatusError
 	switch {
 	case errors.As(err, &e):
 		return e
 	case errors.As(err, &r):
 		return fromRefusal(r)
+	case errors.As(err, &se):
+		return fromRefusal(&dialect.Refusal{Status: se.Status, Code: se.Code, Message: se.Message, RetryAfter: se.RetryAfterSeconds()})
 	case errors.Is(err, core.ErrAdminRequired):
 		return &Error{Status: http.StatusForbidden, Type: "permission_error", Code: "admin_required", Message: err.Error()}
 	case errors.Is(err, core.ErrUnsupportedRuntime):
