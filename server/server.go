@@ -7,6 +7,7 @@
 package server
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"github.com/superfluid/superfluid/server/batches"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/dialect"
+	"github.com/superfluid/superfluid/server/forward"
 	"github.com/superfluid/superfluid/server/metrics"
 	"github.com/superfluid/superfluid/server/ollama"
 	"github.com/superfluid/superfluid/server/openai"
@@ -74,6 +76,8 @@ type Config struct {
 	NonstreamKeepalive time.Duration
 	// Batches serves the Files and Batches APIs (/v1/files, /v1/batches); nil keeps no files.
 	Batches *batches.Service
+	// InstanceID names this server in forwarding (via.go); "" is forward.ProcessInstance().
+	InstanceID string
 }
 
 // DefaultWriteTimeout is how long one frame of a streamed reply may take to write when the
@@ -97,6 +101,7 @@ func New(cfg Config, svc *core.Service) http.Handler {
 	}
 	r.Use(recovery)
 	r.Use(deadlines(bound(cfg.ReadTimeout, DefaultReadTimeout), writeTimeout)) // before anything reads or writes
+	r.Use(viaCheck(cmp.Or(cfg.InstanceID, forward.ProcessInstance())))
 	r.Use(newGuard(cfg).handle)
 	r.Use(policies(cfg)...) // scheduling headers, rate limits, keep-alive (qos.go)
 	if cfg.Metrics != nil {

@@ -82,3 +82,10 @@ func viaValue(ctx context.Context, id string) string {
 	}
 	return strings.Join(via, ", ")
 }
+
+// processInstance is this process's instance id (NewInstanceID says why one per process).
+var processInstance = NewInstanceID()
+
+// ProcessInstance is this process's instance id: the server's when its Config names none, and
+// the one its forwarders append.
+func ProcessInstance() string { return processInstance }
