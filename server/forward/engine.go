@@ -36,7 +36,9 @@ type Config struct {
 	// or no headers); 0 is DefaultIdleTimeout.
 	IdleTimeout time.Duration
 	// Instance is this server's instance id, appended to the Via chain of every request sent;
-	// an upstream that answers with it is this server, refused by New.
+	// an upstream that answers with it is this server, refused by New. "" is
+	// ProcessInstance(), the router's own when its Config names none; two servers in one
+	// process (tests) name theirs.
 	Instance string
 	// Client sends the requests; nil is a client without an overall timeout (streams are
 	// long), whose transport is http.DefaultTransport.
@@ -87,6 +89,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	if cfg.ContextLength <= 0 {
 		cfg.ContextLength = DefaultContextLength
+	}
+	if cfg.Instance == "" {
+		cfg.Instance = ProcessInstance()
 	}
 	if cfg.Parallel <= 0 {
 		cfg.Parallel = DefaultParallel
@@ -196,8 +201,8 @@ func unreachable(base string, err error) error {
 }
 
 // refusal is the error of an upstream's non-2xx reply: a 4xx (and a loop's 508) is passed on
-// with its status and message, for the client's request was at fault; anything else is the
-// upstream's own failure, a 502.
+// with its status and message, for the client's request was at fault, but for a 401 or 403
+// (the upstream key); anything else is the upstream's own failure. Those are a 502.
 func refusal(base string, resp *http.Response) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	var wire struct {
@@ -222,6 +227,12 @@ func refusal(base string, resp *http.Response) error {
 	}
 	if message == "" {
 		message = resp.Status
+	}
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		// The upstream refused this server's key, not the client's: a fault of the lane's
+		// settings, which the client cannot mend.
+		return &llm.StatusError{Status: http.StatusBadGateway, Code: "upstream_error",
+			Message: fmt.Sprintf("the model server %s refused the upstream key: %s: %s", base, resp.Status, message)}
 	}
 	if resp.StatusCode/100 == 4 || resp.StatusCode == StatusLoopDetected {
 		se := &llm.StatusError{Status: resp.StatusCode, Code: code, Message: message}

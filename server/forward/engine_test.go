@@ -203,6 +203,9 @@ func TestFaults(t *testing.T) {
 			w.WriteHeader(400)
 			fmt.Fprint(w, `{"error":{"message":"max_tokens is too large","type":"invalid_request_error","code":"bad_max"}}`)
 		}, status: 400, code: "bad_max", message: "max_tokens is too large"},
+		{name: "upstream 401 is the upstream key's", handle: func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, `{"error":{"message":"invalid api key"}}`, 401)
+		}, status: 502, code: "upstream_error", message: "refused the upstream key"},
 		{name: "stall mid-stream", handle: func(w http.ResponseWriter, r *http.Request) {
 			sseHeader(w)
 			sse(w, `{"choices":[{"index":0,"delta":{"content":"a"}}]}`)
