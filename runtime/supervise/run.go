@@ -253,13 +253,7 @@ func exitText(err error) string {
 	if err == nil {
 		return "exit status 0"
 	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return "killed by " + ws.Signal().String()
-		}
-	}
-	return strings.TrimPrefix(err.Error(), "exec: ")
+	return strings.TrimPrefix(err.Error(), "exec: ") // "exit status 3", "signal: killed"
 }
 
 func roundTime(d time.Duration) time.Duration {
