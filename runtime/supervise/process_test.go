@@ -257,3 +257,50 @@ func TestRestartWhenItStopsAnswering(t *testing.T) {
 	}
 	assertGone(t, first)
 }
+
+// The backoff starts again after a run that was healthy for ResetAfter: two failures of
+// long-healthy runs both wait MinBackoff, where a second failure in a row would wait double.
+func TestBackoffResetsAfterAHealthyRun(t *testing.T) {
+	var rec recorder
+	sick := filepath.Join(t.TempDir(), "sick")
+	cfg := fastConfig(t, "serve")
+	cfg.Env = append(cfg.Env, "SUPERVISE_TEST_SICK="+sick)
+	cfg.MinBackoff = 300 * time.Millisecond
+	cfg.MaxBackoff = 5 * time.Second
+	cfg.ResetAfter = 100 * time.Millisecond
+	cfg.OnChange = rec.add
+	p := startProcess(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for round := 0; round < 2; round++ {
+		if err := p.WaitHealthy(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
+		os.WriteFile(sick, nil, 0o600)
+		waitFor(t, "the failure", 5*time.Second, func() bool { return p.State() == Failed })
+		os.Remove(sick)
+	}
+	if err := p.WaitHealthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var gaps []time.Duration
+	var failedAt time.Time
+	for _, s := range rec.all() {
+		switch {
+		case s.State == Failed:
+			failedAt = s.Since
+		case s.State == Starting && !failedAt.IsZero():
+			gaps = append(gaps, s.Since.Sub(failedAt))
+			failedAt = time.Time{}
+		}
+	}
+	if len(gaps) != 2 {
+		t.Fatalf("want two restarts, got gaps %v", gaps)
+	}
+	for _, g := range gaps {
+		if g < cfg.MinBackoff || g >= 2*cfg.MinBackoff {
+			t.Errorf("backoff %s, want %s each time (gaps %v)", g, cfg.MinBackoff, gaps)
+		}
+	}
+}
