@@ -44,7 +44,8 @@ const (
 // Config says what to run and how patiently. Zero durations and sizes take the defaults given.
 type Config struct {
 	// Command is the template, e.g. "vllm serve {model} --port {port}" (see SplitCommand for
-	// the quoting rules). It must hold {port}; {model} is optional.
+	// the quoting rules). It must hold {port}; {model} is optional. Both are replaced wherever
+	// they stand in a word, quoted or not, after the split, so the values are never parsed.
 	Command string
 	// Model replaces {model}; Switch changes it.
 	Model string
@@ -166,6 +167,9 @@ func Start(cfg Config) (*Process, error) {
 	}
 	if _, err := exec.LookPath(words[0]); err != nil {
 		return nil, fmt.Errorf("command %q: %w", cfg.Command, err)
+	}
+	if cfg.Name != filepath.Base(cfg.Name) || cfg.Name == "." || cfg.Name == ".." {
+		return nil, fmt.Errorf("supervise: the name %q is not a file name", cfg.Name)
 	}
 	if cfg.LogDir == "" {
 		return nil, errors.New("supervise: no LogDir for the server's log")

@@ -66,6 +66,12 @@ func TestStartRefusesBadCommands(t *testing.T) {
 			t.Errorf("Start(%q) started", cmd)
 		}
 	}
+	for _, name := range []string{"../x", "a/b", ".."} {
+		if p, err := Start(Config{Command: helperCommand(), LogDir: dir, Name: name}); err == nil {
+			p.Stop(context.Background())
+			t.Errorf("Start with the name %q started", name)
+		}
+	}
 }
 
 // A server that answers becomes healthy at URL; a switch restarts it with the new model; Stop

@@ -64,7 +64,8 @@ func (p *Process) run() {
 			delay = p.cfg.MaxBackoff
 		}
 		msg := err.Error()
-		if line := p.lastLine(); line != "" {
+		// A start that failed before the process ran has no output of its own to quote.
+		if line := p.lastLine(); line != "" && c != nil {
 			msg += "; last output: " + line
 		}
 		p.log.Printf("%s; starting again in %s", err, delay)
