@@ -271,7 +271,7 @@ func TestBackoffResetsAfterAHealthyRun(t *testing.T) {
 	sick := filepath.Join(t.TempDir(), "sick")
 	cfg := fastConfig(t, "serve")
 	cfg.Env = append(cfg.Env, "SUPERVISE_TEST_SICK="+sick)
-	cfg.MinBackoff = 300 * time.Millisecond
+	cfg.MinBackoff = 500 * time.Millisecond // the doubled one is 1s: room for a loaded machine
 	cfg.MaxBackoff = 5 * time.Second
 	cfg.ResetAfter = 100 * time.Millisecond
 	cfg.OnChange = rec.add
