@@ -77,7 +77,9 @@ run: build
 agents:
 	@bash scripts/agents/install.sh $(AGENTS_DIR)
 
-test: setup agents
+# test: gofmt, vet and every test; bin/superfluid is built first, for the tests that start it as a
+# real process (runtime/supervise runs it as a supervised `command` engine).
+test: setup agents build
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "not gofmt-formatted: $$unformatted"; exit 1; fi
 	$(GO) vet $(GOFLAGS_BUILD) ./...
