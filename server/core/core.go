@@ -112,6 +112,10 @@ type Config struct {
 	Observer Observer
 	// QoS tunes the scheduling classes.
 	QoS QoSConfig
+	// IsolateCache partitions the engines' prefix caches by caller (the person in team mode,
+	// else the key; llm.Request.CachePartition), so cached_tokens and x-superfluid-warm never
+	// reveal that someone else sent the same prompt.
+	IsolateCache bool
 }
 
 // Service is the core.
