@@ -40,8 +40,14 @@ func Binary() (path, why string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, "--version")
-	// A developer's OLLAMA_HOST could make --version wait on a remote server.
-	cmd.Env = append(cleanEnv(os.Environ()), "OLLAMA_HOST=127.0.0.1:1")
+	// A developer's OLLAMA_HOST could make --version wait on a remote server; ollama needs a HOME
+	// (it panics without one) and may write in it.
+	home, err := os.MkdirTemp("", "peertest-home-")
+	if err != nil {
+		return "", "peertest: " + err.Error()
+	}
+	defer os.RemoveAll(home)
+	cmd.Env = append(cleanEnv(os.Environ()), "OLLAMA_HOST=127.0.0.1:1", "HOME="+home)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Sprintf("peertest: %s does not run (%v): %s", path, err, lastLines(out, 3))
 	}

@@ -40,6 +40,11 @@ func TestStartCreatesModelAndStopLeavesNoProcess(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK || !gen.Done {
 		t.Fatalf("generate: %d %v %+v\n%s", resp.StatusCode, err, gen, o.LogTail(30))
 	}
+	t.Logf("generated %q", gen.Response)
+	// The server and its model runner: otherwise the check below would prove nothing.
+	if running := groupMembers(o.Pid()); len(running) < 2 {
+		t.Fatalf("ollama's group %d has %v; want the server and a runner", o.Pid(), running)
+	}
 	if err := o.Stop(); err != nil {
 		t.Fatal(err)
 	}
