@@ -54,10 +54,12 @@ const StoriesName = "stories260k"
 
 // StoriesModelfile is the default model's Modelfile tail. stories260K has no chat template, so
 // the template lays the messages out as plain text (it writes a story after them); num_ctx keeps
-// the context at the model's own 2048 and its memory small.
+// the context at the model's own 2048 and its memory small; one thread is all a 260K-parameter
+// model can use, and more would spin against the other tests on a busy machine.
 const StoriesModelfile = `TEMPLATE """{{- range .Messages }}{{ .Content }}
 {{ end }}"""
 PARAMETER num_ctx 2048
+PARAMETER num_thread 1
 `
 
 // Start runs `ollama serve` for t and creates model on it (the default, stories260K from
