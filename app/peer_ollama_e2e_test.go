@@ -59,7 +59,7 @@ func TestPeerOllamaClients(t *testing.T) {
 		}
 	}
 
-	client := openai.NewClient(option.WithBaseURL(peer.URL+"/v1"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	client := openai.NewClient(option.WithBaseURL(peer.OpenAI()), option.WithAPIKey("unused"), option.WithMaxRetries(0))
 	params := storyParamsFor(peer.Model, 16)
 	reply, err := client.Chat.Completions.New(ctx, params)
 	if err != nil {

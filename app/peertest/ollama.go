@@ -255,6 +255,10 @@ func (o *Ollama) Stop() error {
 	return err
 }
 
+// OpenAI is the base URL of the server's OpenAI-compatible API (URL + "/v1"), what an openai
+// engine or openai-go's option.WithBaseURL takes.
+func (o *Ollama) OpenAI() string { return o.URL + "/v1" }
+
 // Pid is the server process's id (its process group's too).
 func (o *Ollama) Pid() int { return o.cmd.Process.Pid }
 
