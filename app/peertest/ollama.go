@@ -64,7 +64,9 @@ PARAMETER num_thread 1
 
 // Start runs `ollama serve` for t and creates model on it (the default, stories260K from
 // ../shared/models, when none is given). It skips t, saying why, when the binary or the default
-// model is absent, and fails t when the server does not start or the model cannot be created.
+// model is absent (a test that must run on a fresh clone passes a GGUF it wrote, such as
+// gguftest's tiny llama), and fails t when the server does not start or the model cannot be
+// created.
 // The server stops, with every process it started, when t's cleanup runs.
 func Start(t testing.TB, model ...Model) *Ollama {
 	t.Helper()
