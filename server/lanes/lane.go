@@ -217,7 +217,7 @@ func (l *Lane) run(epoch uint64, ctx context.Context, old *served, prev, done ch
 		return
 	}
 	backoff := time.Second
-	for first := true; ; first = false {
+	for {
 		m, release, err := build(ctx, spec(row))
 		l.mu.Lock()
 		if l.epoch != epoch {
@@ -231,14 +231,12 @@ func (l *Lane) run(epoch uint64, ctx context.Context, old *served, prev, done ch
 			l.cur = &served{release: release, drained: make(chan struct{})}
 			l.cur.model = l.wrap(m, l.cur)
 			l.state, l.failure = Serving, nil
-			close(l.settled)
+			l.settleLocked()
 			l.mu.Unlock()
 			return
 		}
 		l.failure = err
-		if first {
-			close(l.settled)
-		}
+		l.settleLocked()
 		l.mu.Unlock()
 		select {
 		case <-ctx.Done():
@@ -246,6 +244,15 @@ func (l *Lane) run(epoch uint64, ctx context.Context, old *served, prev, done ch
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+// settleLocked closes settled, once per switch.
+func (l *Lane) settleLocked() {
+	select {
+	case <-l.settled:
+	default:
+		close(l.settled)
 	}
 }
 
