@@ -111,8 +111,9 @@ func (l *Lane) model() (*core.Model, error) {
 	return l.cur.model, nil
 }
 
-// listed is what a listing shows of the lane: the served model, else the one it loads.
-func (l *Lane) listed() *core.Model {
+// Model is what a listing shows of the lane: the model it serves, else a stand-in for the
+// one it loads (which refuses requests with the lane's state).
+func (l *Lane) Model() *core.Model {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cur != nil && !l.cur.closed {

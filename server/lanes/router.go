@@ -165,7 +165,7 @@ func (r *Router) Visible(ctx context.Context) []*core.Model {
 		if a.refuse != nil {
 			continue
 		}
-		if m := a.lane.listed(); !seen[m.ID] {
+		if m := a.lane.Model(); !seen[m.ID] {
 			seen[m.ID] = true
 			out = append(out, m)
 		}
