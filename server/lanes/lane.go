@@ -176,6 +176,9 @@ func (l *Lane) begin(model string) (epoch uint64, ctx context.Context, old *serv
 		l.waiting = l.placeholder(model)
 	}
 	l.state, l.failure = Switching, nil
+	if l.cur == nil {
+		l.state = Unavailable // nothing to drain: starting
+	}
 	old, l.cur = l.cur, nil
 	if old != nil {
 		old.closed = true

@@ -100,7 +100,7 @@ func (m *Manager) Add(ctx context.Context, n NewLane) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	if err := m.checkModel(kind, n.Model); err != nil {
+	if n.Model, err = m.checkModel(kind, n.Model); err != nil {
 		return Status{}, err
 	}
 	switch {
@@ -143,7 +143,7 @@ func (m *Manager) Switch(ctx context.Context, nameOrID, model string) (Status, e
 	if err != nil {
 		return Status{}, err
 	}
-	if err := m.checkModel(Kind(row.Engine), model); err != nil {
+	if model, err = m.checkModel(Kind(row.Engine), model); err != nil {
 		return Status{}, err
 	}
 	if err := m.cfg.Store.SetLaneModel(ctx, row.ID, model, time.Now()); err != nil {
@@ -227,18 +227,21 @@ func (m *Manager) lane(id string) *Lane {
 	return nil
 }
 
-// checkModel refuses a model a lane of kind k cannot serve: none, or (local) one the catalog
+// checkModel is model as a lane of kind k serves it (a local one by its catalog id, so the
+// router matches the name clients see), or the refusal: no model, or (local) one the catalog
 // does not have.
-func (m *Manager) checkModel(k Kind, model string) error {
+func (m *Manager) checkModel(k Kind, model string) (string, error) {
 	if strings.TrimSpace(model) == "" || strings.ContainsAny(model, "\x00\n\r") {
-		return fmt.Errorf("%w: a lane needs a model", ErrUnknownModel)
+		return "", fmt.Errorf("%w: a lane needs a model", ErrUnknownModel)
 	}
 	if k == Local && m.cfg.Catalog != nil {
-		if _, err := m.cfg.Catalog.Model(model); err != nil {
-			return fmt.Errorf("%w %q: %v", ErrUnknownModel, model, err)
+		cm, err := m.cfg.Catalog.Model(model)
+		if err != nil {
+			return "", fmt.Errorf("%w %q: %v", ErrUnknownModel, model, err)
 		}
+		model = cm.ID
 	}
-	return nil
+	return model, nil
 }
 
 func newID() string {
