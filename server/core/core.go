@@ -129,6 +129,7 @@ type Service struct {
 	// running counts the generation requests between their start and their record, so a
 	// shutdown can wait for their records before closing the store.
 	running sync.WaitGroup
+	router  Router // resolves names instead of lib when set (route.go)
 }
 
 // Wait blocks until every generation request has been recorded, or ctx ends.
