@@ -24,6 +24,7 @@ import (
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/dialect"
 	"github.com/superfluid/superfluid/server/forward"
+	"github.com/superfluid/superfluid/server/lanes"
 	"github.com/superfluid/superfluid/server/metrics"
 	"github.com/superfluid/superfluid/server/ollama"
 	"github.com/superfluid/superfluid/server/openai"
@@ -76,6 +77,9 @@ type Config struct {
 	NonstreamKeepalive time.Duration
 	// Batches serves the Files and Batches APIs (/v1/files, /v1/batches); nil keeps no files.
 	Batches *batches.Service
+	// Lanes, in team mode, serves the lanes' admin routes (lanes_routes.go) over Devices.
+	Lanes   *lanes.Manager
+	Devices []lanes.Device
 	// InstanceID names this server in forwarding (via.go); "" is forward.ProcessInstance().
 	InstanceID string
 }
@@ -118,6 +122,9 @@ func New(cfg Config, svc *core.Service) http.Handler {
 	anthropic.Routes(r, svc, anthropic.Options{KeepAlive: cfg.KeepAlive, WriteTimeout: writeTimeout})
 	if cfg.Keys != nil {
 		keyRoutes(r, cfg.Keys)
+	}
+	if cfg.Lanes != nil {
+		laneRoutes(r, cfg.Lanes, cfg.Devices)
 	}
 	r.NoRoute(func(c *gin.Context) {
 		writeError(c, &dialect.Refusal{Status: http.StatusNotFound, Message: fmt.Sprintf("unknown route %s %s", c.Request.Method, c.Request.URL.Path)})
