@@ -3,6 +3,8 @@ package app
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -21,6 +23,7 @@ import (
 	"github.com/superfluid/superfluid/server"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/forward"
+	"github.com/superfluid/superfluid/server/servertest"
 )
 
 // startServeProcess runs `superfluid serve` (this test binary's CLI) on model in a process of
@@ -189,4 +192,65 @@ func TestForwardToSecondSuperfluid(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestOpenAILaneE2E: serve --team with an openai lane (added through the admin API) forwarding
+// to a second superfluid process under the served model's name: the lane serves, a streamed
+// chat comes back with usage under the lane's model name. A lane pointed at the server itself
+// never serves: its error says it is this server (a forwarding loop).
+func TestOpenAILaneE2E(t *testing.T) {
+	upstreamURL := startServeProcess(t, testModel, "--ctx", "1024", "--parallel", "2")
+	cfg := testConfig(t, testModel)
+	cfg.Team = true
+	_, srv := startServer(t, cfg, false)
+	lane := func(name string) map[string]any {
+		t.Helper()
+		_, b := servertest.Do(t, "GET", srv.URL+"/v1/admin/lanes", "")
+		var v struct{ Data []map[string]any }
+		_ = json.Unmarshal(b, &v)
+		for _, l := range v.Data {
+			if l["name"] == name {
+				return l
+			}
+		}
+		t.Fatalf("no lane %s in %s", name, b)
+		return nil
+	}
+	add := func(body string) {
+		t.Helper()
+		if resp, b := servertest.Do(t, "POST", srv.URL+"/v1/admin/lanes", body); resp.StatusCode != 201 {
+			t.Fatalf("add lane: %d %s", resp.StatusCode, b)
+		}
+	}
+	add(`{"name": "up", "engine": "openai", "model": "remote-stories", "url": "` + upstreamURL + `/v1", "served_model": "` + modelID(testModel) + `"}`)
+	add(`{"name": "self", "engine": "openai", "model": "myself", "url": "` + srv.URL + `", "served_model": "x"}`)
+	deadline := time.Now().Add(time.Minute)
+	for lane("up")["state"] != "serving" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the openai lane did not serve: %v", lane("up"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	client := sdk(srv.URL)
+	stream := client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "remote-stories",
+		MaxTokens: openai.Int(12), Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Once upon a time")}})
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if acc.Choices[0].Message.Content == "" || acc.Usage.CompletionTokens == 0 || acc.Usage.PromptTokens == 0 || acc.Model != "remote-stories" {
+		t.Errorf("streamed %q as %q, usage %+v", acc.Choices[0].Message.Content, acc.Model, acc.Usage)
+	}
+	for deadline = time.Now().Add(30 * time.Second); !strings.Contains(fmt.Sprint(lane("self")["error"]), "this server itself"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the lane pointed at this server: %v", lane("self"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if l := lane("self"); l["state"] == "serving" {
+		t.Errorf("a lane forwarding to its own server serves: %v", l)
+	}
 }

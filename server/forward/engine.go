@@ -40,6 +40,10 @@ type Config struct {
 	// ProcessInstance(), the router's own when its Config names none; two servers in one
 	// process (tests) name theirs.
 	Instance string
+	// MustAnswer makes New fail when the upstream does not answer its probe, for a caller that
+	// retries (a lane stays unavailable until its upstream is up); otherwise New takes an
+	// upstream that is not up yet, and each request reports its own fault.
+	MustAnswer bool
 	// Client sends the requests; nil is a client without an overall timeout (streams are
 	// long), whose transport is http.DefaultTransport.
 	Client *http.Client
@@ -68,8 +72,8 @@ var ErrSelf = errors.New("the upstream is this server itself")
 // New makes an engine for cfg and probes the upstream once (GET /v1/models): an upstream that
 // answers as this very server is refused (ErrSelf, a forwarding loop), and the served model's
 // window is read where the upstream lists it (context_length, max_model_len). An upstream
-// that does not answer yet is no error: a supervised server may still be starting, and each
-// request reports its own fault; the window is then cfg's.
+// that does not answer yet is no error (unless cfg.MustAnswer): a supervised server may still
+// be starting, and each request reports its own fault; the window is then cfg's.
 func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.Model == "" {
 		return nil, fmt.Errorf("forward: no served model name for %s", cfg.URL)
@@ -100,7 +104,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	e.info = llm.ModelInfo{Path: base + "#" + cfg.Model, Architecture: "forwarded", ContextLength: cfg.ContextLength,
 		TrainContextLength: cfg.ContextLength, Parallel: cfg.Parallel, Runtime: "openai", Embedding: cfg.Embedding}
 	window, err := e.probe(ctx)
-	if errors.Is(err, ErrSelf) {
+	if errors.Is(err, ErrSelf) || err != nil && cfg.MustAnswer {
 		return nil, err
 	}
 	if window > 0 {

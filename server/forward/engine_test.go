@@ -354,6 +354,9 @@ func TestNew(t *testing.T) {
 	if e.Info().ContextLength != 1234 || e.base != down.URL+"/v1" {
 		t.Errorf("window %d, base %s", e.Info().ContextLength, e.base)
 	}
+	if _, err := New(context.Background(), Config{URL: down.URL, Model: "m", MustAnswer: true}); err == nil {
+		t.Error("MustAnswer took an upstream that is down")
+	}
 	if _, err := e.Model().Tokenize(context.Background(), "x", true, true); !errors.Is(err, llm.ErrInvalidInput) {
 		t.Errorf("tokenize: %v", err)
 	}
