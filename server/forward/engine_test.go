@@ -324,6 +324,21 @@ func TestCompleteAndEmbed(t *testing.T) {
 	if jsonOf(evs) != jsonOf([]llm.Event{{Text: "lo", Tokens: 1}, {Done: &llm.Done{FinishReason: "length", Usage: llm.Usage{PromptTokens: 3, CompletionTokens: 1}}}}) {
 		t.Errorf("events %s", jsonOf(evs))
 	}
+	// An upstream that sends no usage: the relayed chunks count the completion.
+	noUsage := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		sseHeader(w)
+		sse(w, `{"choices":[{"index":0,"text":"a"}]}`, `{"choices":[{"index":0,"text":"b","finish_reason":"stop"}]}`, `[DONE]`)
+	})
+	var done *llm.Done
+	err = newEngine(t, noUsage.URL, 0).Complete(context.Background(), &core.CompletionRequest{}, func(ev llm.Event) error {
+		if ev.Done != nil {
+			done = ev.Done
+		}
+		return nil
+	})
+	if err != nil || done == nil || done.Usage.CompletionTokens != 2 || done.FinishReason != "stop" {
+		t.Errorf("without usage: %v %+v", err, done)
+	}
 	if completion["prompt"] != "hel" || completion["model"] != "served" || completion["stream"] != true {
 		t.Errorf("completion request %v", completion)
 	}

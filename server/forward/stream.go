@@ -110,6 +110,7 @@ type relay struct {
 	opened map[int]bool // the tool calls whose opening delta was relayed
 	finish string
 	usage  llm.Usage
+	tokens int // the completion tokens relayed, counted a chunk a token where logprobs do not say
 }
 
 // chunk relays one chunk's deltas, keeping its finish reason and usage for done.
@@ -144,6 +145,7 @@ func (r *relay) chunk(base, payload string) error {
 		}
 		if ev.Text != "" || ev.Reasoning != "" || len(ev.ToolCalls) > 0 || len(ev.Logprobs) > 0 {
 			ev.Tokens = max(1, len(ev.Logprobs)) // a chunk is about a token; Done's usage is exact
+			r.tokens += ev.Tokens
 			if err := r.emit(ev); err != nil {
 				return err
 			}
@@ -161,7 +163,13 @@ func (r *relay) done() error {
 	if finish == "function_call" {
 		finish = llm.FinishToolCalls
 	}
-	return r.emit(llm.Event{Done: &llm.Done{FinishReason: finish, Usage: r.usage}})
+	usage := r.usage
+	if usage.CompletionTokens == 0 {
+		// An upstream that ignores stream_options sends no usage: the relayed chunks are the
+		// best count there is.
+		usage.CompletionTokens = r.tokens
+	}
+	return r.emit(llm.Event{Done: &llm.Done{FinishReason: finish, Usage: usage}})
 }
 
 // errorText is the message of an error object (or string) an upstream sent.
