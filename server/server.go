@@ -25,6 +25,7 @@ import (
 	"github.com/superfluid/superfluid/server/metrics"
 	"github.com/superfluid/superfluid/server/ollama"
 	"github.com/superfluid/superfluid/server/openai"
+	"github.com/superfluid/superfluid/server/people"
 )
 
 // Config tunes the HTTP layer.
@@ -74,6 +75,9 @@ type Config struct {
 	NonstreamKeepalive time.Duration
 	// Batches serves the Files and Batches APIs (/v1/files, /v1/batches); nil keeps no files.
 	Batches *batches.Service
+	// People serves team mode's admin API (/v1/admin/users, /v1/admin/audit, /v1/admin/keys;
+	// people_routes.go); nil (single-user mode) serves none of it.
+	People *people.Service
 }
 
 // DefaultWriteTimeout is how long one frame of a streamed reply may take to write when the
@@ -113,6 +117,9 @@ func New(cfg Config, svc *core.Service) http.Handler {
 	anthropic.Routes(r, svc, anthropic.Options{KeepAlive: cfg.KeepAlive, WriteTimeout: writeTimeout})
 	if cfg.Keys != nil {
 		keyRoutes(r, cfg.Keys)
+	}
+	if cfg.People != nil {
+		peopleRoutes(r, cfg.People, cfg.Keys)
 	}
 	r.NoRoute(func(c *gin.Context) {
 		writeError(c, &dialect.Refusal{Status: http.StatusNotFound, Message: fmt.Sprintf("unknown route %s %s", c.Request.Method, c.Request.URL.Path)})
