@@ -71,6 +71,7 @@ the server alone.`,
 		newAddCommand(),
 		newRemoveCommand(),
 		newKeysCommand(),
+		newUsersCommand(),
 		newUsageCommand(),
 	)
 	return root

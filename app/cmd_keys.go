@@ -46,7 +46,7 @@ a few seconds.`,
 func newKeysCreateCommand(cfg *Config) *cobra.Command {
 	var admin bool
 	var models, origins []string
-	var class string
+	var class, user string
 	var limits auth.Limits
 	cmd := &cobra.Command{
 		Use:   "create NAME",
@@ -67,9 +67,14 @@ The key is not shown again: only its hash is stored.`,
 			}
 			return withKeys(*cfg, func(k *auth.Keyring) error {
 				key, info, err := k.Create(context.Background(), auth.NewKey{Name: args[0], Admin: admin, Models: models, QoS: q,
-					Limits: limits, Origins: origins})
+					Limits: limits, Origins: origins, Person: user})
 				if err != nil {
 					return keysUsage(err)
+				}
+				if info.Person != nil {
+					if err := auditKeyCreate(*cfg, info); err != nil {
+						return err
+					}
 				}
 				fmt.Fprintln(cmd.OutOrStdout(), key)
 				fmt.Fprintf(cmd.ErrOrStderr(), "created %s key %s (%s), %s; copy the key now: it is not shown again\n",
@@ -86,6 +91,7 @@ The key is not shown again: only its hash is stored.`,
 	fs.IntVar(&limits.TPM, "tpm", 0, "tokens per minute (0 = no limit)")
 	fs.IntVar(&limits.Concurrency, "concurrency", 0, "requests at once (0 = no limit)")
 	fs.StringSliceVar(&origins, "origins", nil, "browser origins the key may be used from, comma-separated (default: any the server allows)")
+	fs.StringVar(&user, "user", "", "team mode: the person the key is for (an sk-ss- key, an admin key when the person is an admin)")
 	return cmd
 }
 

@@ -40,6 +40,7 @@ first when it is not in the catalog).`,
 		},
 	}
 	serverFlags(cmd.Flags(), &cfg)
+	teamFlags(cmd.Flags(), &cfg)
 	cmd.Flags().BoolVar(&verbose, "verbose", false, "show llama.cpp's log (the worker's stderr); failures quote its last line either way")
 	return cmd
 }
@@ -92,6 +93,7 @@ func serve(cmd *cobra.Command, cfg Config) error {
 		what += ", loading " + a.preload.ID
 	}
 	a.exposureNote(cmd.ErrOrStderr(), l.Addr())
+	a.teamNote(cmd.ErrOrStderr())
 	fmt.Fprintf(cmd.ErrOrStderr(), "superfluid: serving %s on http://%s (data in %s)\n", what, l.Addr(), cfg.DataDir)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
