@@ -222,3 +222,48 @@ func TestEnsureFirstAdmin(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDisableReachesAnotherProcess: a keyring on another handle of the same database (another
+// process: superfluid serve while superfluid users disable runs) refuses the key from its next
+// reread.
+func TestDisableReachesAnotherProcess(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	open := func() *store.Store {
+		st, err := store.Open(filepath.Join(dir, "superfluid.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	cliStore, serveStore := open(), open()
+	cli := New(Config{Store: cliStore, Hash: fastHash}) // the CLI reloads no keyring
+	if _, err := cli.Create(ctx, CLI, NewPerson{Name: "bob", Password: "password1"}); err != nil {
+		t.Fatal(err)
+	}
+	cliKeys, err := auth.New(ctx, auth.Config{Store: cliStore})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _, err := cliKeys.Create(ctx, auth.NewKey{Name: "bobs", Person: "bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, err := auth.New(ctx, auth.Config{Store: serveStore})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, ok := served.Authenticate(key); !ok || id.Person == nil || id.Person.Name != "bob" {
+		t.Fatalf("before: %+v %v", id, ok)
+	}
+	if _, err := cli.Disable(ctx, CLI, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if err := served.Reload(ctx); err != nil { // what the started keyring's timer does
+		t.Fatal(err)
+	}
+	if _, ok := served.Authenticate(key); ok {
+		t.Fatal("another process's keyring still takes a disabled person's key after its reread")
+	}
+}
