@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -180,6 +181,10 @@ func printKeys(w io.Writer, infos []auth.Info, revoked bool) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	head := "ID\tNAME\tKEY\tADMIN\tMODELS\tQOS\tLIMITS\tCREATED"
+	team := slices.ContainsFunc(infos, func(k auth.Info) bool { return k.Person != nil }) // a USER column in team mode only
+	if team {
+		head += "\tUSER"
+	}
 	if revoked {
 		head += "\tREVOKED"
 	}
@@ -207,6 +212,13 @@ func printKeys(w io.Writer, infos []auth.Info, revoked bool) {
 		}
 		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", k.ID, k.Name, prefix, map[bool]string{true: "yes", false: "no"}[k.Admin],
 			models, qos, limits, created)
+		if team {
+			user := "-"
+			if k.Person != nil {
+				user = k.Person.Name
+			}
+			line += "\t" + user
+		}
 		if revoked {
 			r := "-"
 			if !k.RevokedAt.IsZero() {

@@ -74,6 +74,11 @@ func TestUsersCommand(t *testing.T) {
 		t.Fatalf("alice's key: %d %q", code, aliceKey)
 	}
 
+	if code, out, _ := cli("keys", "list", "--data-dir", data); code != 0 || !strings.Contains(out, "USER") ||
+		!strings.Contains(out, auth.PersonKeyPrefix) || !strings.Contains(out, "bob") {
+		t.Fatalf("keys list:\n%s", out)
+	}
+
 	cfg := testConfig(t, "")
 	cfg.DataDir, cfg.Team = data, true
 	a, srv := startServer(t, cfg, false)

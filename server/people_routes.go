@@ -31,6 +31,8 @@ import (
 //	POST   /v1/admin/keys         as POST /v1/keys, plus "user": the person the key is for
 //	DELETE /v1/admin/keys/{id}    as DELETE /v1/keys/{id}
 //
+// In team mode /v1/keys is served here too, by the same audited handlers.
+//
 // A user object is {"object": "user", "id", "name", "role", "state", "created_at",
 // "updated_at"} (Unix seconds); an entry {"object": "audit_entry", "id", "at", "actor":
 // {"user_id", "user", "key"}, "action", "target", "detail"}.
@@ -41,9 +43,11 @@ func peopleRoutes(r *gin.Engine, ppl *people.Service, keys *auth.Keyring) {
 	r.PATCH("/v1/admin/users/:id", h.wrap(h.update))
 	r.GET("/v1/admin/audit", h.wrap(h.audit))
 	if keys != nil {
-		r.GET("/v1/admin/keys", h.wrap(h.keys.list))
-		r.POST("/v1/admin/keys", h.wrap(h.createKey))
-		r.DELETE("/v1/admin/keys/:id", h.wrap(h.revokeKey))
+		for _, base := range []string{"/v1/admin/keys", "/v1/keys"} {
+			r.GET(base, h.wrap(h.keys.list))
+			r.POST(base, h.wrap(h.createKey))
+			r.DELETE(base+"/:id", h.wrap(h.revokeKey))
+		}
 	}
 }
 

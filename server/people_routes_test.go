@@ -138,6 +138,17 @@ func TestAdminUsersRoutes(t *testing.T) {
 	if status, page := call(t, "GET", url+"/v1/admin/audit?limit=1&action=user.create", root, ""); status != 200 || len(page["data"].([]any)) != 1 {
 		t.Fatalf("audit page: %d %v", status, page)
 	}
+	// /v1/keys is audited too in team mode.
+	if status, body := call(t, "POST", url+"/v1/keys", root, `{"name": "spare"}`); status != 201 || !strings.HasPrefix(body["key"].(string), auth.KeyPrefix) {
+		t.Fatalf("POST /v1/keys: %d %v", status, body)
+	}
+	if status, body := call(t, "DELETE", url+"/v1/admin/keys/spare", root, ""); status != 200 || body["deleted"] != true {
+		t.Fatalf("DELETE /v1/admin/keys/spare: %d %v", status, body)
+	}
+	if status, page := call(t, "GET", url+"/v1/admin/audit?limit=2", root, ""); status != 200 ||
+		page["data"].([]any)[0].(map[string]any)["action"] != "key.revoke" || page["data"].([]any)[1].(map[string]any)["action"] != "key.create" {
+		t.Fatalf("keys audited: %d %v", status, page)
+	}
 	if strings.Contains(string(mustJSON(audit)), pw) {
 		t.Fatal("the audit log holds a password")
 	}

@@ -115,10 +115,10 @@ func New(cfg Config, svc *core.Service) http.Handler {
 	ollama.Routes(r, svc, ollama.Options{WriteTimeout: writeTimeout})
 	usageRoutes(r, svc)
 	anthropic.Routes(r, svc, anthropic.Options{KeepAlive: cfg.KeepAlive, WriteTimeout: writeTimeout})
-	if cfg.Keys != nil {
+	if cfg.Keys != nil && cfg.People == nil {
 		keyRoutes(r, cfg.Keys)
 	}
-	if cfg.People != nil {
+	if cfg.People != nil { // team mode: the keys routes too, audited
 		peopleRoutes(r, cfg.People, cfg.Keys)
 	}
 	r.NoRoute(func(c *gin.Context) {
