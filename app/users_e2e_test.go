@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -13,6 +15,7 @@ import (
 
 	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/people"
+	"github.com/superfluid/superfluid/server/servertest"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -150,6 +153,9 @@ func TestUsersCommand(t *testing.T) {
 // needs --team.
 func TestTeamFirstAdmin(t *testing.T) {
 	ctx := context.Background()
+	if code, out, _ := cli("serve", "--help"); code != 0 || !strings.Contains(out, "--team") || !strings.Contains(out, "--admin-password-file") {
+		t.Fatalf("serve --help: %d %q", code, out)
+	}
 	cfg := testConfig(t, "")
 	cfg.Team = true
 	a, err := New(cfg)
@@ -202,5 +208,54 @@ func TestTeamFirstAdmin(t *testing.T) {
 	}
 	if a.People() == nil || !a.Keys().Enabled() {
 		t.Fatal("team mode does not require keys")
+	}
+}
+
+// TestServeTeamProcess: `superfluid serve --team` as its own process prints the first admin's
+// one-time password once; keys made from the command line for the admin and a member work in
+// it, and the member disabled from the command line is refused within the server's reread.
+func TestServeTeamProcess(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	p := startServe(t, "--team", "--data-dir", data)
+	m := regexp.MustCompile(`created the first admin "admin" with the one-time password (\S+) `).FindStringSubmatch(p.output())
+	if m == nil {
+		t.Fatalf("no one-time password in the serve output:\n%s", p.output())
+	}
+	if _, err := keyClient(p.url, "").Models.List(ctx); status(err) != http.StatusUnauthorized {
+		t.Fatalf("team mode without a key: %v", err)
+	}
+	admin := keysProcess(t, "create", "admins", "--user", "admin", "--data-dir", data)
+	if code, _, errOut := cli("users", "add", "bob", "--data-dir", data); code != 0 {
+		t.Fatalf("add bob: %s", errOut)
+	}
+	bob := keysProcess(t, "create", "bobs", "--user", "bob", "--data-dir", data)
+	eventually(t, "the server takes the admin's key", func() bool {
+		return keyClient(p.url, admin).Get(ctx, "admin/users", nil, nil) == nil
+	})
+	eventually(t, "the server takes bob's key", func() bool { _, err := keyClient(p.url, bob).Models.List(ctx); return err == nil })
+	if err := keyClient(p.url, bob).Get(ctx, "admin/users", nil, nil); status(err) != http.StatusForbidden {
+		t.Fatalf("bob on an admin route: %v", err)
+	}
+	if code, _, errOut := cli("users", "disable", "bob", "--data-dir", data); code != 0 {
+		t.Fatalf("disable bob: %s", errOut)
+	}
+	eventually(t, "the server refuses disabled bob's key", func() bool {
+		_, err := keyClient(p.url, bob).Models.List(ctx)
+		return status(err) == http.StatusUnauthorized
+	})
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("serve exited %d:\n%s", code, p.output())
+	}
+	again := startServe(t, "--team", "--data-dir", data)
+	if strings.Contains(again.output(), "one-time password") {
+		t.Fatalf("the second start shows a password:\n%s", again.output())
+	}
+	// An answer means the server runs, its signal handler in place, before the SIGTERM.
+	if res, _ := servertest.Do(t, "GET", again.url+"/health", ""); res.StatusCode != http.StatusOK {
+		t.Fatalf("health: %d", res.StatusCode)
+	}
+	if code := again.stop(t); code != 0 {
+		t.Fatalf("serve exited %d:\n%s", code, again.output())
 	}
 }
