@@ -209,22 +209,15 @@ type auditActor struct {
 }
 
 func (h peopleHandlers) audit(c *gin.Context) error {
-	var q store.AuditQuery
-	for name, dst := range map[string]*int64{"limit": nil, "before": &q.Before} {
-		v := c.Query(name)
-		if v == "" {
-			continue
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 {
-			return &dialect.Refusal{Status: http.StatusBadRequest, Param: name, Message: fmt.Sprintf("%s is a whole number above 0, got %q", name, v)}
-		}
-		if dst == nil {
-			q.Limit = int(min(n, 1000))
-		} else {
-			*dst = n
-		}
+	limit, err := positiveQuery(c, "limit")
+	if err != nil {
+		return err
 	}
+	before, err := positiveQuery(c, "before")
+	if err != nil {
+		return err
+	}
+	q := store.AuditQuery{Limit: int(min(limit, 1000)), Before: before}
 	q.Action = c.Query("action")
 	entries, err := h.people.Audit(c.Request.Context(), q)
 	if err != nil {
@@ -271,4 +264,17 @@ func (h peopleHandlers) revokeKey(c *gin.Context) error {
 	}
 	c.JSON(http.StatusOK, gin.H{"id": info.ID, "object": "api_key.deleted", "deleted": true})
 	return nil
+}
+
+// positiveQuery reads a query parameter that is a whole number above 0; 0 when it is absent.
+func positiveQuery(c *gin.Context, name string) (int64, error) {
+	v := c.Query(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 {
+		return 0, &dialect.Refusal{Status: http.StatusBadRequest, Param: name, Message: fmt.Sprintf("%s is a whole number above 0, got %q", name, v)}
+	}
+	return n, nil
 }

@@ -14,10 +14,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -87,32 +85,6 @@ type Person struct {
 	State                State
 	CreatedAt, UpdatedAt time.Time
 }
-
-// Actor is who makes a change, for the audit log.
-type Actor struct {
-	// PersonID and PersonName are the person ("" for none).
-	PersonID, PersonName string
-	// Key is the name of the key the request carried ("" for none).
-	Key string
-	// Via is where the change came from: "api", "cli" or "serve" (the first admin).
-	Via string
-}
-
-// ActorOf is the actor of a request with identity id (nil: no keys, a loopback admin).
-func ActorOf(id *auth.Identity) Actor {
-	a := Actor{Via: "api"}
-	if id == nil {
-		return a
-	}
-	a.Key = id.Name
-	if id.Person != nil {
-		a.PersonID, a.PersonName = id.Person.ID, id.Person.Name
-	}
-	return a
-}
-
-// CLI is the actor of the superfluid users and keys commands.
-var CLI = Actor{Via: "cli"}
 
 // KeyReloader is the keyring (auth.Keyring): reloaded after every change that alters what a
 // person's keys may do, so a disabled person's keys stop working at once.
@@ -382,72 +354,6 @@ func (s *Service) Verify(ctx context.Context, name, password string) (Person, er
 		return Person{}, fmt.Errorf("%w: %s", ErrDisabled, rec.Name)
 	}
 	return personOf(rec), nil
-}
-
-// FirstAdminName is the name of the admin team mode creates at its first start.
-const FirstAdminName = "admin"
-
-// EnsureFirstAdmin creates the first admin, named FirstAdminName, when nobody exists yet:
-// with the password in passwordFile (its first line) or, with no file, a random one that is
-// returned (to be shown once). created is false when people exist already; nothing changes
-// then, whatever the file holds.
-func (s *Service) EnsureFirstAdmin(ctx context.Context, passwordFile string) (p Person, password string, created bool, err error) {
-	all, err := s.st.People(ctx)
-	if err != nil || len(all) > 0 {
-		return Person{}, "", false, err
-	}
-	generated := passwordFile == ""
-	if generated {
-		password = GeneratePassword()
-	} else if password, err = ReadPasswordFile(passwordFile); err != nil {
-		return Person{}, "", false, err
-	}
-	p, err = s.Create(ctx, Actor{Via: "serve"}, NewPerson{Name: FirstAdminName, Password: password, Role: RoleAdmin})
-	if err != nil {
-		return Person{}, "", false, err
-	}
-	if !generated {
-		password = "" // the caller knows it: nothing to show
-	}
-	return p, password, true, nil
-}
-
-// ReadPasswordFile reads a password from the first line of a file (a final newline is not part
-// of it).
-func ReadPasswordFile(path string) (string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("read the password file: %w", err)
-	}
-	line, _, _ := strings.Cut(string(data), "\n")
-	line = strings.TrimSuffix(line, "\r")
-	if err := checkNewPassword(line); err != nil {
-		return "", fmt.Errorf("the password file %s: %w", path, err)
-	}
-	return line, nil
-}
-
-// Record appends an entry to the audit log: by did action to target; detail is marshalled to
-// a JSON object (with by.Via added) and must hold no secret.
-func (s *Service) Record(ctx context.Context, by Actor, action, target string, detail map[string]any) error {
-	if detail == nil {
-		detail = map[string]any{}
-	}
-	if by.Via != "" {
-		detail["via"] = by.Via
-	}
-	raw, err := json.Marshal(detail)
-	if err != nil {
-		return fmt.Errorf("audit %s: %w", action, err)
-	}
-	_, err = s.st.AppendAudit(ctx, store.AuditEntry{ActorPerson: by.PersonID, ActorName: by.PersonName, ActorKey: by.Key,
-		Action: action, Target: target, Detail: raw})
-	return err
-}
-
-// Audit lists the audit log, newest first.
-func (s *Service) Audit(ctx context.Context, q store.AuditQuery) ([]store.AuditEntry, error) {
-	return s.st.Audit(ctx, q)
 }
 
 func personOf(r store.Person) Person {
