@@ -28,6 +28,7 @@ import (
 	"github.com/superfluid/superfluid/server/metrics"
 	"github.com/superfluid/superfluid/server/ollama"
 	"github.com/superfluid/superfluid/server/openai"
+	"github.com/superfluid/superfluid/server/people"
 )
 
 // Config tunes the HTTP layer.
@@ -80,6 +81,9 @@ type Config struct {
 	// Lanes, in team mode, serves the lanes' admin routes (lanes_routes.go) over Devices.
 	Lanes   *lanes.Manager
 	Devices []lanes.Device
+	// People serves team mode's admin API (/v1/admin/users, /v1/admin/audit, /v1/admin/keys;
+	// people_routes.go); nil (single-user mode) serves none of it.
+	People *people.Service
 	// InstanceID names this server in forwarding (via.go); "" is forward.ProcessInstance().
 	InstanceID string
 }
@@ -120,11 +124,14 @@ func New(cfg Config, svc *core.Service) http.Handler {
 	ollama.Routes(r, svc, ollama.Options{WriteTimeout: writeTimeout})
 	usageRoutes(r, svc)
 	anthropic.Routes(r, svc, anthropic.Options{KeepAlive: cfg.KeepAlive, WriteTimeout: writeTimeout})
-	if cfg.Keys != nil {
+	if cfg.Keys != nil && cfg.People == nil {
 		keyRoutes(r, cfg.Keys)
 	}
 	if cfg.Lanes != nil {
 		laneRoutes(r, cfg.Lanes, cfg.Devices)
+	}
+	if cfg.People != nil { // team mode: the keys routes too, audited
+		peopleRoutes(r, cfg.People, cfg.Keys)
 	}
 	r.NoRoute(func(c *gin.Context) {
 		writeError(c, &dialect.Refusal{Status: http.StatusNotFound, Message: fmt.Sprintf("unknown route %s %s", c.Request.Method, c.Request.URL.Path)})
