@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -21,9 +22,9 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/superfluid/superfluid/server"
+	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/forward"
-	"github.com/superfluid/superfluid/server/servertest"
 )
 
 // startServeProcess runs `superfluid serve` (this test binary's CLI) on model in a process of
@@ -202,10 +203,28 @@ func TestOpenAILaneE2E(t *testing.T) {
 	upstreamURL := startServeProcess(t, testModel, "--ctx", "1024", "--parallel", "2")
 	cfg := testConfig(t, testModel)
 	cfg.Team = true
-	_, srv := startServer(t, cfg, false)
+	a, srv := startServer(t, cfg, false)
+	// Team mode takes keys only: one for its first admin.
+	key, _, err := a.Keys().Create(context.Background(), auth.NewKey{Name: "admin-key", Person: "admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	do := func(method, path, body string) (int, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
 	lane := func(name string) map[string]any {
 		t.Helper()
-		_, b := servertest.Do(t, "GET", srv.URL+"/v1/admin/lanes", "")
+		_, b := do("GET", "/v1/admin/lanes", "")
 		var v struct{ Data []map[string]any }
 		_ = json.Unmarshal(b, &v)
 		for _, l := range v.Data {
@@ -218,8 +237,8 @@ func TestOpenAILaneE2E(t *testing.T) {
 	}
 	add := func(body string) {
 		t.Helper()
-		if resp, b := servertest.Do(t, "POST", srv.URL+"/v1/admin/lanes", body); resp.StatusCode != 201 {
-			t.Fatalf("add lane: %d %s", resp.StatusCode, b)
+		if code, b := do("POST", "/v1/admin/lanes", body); code != 201 {
+			t.Fatalf("add lane: %d %s", code, b)
 		}
 	}
 	add(`{"name": "up", "engine": "openai", "model": "remote-stories", "url": "` + upstreamURL + `/v1", "served_model": "` + modelID(testModel) + `"}`)
@@ -231,7 +250,7 @@ func TestOpenAILaneE2E(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	client := sdk(srv.URL)
+	client := keyClient(srv.URL, key)
 	stream := client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "remote-stories",
 		MaxTokens: openai.Int(12), Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Once upon a time")}})
 	var acc openai.ChatCompletionAccumulator
