@@ -20,6 +20,7 @@ import (
 	"github.com/superfluid/superfluid/server/anthropic"
 	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/batches"
+	"github.com/superfluid/superfluid/server/bookings"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/dialect"
 	"github.com/superfluid/superfluid/server/metrics"
@@ -74,6 +75,8 @@ type Config struct {
 	NonstreamKeepalive time.Duration
 	// Batches serves the Files and Batches APIs (/v1/files, /v1/batches); nil keeps no files.
 	Batches *batches.Service
+	// Bookings serves team mode's bookings (/v1/bookings, /v1/admin/bookings); nil serves none.
+	Bookings *bookings.Service
 }
 
 // DefaultWriteTimeout is how long one frame of a streamed reply may take to write when the
@@ -113,6 +116,9 @@ func New(cfg Config, svc *core.Service) http.Handler {
 	anthropic.Routes(r, svc, anthropic.Options{KeepAlive: cfg.KeepAlive, WriteTimeout: writeTimeout})
 	if cfg.Keys != nil {
 		keyRoutes(r, cfg.Keys)
+	}
+	if cfg.Bookings != nil {
+		bookingRoutes(r, cfg.Bookings)
 	}
 	r.NoRoute(func(c *gin.Context) {
 		writeError(c, &dialect.Refusal{Status: http.StatusNotFound, Message: fmt.Sprintf("unknown route %s %s", c.Request.Method, c.Request.URL.Path)})
