@@ -153,6 +153,9 @@ func TestBookingRoutes(t *testing.T) {
 	if res, _ := bs.do(t, bs.bob, "GET", "/v1/admin/bookings", ""); res.StatusCode != 403 {
 		t.Errorf("member on the admin list: %d", res.StatusCode)
 	}
+	if res, body := bs.do(t, bs.root, "GET", "/v1/admin/bookings?state=bogus", ""); res.StatusCode != 400 {
+		t.Errorf("unknown state: %d %v, want 400", res.StatusCode, body)
+	}
 	if _, body := bs.do(t, bs.root, "GET", "/v1/admin/bookings?state=approved", ""); len(body["data"].([]any)) != 1 {
 		t.Errorf("approved bookings: %v, want alice's", body)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/llm"
@@ -94,6 +95,11 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Booking, error) {
 	p, now := PersonFrom(ctx), s.now()
 	if q.All && !p.Admin {
 		return nil, adminRequired("only an admin may list everyone's bookings")
+	}
+	for _, st := range q.States {
+		if !slices.Contains([]string{Pending, Approved, Rejected, Cancelled, Ended}, st) {
+			return nil, fmt.Errorf("%w: unknown booking state %q; use pending, approved, rejected, cancelled or ended", llm.ErrInvalidInput, st)
+		}
 	}
 	if err := s.endDue(ctx, now); err != nil {
 		return nil, err
