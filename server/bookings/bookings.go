@@ -76,22 +76,26 @@ type Config struct {
 	// Audit records every booking, approval, rejection, cancellation and end; nil records
 	// nothing.
 	Audit AuditFunc
-	// LaneDevice says which device a lane is on, or fails for a lane that does not exist (its
-	// error is returned as it is). nil takes the device given with the booking ("" when none).
-	LaneDevice func(ctx context.Context, lane string) (device string, err error)
+	// ResolveLane finds a lane by name or id: its id (what a booking stores) and the device it
+	// is on; it fails for a lane that does not exist (its error is returned as it is). nil takes
+	// the lane as given and the device given with the booking ("" when none).
+	ResolveLane func(ctx context.Context, nameOrID string) (LaneRef, error)
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 }
+
+// LaneRef is a lane as a booking names it: its id and its device.
+type LaneRef struct{ ID, Device string }
 
 // PastGrace is how far in the past a booking may start (a "now" typed a moment ago).
 const PastGrace = time.Minute
 
 // Service books, decides and lists bookings. It is safe for concurrent use.
 type Service struct {
-	st         *store.Store
-	audit      AuditFunc
-	laneDevice func(context.Context, string) (string, error)
-	now        func() time.Time
+	st          *store.Store
+	audit       AuditFunc
+	resolveLane func(context.Context, string) (LaneRef, error)
+	now         func() time.Time
 
 	mu      sync.Mutex
 	policy  Policy
@@ -106,7 +110,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Service{st: cfg.Store, audit: cfg.Audit, laneDevice: cfg.LaneDevice, now: cfg.Now, policy: cfg.Policy,
+	return &Service{st: cfg.Store, audit: cfg.Audit, resolveLane: cfg.ResolveLane, now: cfg.Now, policy: cfg.Policy,
 		changed: make(chan struct{})}, nil
 }
 
@@ -168,18 +172,18 @@ func (s *Service) Book(ctx context.Context, nb NewBooking) (Booking, error) {
 	if err := s.checkWindow(nb, policy, now); err != nil {
 		return Booking{}, err
 	}
-	device := nb.Device
-	if nb.Lane != "" && s.laneDevice != nil {
-		d, err := s.laneDevice(ctx, nb.Lane)
+	lane, device := nb.Lane, nb.Device
+	if lane != "" && s.resolveLane != nil {
+		ref, err := s.resolveLane(ctx, lane)
 		if err != nil {
 			return Booking{}, err
 		}
-		if device != "" && device != d {
-			return Booking{}, fmt.Errorf("%w: lane %s is on device %s, not %s", llm.ErrInvalidInput, nb.Lane, d, device)
+		if device != "" && device != ref.Device {
+			return Booking{}, fmt.Errorf("%w: lane %s is on device %s, not %s", llm.ErrInvalidInput, nb.Lane, ref.Device, device)
 		}
-		device = d
+		lane, device = ref.ID, ref.Device
 	}
-	b := Booking{ID: newID(), PersonID: p.ID, PersonName: p.Name, Lane: nb.Lane, Device: device, Model: nb.Model,
+	b := Booking{ID: newID(), PersonID: p.ID, PersonName: p.Name, Lane: lane, Device: device, Model: nb.Model,
 		Start: nb.Start.UTC(), End: nb.End.UTC(), State: Approved, CreatedAt: now}
 	if policy.NeedsApproval && !p.Admin {
 		b.State = Pending

@@ -67,12 +67,16 @@ func newFixture(t *testing.T, p Policy) *fixture {
 	t.Cleanup(func() { st.Close() })
 	f := &fixture{audit: &auditLog{}, now: t0}
 	lanes := map[string]string{"a": "gpu0", "b": "gpu0", "c": "gpu1"}
+	ids := map[string]string{"lane-a": "a"} // a lane named by its id
 	f.svc, err = New(Config{Store: st, Policy: p, Audit: f.audit.record, Now: f.clock,
-		LaneDevice: func(_ context.Context, lane string) (string, error) {
-			if d, ok := lanes[lane]; ok {
-				return d, nil
+		ResolveLane: func(_ context.Context, lane string) (LaneRef, error) {
+			if name, ok := ids[lane]; ok {
+				lane = name
 			}
-			return "", &llm.StatusError{Status: http.StatusNotFound, Code: "lane_not_found", Message: "no lane " + lane}
+			if d, ok := lanes[lane]; ok {
+				return LaneRef{ID: "lane-" + lane, Device: d}, nil
+			}
+			return LaneRef{}, &llm.StatusError{Status: http.StatusNotFound, Code: "lane_not_found", Message: "no lane " + lane}
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -117,6 +121,7 @@ func TestBookRefusals(t *testing.T) {
 		{"too long", NewBooking{Lane: "b", Start: t0.Add(h), End: t0.Add(5*h + time.Second)}, 400, ""},
 		{"unknown lane", NewBooking{Lane: "zz", Start: t0.Add(h), End: t0.Add(2 * h)}, 404, "lane_not_found"},
 		{"wrong device for the lane", NewBooking{Lane: "a", Device: "gpu1", Start: t0.Add(3 * h), End: t0.Add(4 * h)}, 400, ""},
+		{"same lane by id, overlapping", NewBooking{Lane: "lane-a", Start: t0.Add(h), End: t0.Add(90 * time.Minute)}, 409, "booking_conflict"},
 		{"same lane overlapping", NewBooking{Lane: "a", Start: t0.Add(h), End: t0.Add(3 * h)}, 409, "booking_conflict"},
 		{"whole device over the lane", NewBooking{Device: "gpu0", Start: t0.Add(h), End: t0.Add(3 * h)}, 409, "booking_conflict"},
 		{"past the weekly hours", NewBooking{Lane: "b", Start: t0.Add(3 * h), End: t0.Add(7 * h)}, 429, "quota_exceeded"},
@@ -146,8 +151,8 @@ func TestApprovalFlow(t *testing.T) {
 	f := newFixture(t, Policy{NeedsApproval: true})
 	alice, bob, root := as("alice", false), as("bob", false), as("root", true)
 	b, err := f.svc.Book(alice, NewBooking{Lane: "a", Start: t0.Add(time.Hour), End: t0.Add(2 * time.Hour)})
-	if err != nil || b.State != Pending || b.Device != "gpu0" || b.PersonName != "alice" {
-		t.Fatalf("book: %+v, %v; want pending on gpu0", b, err)
+	if err != nil || b.State != Pending || b.Lane != "lane-a" || b.Device != "gpu0" || b.PersonName != "alice" {
+		t.Fatalf("book: %+v, %v; want pending on lane-a, gpu0", b, err)
 	}
 	// A pending booking holds its window already.
 	if _, err := f.svc.Book(bob, NewBooking{Device: "gpu0", Start: t0, End: t0.Add(90 * time.Minute)}); !isCode(err, "booking_conflict") {
