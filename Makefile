@@ -55,7 +55,15 @@ AGENTS_HASH := $(shell cat scripts/agents/package.json scripts/agents/package-lo
 AGENTS_DIR  := $(HOME)/.cache/superfluid/agents/$(AGENTS_HASH)
 export SUPERFLUID_AGENTS ?= $(AGENTS_DIR)/node_modules/.bin
 
-.PHONY: all setup agents build portable run test test-short gotest fuzz bench screenshots package clean
+# The real Ollama server the peer tests run as an upstream (app/peertest), built by `make peers`
+# from the github.com/ollama/ollama module go.mod pins, into a cache folder named by that version
+# (outside the checkout, so a clone shares it). The tests find it through SUPERFLUID_OLLAMA (and
+# skip, saying why, when it is absent).
+OLLAMA_VERSION := $(shell $(GO) list -m -f '{{.Version}}' github.com/ollama/ollama 2>/dev/null)
+PEERS_DIR      := $(HOME)/.cache/superfluid/peers/ollama-$(OLLAMA_VERSION)
+export SUPERFLUID_OLLAMA ?= $(PEERS_DIR)/ollama
+
+.PHONY: all setup agents peers build portable run test test-short gotest fuzz bench screenshots package clean
 all: build
 
 setup:
@@ -77,7 +85,14 @@ run: build
 agents:
 	@bash scripts/agents/install.sh $(AGENTS_DIR)
 
-test: setup agents
+# peers: build the pinned Ollama server for the peer tests (a no-op when built; never fails:
+# without it their tests skip). With make's cgo flags, so the llama.cpp build cache is reused.
+peers: setup
+	@GO='$(GO)' bash scripts/peers/build-ollama.sh $(PEERS_DIR) $(OLLAMA_VERSION) $(GOFLAGS_BUILD)
+
+# test: gofmt, vet and every test; bin/superfluid is built first, for the tests that start it as a
+# real process (runtime/supervise runs it as a supervised `command` engine).
+test: setup agents peers build
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "not gofmt-formatted: $$unformatted"; exit 1; fi
 	$(GO) vet $(GOFLAGS_BUILD) ./...

@@ -38,6 +38,7 @@ type App struct {
 	stopMetrics func()
 	keys        *auth.Keyring // API keys (access.go)
 	bind        *server.Bind  // the host the server listens on, for the Host check
+	team        *team         // team mode's lanes (team.go); nil outside it
 
 	mu      sync.Mutex
 	workers map[string]*worker.Client // by model path (generation workers)
@@ -89,7 +90,7 @@ func (a *App) startBackground() error {
 		return fmt.Errorf("start the batch runner: %w", err)
 	}
 	a.keys.Start() // keys made or revoked by superfluid keys apply here within auth.DefaultRefresh
-	return nil
+	return a.team.start()
 }
 
 // Open opens the library (openLibrary: the store, the catalog, registering the bundled model
@@ -147,10 +148,12 @@ func (a *App) build() error {
 		Files: batches.FilesConfig{Dir: filesDir(cfg.DataDir), MaxBytes: cfg.FilesMaxBytes, Expiry: cfg.FilesExpiry}}, a.svc, st)
 	a.metrics.WatchService(a.svc)
 	a.stopMetrics = a.metrics.Watch(a.svc)
+	a.buildTeam()
 	a.handler = server.New(server.Config{KeepAlive: cfg.KeepAlive, WriteTimeout: cfg.WriteTimeout, TrustedProxies: cfg.TrustedProxies,
 		CompletionBurst: cfg.CompletionBurst, CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline,
 		Metrics: a.metrics, Keys: a.keys, Bind: a.bind, CORSOrigins: corsOrigins(cfg),
-		Limits: serverLimits(cfg), AllowBatchInvariant: cfg.AllowBatchInvariant, NonstreamKeepalive: cfg.NonstreamKeepalive, Batches: a.batches}, a.svc)
+		Limits: serverLimits(cfg), AllowBatchInvariant: cfg.AllowBatchInvariant, NonstreamKeepalive: cfg.NonstreamKeepalive, Batches: a.batches,
+		Lanes: a.team.lanesManager(), Devices: a.team.laneDevices()}, a.svc)
 	return nil
 }
 
@@ -306,6 +309,7 @@ func (a *App) close() error {
 	if err := a.batches.StopBackground(ctx); err != nil {
 		slog.Warn("the batch runner did not stop in time", "err", err)
 	}
+	a.team.close(ctx)   // lanes drain their requests and let their engines go
 	a.mgr.Close()       // loads are refused from here on; requests still running end with an engine failure...
 	a.preloading.Wait() // (the preload, refused too, is done)
 	_ = a.svc.Wait(ctx) // ...and are recorded before the store drains its queue and closes

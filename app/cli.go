@@ -71,6 +71,7 @@ the server alone.`,
 		newAddCommand(),
 		newRemoveCommand(),
 		newKeysCommand(),
+		newLanesCommand(),
 		newUsageCommand(),
 		newBookingsCommand(),
 	)

@@ -40,6 +40,7 @@ first when it is not in the catalog).`,
 		},
 	}
 	serverFlags(cmd.Flags(), &cfg)
+	teamFlags(cmd.Flags(), &cfg)
 	cmd.Flags().BoolVar(&verbose, "verbose", false, "show llama.cpp's log (the worker's stderr); failures quote its last line either way")
 	return cmd
 }

@@ -74,6 +74,8 @@ type Config struct {
 	// InsecureOpen lets the server listen on a non-loopback address without any API key
 	// (--insecure-open); otherwise it refuses to start there.
 	InsecureOpen bool
+	// Team is team mode (--team): lanes routed by the model field (team.go).
+	Team bool
 	// CORSOrigins are browser origins answered besides the localhost ones (--cors-origins).
 	CORSOrigins []string
 	// RateLimitIP is the requests a minute one client address may send (--rate-limit-ip);

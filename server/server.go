@@ -23,6 +23,7 @@ import (
 	"github.com/superfluid/superfluid/server/bookings"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/dialect"
+	"github.com/superfluid/superfluid/server/lanes"
 	"github.com/superfluid/superfluid/server/metrics"
 	"github.com/superfluid/superfluid/server/ollama"
 	"github.com/superfluid/superfluid/server/openai"
@@ -75,6 +76,9 @@ type Config struct {
 	NonstreamKeepalive time.Duration
 	// Batches serves the Files and Batches APIs (/v1/files, /v1/batches); nil keeps no files.
 	Batches *batches.Service
+	// Lanes, in team mode, serves the lanes' admin routes (lanes_routes.go) over Devices.
+	Lanes   *lanes.Manager
+	Devices []lanes.Device
 	// Bookings serves team mode's bookings (/v1/bookings, /v1/admin/bookings); nil serves none.
 	Bookings *bookings.Service
 }
@@ -116,6 +120,9 @@ func New(cfg Config, svc *core.Service) http.Handler {
 	anthropic.Routes(r, svc, anthropic.Options{KeepAlive: cfg.KeepAlive, WriteTimeout: writeTimeout})
 	if cfg.Keys != nil {
 		keyRoutes(r, cfg.Keys)
+	}
+	if cfg.Lanes != nil {
+		laneRoutes(r, cfg.Lanes, cfg.Devices)
 	}
 	if cfg.Bookings != nil {
 		bookingRoutes(r, cfg.Bookings)

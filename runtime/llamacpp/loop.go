@@ -11,8 +11,10 @@ import (
 type lane struct {
 	id    int
 	cache []int
-	job   *job
-	next  int // the sampled token to feed on the next tick (decode phase)
+	// partition is the llm.Request.CachePartition of the requests that computed cache.
+	partition string
+	job       *job
+	next      int // the sampled token to feed on the next tick (decode phase)
 	// fed is what this tick put in the batch for the lane; logitIndex the batch row whose
 	// logits it samples from afterwards, or -1.
 	fed        []int

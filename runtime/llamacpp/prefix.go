@@ -58,7 +58,7 @@ func (e *Engine) place(j *job) bool {
 		if l.job != nil {
 			continue
 		}
-		if c := commonPrefix(l.cache, j.prompt); c > freeCommon || (c == freeCommon && l.lastUsed < free.lastUsed) {
+		if c := reusable(l, l.cache, j); c > freeCommon || (c == freeCommon && l.lastUsed < free.lastUsed) {
 			free, freeCommon = l, c
 		}
 	}
@@ -71,12 +71,12 @@ func (e *Engine) place(j *job) bool {
 		if l.job == nil {
 			continue
 		}
-		computed := commonPrefix(l.cache, j.prompt)
+		computed := reusable(l, l.cache, j)
 		if computed > donorCommon {
 			donor, donorCommon = l, computed
 		}
 		// The busy lane will compute more of this prompt soon: wait rather than duplicate it.
-		if planned := commonPrefix(l.job.prompt, j.prompt); planned > computed && planned-max(freeCommon, computed) >= minShare {
+		if planned := reusable(l, l.job.prompt, j); planned > computed && planned-max(freeCommon, computed) >= minShare {
 			return false
 		}
 	}
@@ -88,6 +88,15 @@ func (e *Engine) place(j *job) bool {
 	}
 	e.start(free, j, freeCommon)
 	return true
+}
+
+// reusable is how much of j's prompt lane l's tokens (its cache, or its job's prompt) may
+// serve: their common prefix, or nothing when l works for another cache partition.
+func reusable(l *lane, tokens []int, j *job) int {
+	if l.partition != j.req.CachePartition {
+		return 0
+	}
+	return commonPrefix(tokens, j.prompt)
 }
 
 // evictable is the free lane whose cache was used least recently.
@@ -108,6 +117,7 @@ func (e *Engine) copyPrefix(src, dst *lane, n int) {
 	e.lctx.KvCacheSeqCp(src.id, dst.id, -1, -1)
 	e.lctx.KvCacheSeqRm(dst.id, n, -1)
 	dst.cache = append(dst.cache[:0], src.cache[:n]...)
+	dst.partition = src.partition
 	e.stats.copies++
 }
 
@@ -121,6 +131,7 @@ func (e *Engine) start(l *lane, j *job, common int) {
 	}
 	e.clock++
 	l.cache = l.cache[:common]
+	l.partition = j.req.CachePartition
 	l.job, l.logitIndex, l.lastUsed = j, -1, e.clock
 	j.lane, j.cached, j.started = l.id, common, time.Now()
 	e.stats.requests++

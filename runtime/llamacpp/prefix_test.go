@@ -147,3 +147,33 @@ func TestNoCache(t *testing.T) {
 		t.Fatalf("cached %d, computed %d; want 0 and 100", r.done.Usage.CachedTokens, totals(t, e).PrefillComputed-before)
 	}
 }
+
+// TestCachePartitions: a prompt another partition computed is not served from the cache (no
+// cached tokens, no copy from its lane, no waiting for it), and each partition keeps its own.
+func TestCachePartitions(t *testing.T) {
+	e := loadOwn(t, 2)
+	prompt := textOfLength(t, e, 100)
+	as := func(partition string) *llm.Request {
+		r := greedy(prompt, 2)
+		r.CachePartition = partition
+		return r
+	}
+	alice := mustGenerate(t, e, as("alice"))
+	before := totals(t, e).PrefillComputed
+	bob := mustGenerate(t, e, as("bob"))
+	if bob.done.Usage.CachedTokens != 0 || totals(t, e).PrefillComputed-before != 100 {
+		t.Fatalf("another partition's prompt: cached %d, computed %d; want 0 and 100", bob.done.Usage.CachedTokens, totals(t, e).PrefillComputed-before)
+	}
+	if bob.started.Lane == alice.started.Lane {
+		t.Errorf("bob took alice's lane %d while another was free; her cache is gone", alice.started.Lane)
+	}
+	for _, who := range []string{"alice", "bob"} {
+		r := mustGenerate(t, e, as(who))
+		if r.done.Usage.CachedTokens != r.done.Usage.PromptTokens-1 {
+			t.Errorf("%s again: cached %d of %d, want all but the last", who, r.done.Usage.CachedTokens, r.done.Usage.PromptTokens)
+		}
+	}
+	if r := mustGenerate(t, e, greedy(prompt, 2)); r.done.Usage.CachedTokens != 0 {
+		t.Errorf("no partition after two named ones: cached %d, want 0", r.done.Usage.CachedTokens)
+	}
+}

@@ -68,6 +68,11 @@ type Request struct {
 	// NoCache computes the whole prompt even when a lane holds its prefix (llama.cpp's
 	// cache_prompt=false; benchmarks use it to measure cold prefill).
 	NoCache bool `json:"no_cache,omitempty"`
+	// CachePartition keeps prefixes apart: a request reuses (or waits for, or copies) only
+	// what requests of its own partition computed, so cached token counts and timings never
+	// tell one tenant that another sent the same prompt (team mode partitions by person).
+	// "" is one partition, as before.
+	CachePartition string `json:"cache_partition,omitempty"`
 	// Deadline, when set, cuts the generation: past it the engine finishes with "length" and
 	// Done.Expired (the completion scheduling class, --completion-deadline-ms).
 	Deadline time.Time `json:"deadline,omitzero"`

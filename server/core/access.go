@@ -21,6 +21,9 @@ var ErrAdminRequired = errors.New("admin key required")
 // project key without access: the answer does not say which models exist. Without keys it is
 // Model.
 func (s *Service) ModelFor(ctx context.Context, name string) (*Model, error) {
+	if s.router != nil {
+		return s.router.Route(ctx, name)
+	}
 	m, err := s.Model(name)
 	id, _ := auth.FromContext(ctx)
 	if id == nil || len(id.Models) == 0 {
@@ -50,6 +53,9 @@ func (s *Service) ModelFor(ctx context.Context, name string) (*Model, error) {
 
 // VisibleModels lists the models the request's key may use (all of them without keys).
 func (s *Service) VisibleModels(ctx context.Context) []*Model {
+	if s.router != nil {
+		return s.router.Visible(ctx)
+	}
 	all := s.Models()
 	id, _ := auth.FromContext(ctx)
 	if id == nil || len(id.Models) == 0 {

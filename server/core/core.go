@@ -112,6 +112,10 @@ type Config struct {
 	Observer Observer
 	// QoS tunes the scheduling classes.
 	QoS QoSConfig
+	// IsolateCache partitions the engines' prefix caches by caller (the person in team mode,
+	// else the key; llm.Request.CachePartition), so cached_tokens and x-superfluid-warm never
+	// reveal that someone else sent the same prompt.
+	IsolateCache bool
 }
 
 // Service is the core.
@@ -125,6 +129,7 @@ type Service struct {
 	// running counts the generation requests between their start and their record, so a
 	// shutdown can wait for their records before closing the store.
 	running sync.WaitGroup
+	router  Router // resolves names instead of lib when set (route.go)
 }
 
 // Wait blocks until every generation request has been recorded, or ctx ends.

@@ -160,6 +160,9 @@ func (s *Service) generate(ctx context.Context, m *Model, g *generation, n int, 
 			return nil, err
 		}
 	}
+	if s.cfg.IsolateCache {
+		gen.CachePartition = fairOwner(ctx)
+	}
 	release, err := s.prepare(ctx, m, gen, n)
 	if err != nil {
 		return nil, err

@@ -114,11 +114,18 @@ type qosGate struct {
 	// too: background's fair share is counted in contended grants only, so requests that find
 	// a lane free never hand background the lane kept for them.
 	skipped int
+	// served is when each owner (person, else key) was last granted, in grants (seq): within
+	// a class the owner served longest ago goes first, so one person's 50 parallel requests
+	// cannot starve another's one. Requests without keys share one owner: first come, first
+	// served.
+	served map[string]uint64
+	seq    uint64
 }
 
 type qosWaiter struct {
 	units   int
 	class   qos.Class
+	owner   string        // fairOwner
 	ready   chan struct{} // closed when granted
 	granted bool
 	queued  bool // not granted on arrival: it waits for a lane
@@ -133,7 +140,7 @@ func (g *qosGate) acquire(ctx context.Context, class qos.Class, units, lanes, re
 	}
 	units = min(max(units, 1), lanes)
 	class = min(max(class, qos.Background), qos.Interactive)
-	w := &qosWaiter{units: units, class: class, ready: make(chan struct{})}
+	w := &qosWaiter{units: units, class: class, owner: fairOwner(ctx), ready: make(chan struct{})}
 	start := time.Now()
 	g.mu.Lock()
 	g.lanes = lanes
@@ -156,13 +163,7 @@ func (g *qosGate) acquire(ctx context.Context, class qos.Class, units, lanes, re
 	if w.granted { // granted while ctx ended: give the lanes back
 		g.used -= w.units
 	} else {
-		q := g.waiting[class]
-		for i, o := range q {
-			if o == w {
-				g.waiting[class] = append(q[:i:i], q[i+1:]...)
-				break
-			}
-		}
+		g.remove(w)
 	}
 	g.dispatch(reserve) // the head of a queue may have changed
 	g.mu.Unlock()
@@ -176,7 +177,12 @@ func (g *qosGate) dispatch(reserve int) {
 		if w == nil {
 			return
 		}
-		g.waiting[w.class] = g.waiting[w.class][1:]
+		g.remove(w)
+		g.seq++
+		if g.served == nil {
+			g.served = map[string]uint64{}
+		}
+		g.served[w.owner] = g.seq
 		if w.class == qos.Background {
 			g.skipped = 0
 		} else if w.queued && len(g.waiting[qos.Background]) > 0 {
@@ -194,16 +200,13 @@ func (g *qosGate) dispatch(reserve int) {
 // reserve free, or when its fair share is due.
 func (g *qosGate) next(reserve int) *qosWaiter {
 	free := g.lanes - g.used
-	var bg *qosWaiter
-	if q := g.waiting[qos.Background]; len(q) > 0 {
-		bg = q[0]
-	}
+	bg := g.head(qos.Background)
 	for c := qos.Interactive; c > qos.Background; c-- {
-		if q := g.waiting[c]; len(q) > 0 {
+		if head := g.head(c); head != nil {
 			if bg != nil && g.skipped >= FairShare-1 {
 				return fits(bg, free) // background's turn: hold the lanes for it
 			}
-			return fits(q[0], free)
+			return fits(head, free)
 		}
 	}
 	if bg == nil {
@@ -213,6 +216,39 @@ func (g *qosGate) next(reserve int) *qosWaiter {
 		free -= min(reserve, g.lanes-1)
 	}
 	return fits(bg, free)
+}
+
+// head is the next of class c's waiters: the first of the owner served longest ago (never
+// served counts as longest), so owners take turns; nil when none waits. g.mu is held.
+func (g *qosGate) head(c qos.Class) *qosWaiter {
+	var best *qosWaiter
+	for _, w := range g.waiting[c] {
+		if best == nil || g.served[w.owner] < g.served[best.owner] {
+			best = w
+		}
+	}
+	return best
+}
+
+// remove takes w out of its class's queue, keeping the others' order. g.mu is held.
+func (g *qosGate) remove(w *qosWaiter) {
+	q := g.waiting[w.class]
+	for i, o := range q {
+		if o == w {
+			g.waiting[w.class] = append(q[:i:i], q[i+1:]...)
+			return
+		}
+	}
+}
+
+// fairOwner is who a generation is fair-shared as: the key's person in team mode, else the
+// key; "" without keys (everyone one owner).
+func fairOwner(ctx context.Context) string {
+	id, ok := auth.FromContext(ctx)
+	if !ok || id == nil {
+		return ""
+	}
+	return "key:" + id.ID
 }
 
 func fits(w *qosWaiter, free int) *qosWaiter {

@@ -1,0 +1,104 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/spf13/pflag"
+
+	"github.com/superfluid/superfluid/runtime/backends"
+	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/lanes"
+)
+
+// teamFlags declares team mode's switch (serve).
+func teamFlags(fs *pflag.FlagSet, cfg *Config) {
+	fs.BoolVar(&cfg.Team, "team", cfg.Team, "team mode: serve the lanes stored in the data directory (superfluid lanes add) and route requests to them by their model field")
+}
+
+// laneEngines build the lane engines of the kinds app does not build itself (local is
+// team.go's): the forwarding engine (openai) and the supervised server process (command)
+// register theirs here, from their own files, in an init function.
+var laneEngines = map[lanes.Kind]func(a *App) lanes.EngineFactory{}
+
+// team is team mode's serving floor: the machine's devices and the lanes on them, whose
+// router resolves every model name the core is asked for.
+type team struct {
+	devices []lanes.Device
+	lanes   *lanes.Manager
+}
+
+// buildTeam, in team mode, builds the lanes over the core and makes their router the core's.
+func (a *App) buildTeam() {
+	if !a.cfg.Team {
+		return
+	}
+	t := &team{devices: lanes.Devices(backends.Detect())}
+	factories := map[lanes.Kind]lanes.EngineFactory{lanes.Local: a.localLane}
+	for kind, newFactory := range laneEngines {
+		factories[kind] = newFactory(a)
+	}
+	t.lanes = lanes.NewManager(lanes.Config{Store: a.store, Devices: t.devices, Catalog: a.svc,
+		Factory: func(ctx context.Context, spec lanes.Spec) (*core.Model, func(), error) {
+			build := factories[lanes.Kind(spec.Lane.Engine)]
+			if build == nil {
+				return nil, nil, fmt.Errorf("this build has no %s engine", spec.Lane.Engine)
+			}
+			return build(ctx, spec)
+		}})
+	// Bookings reach the router as lanes.Reservations; none are wired here yet, so no lane is booked.
+	a.svc.SetRouter(lanes.NewRouter(t.lanes, nil, a.svc))
+	a.team = t
+}
+
+// localLane serves a catalog model on the built-in worker: the lane is unavailable while it
+// loads, and the model is unloaded when the lane lets it go.
+func (a *App) localLane(ctx context.Context, spec lanes.Spec) (*core.Model, func(), error) {
+	m, err := a.svc.LoadModel(ctx, spec.Lane.Model)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, func() {
+		if _, err := a.svc.UnloadModel(context.Background(), m.ID); err != nil {
+			slog.Warn("unloading a lane's model", "model", m.ID, "err", err)
+		}
+	}, nil
+}
+
+// lanesManager and laneDevices are what the router serves at /v1/admin/lanes (nil outside
+// team mode).
+func (t *team) lanesManager() *lanes.Manager {
+	if t == nil {
+		return nil
+	}
+	return t.lanes
+}
+
+func (t *team) laneDevices() []lanes.Device {
+	if t == nil {
+		return nil
+	}
+	return t.devices
+}
+
+// start starts the stored lanes' engines.
+func (t *team) start() error {
+	if t == nil {
+		return nil
+	}
+	if err := t.lanes.Start(context.Background()); err != nil {
+		return fmt.Errorf("start the lanes: %w", err)
+	}
+	return nil
+}
+
+// close drains the lanes and releases their engines, until ctx ends.
+func (t *team) close(ctx context.Context) {
+	if t == nil {
+		return
+	}
+	if err := t.lanes.Close(ctx); err != nil {
+		slog.Warn("the lanes did not drain in time", "err", err)
+	}
+}

@@ -1,0 +1,45 @@
+package core
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/superfluid/superfluid/server/auth"
+	"github.com/superfluid/superfluid/server/core/qos"
+)
+
+// TestQoSGateFairShare: within a class the gate grants by owner in turn (round-robin by key,
+// the person in team mode), so one owner's many queued requests cannot starve another's one;
+// without keys everyone is one owner and arrival order holds (TestQoSGateOrder).
+func TestQoSGateFairShare(t *testing.T) {
+	as := func(id string) context.Context { return auth.NewContext(context.Background(), &auth.Identity{ID: id}) }
+	tests := []struct {
+		name    string
+		holder  string
+		waiters []string // owner/name, in arrival order
+		want    []string
+	}{
+		{"one owner's many, then another's one", "a",
+			[]string{"a/a1", "a/a2", "a/a3", "a/a4", "a/a5", "b/b1"}, []string{"b1", "a1", "a2", "a3", "a4", "a5"}},
+		{"owners take turns", "c",
+			[]string{"a/a1", "a/a2", "a/a3", "b/b1", "b/b2", "c/c1"}, []string{"a1", "b1", "c1", "a2", "b2", "a3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newGateRun(t, 1, 0)
+			hold, _, err := r.g.acquire(as(tt.holder), qos.Interactive, 1, r.lanes, r.reserve)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.waiters {
+				owner, name, _ := strings.Cut(w, "/")
+				r.join(as(owner), name, qos.Interactive, 1)
+			}
+			if got := r.order(hold, len(tt.waiters)); !slices.Equal(got, tt.want) {
+				t.Fatalf("granted %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,251 @@
+package lanes
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/superfluid/superfluid/server/store"
+)
+
+// Config is what a Manager needs.
+type Config struct {
+	Store *store.Store
+	// Devices are the machine's (Devices); a lane must name one.
+	Devices []Device
+	// Catalog holds the models a local lane may serve; nil accepts any name.
+	Catalog Catalog
+	// Factory builds lanes' engines. nil manages the rows only (the CLI, with no server
+	// running): nothing is started or drained.
+	Factory EngineFactory
+}
+
+// Manager keeps the lanes: their rows in the store and, with a Factory, their engines.
+type Manager struct {
+	cfg   Config
+	mu    sync.Mutex
+	lanes []*Lane // in creation order
+}
+
+// NewLane is a lane to add.
+type NewLane struct {
+	Name, Device string
+	Engine       Kind
+	Model        string
+	Config       store.LaneConfig
+	// UpstreamKey is sent to an openai engine; stored write-only.
+	UpstreamKey string
+}
+
+// NewManager is a manager over cfg; Start loads the stored lanes.
+func NewManager(cfg Config) *Manager { return &Manager{cfg: cfg} }
+
+// Start loads the stored lanes and starts each one's engine.
+func (m *Manager) Start(ctx context.Context) error {
+	rows, err := m.cfg.Store.Lanes(ctx)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, row := range rows {
+		l := newLane(row)
+		m.lanes = append(m.lanes, l)
+		m.switchLane(l, "")
+	}
+	return nil
+}
+
+// Lanes are the running lanes, in creation order.
+func (m *Manager) Lanes() []*Lane {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]*Lane(nil), m.lanes...)
+}
+
+// List is the stored lanes with their states (a Manager without a Factory reports each as
+// its row, unavailable).
+func (m *Manager) List(ctx context.Context) ([]Status, error) {
+	if m.cfg.Factory == nil {
+		rows, err := m.cfg.Store.Lanes(ctx)
+		out := make([]Status, 0, len(rows))
+		for _, r := range rows {
+			out = append(out, Status{Lane: r, State: Unavailable})
+		}
+		return out, err
+	}
+	var out []Status
+	for _, l := range m.Lanes() {
+		out = append(out, l.Status())
+	}
+	return out, nil
+}
+
+// Add stores a new lane and starts its engine. A duplicate name, an unknown device, engine
+// kind or (local) model, or an engine without what it needs is refused.
+func (m *Manager) Add(ctx context.Context, n NewLane) (Status, error) {
+	kind, err := ParseKind(string(n.Engine))
+	if err != nil {
+		return Status{}, err
+	}
+	if n.Name = strings.TrimSpace(n.Name); n.Name == "" || strings.ContainsAny(n.Name, "/ \t\n") {
+		return Status{}, fmt.Errorf("%w: a lane needs a name without spaces or slashes", ErrInvalidLane)
+	}
+	device, err := checkDevice(m.cfg.Devices, kind, n.Device)
+	if err != nil {
+		return Status{}, err
+	}
+	if n.Model, err = m.checkModel(kind, n.Model); err != nil {
+		return Status{}, err
+	}
+	switch {
+	case kind == OpenAI && n.Config.URL == "":
+		return Status{}, fmt.Errorf("%w: an openai lane needs --url, the server's base URL", ErrInvalidLane)
+	case kind == Command && n.Config.Command == "":
+		return Status{}, fmt.Errorf("%w: a command lane needs --command, the server's command line", ErrInvalidLane)
+	case kind != OpenAI && n.UpstreamKey != "":
+		return Status{}, fmt.Errorf("%w: only an openai lane sends an upstream key", ErrInvalidLane)
+	}
+	now := time.Now().UTC()
+	row := store.Lane{ID: newID(), Name: n.Name, Device: device, Engine: string(kind), Model: n.Model, Config: n.Config,
+		UpstreamKey: n.UpstreamKey, CreatedAt: now, UpdatedAt: now}
+	if err := m.cfg.Store.InsertLane(ctx, row); err != nil {
+		if errors.Is(err, store.ErrLaneNameTaken) {
+			return Status{}, fmt.Errorf("%w: %s", ErrLaneExists, n.Name)
+		}
+		return Status{}, err
+	}
+	row.HasKey, row.UpstreamKey = row.UpstreamKey != "", ""
+	l := newLane(row)
+	if m.cfg.Factory == nil {
+		return Status{Lane: row, State: Unavailable}, nil
+	}
+	m.mu.Lock()
+	m.lanes = append(m.lanes, l)
+	m.switchLane(l, "")
+	m.mu.Unlock()
+	return l.Status(), nil
+}
+
+// Switch points the lane named (or with id) nameOrID at model: running requests finish, new
+// ones get model_switching until the old model is released, then model_unavailable until the
+// new one serves. It returns once the switch has begun (Lane.Settled tells when it is over).
+func (m *Manager) Switch(ctx context.Context, nameOrID, model string) (Status, error) {
+	row, err := m.cfg.Store.Lane(ctx, nameOrID)
+	if errors.Is(err, store.ErrNotFound) {
+		return Status{}, fmt.Errorf("%w: %s", ErrLaneNotFound, nameOrID)
+	}
+	if err != nil {
+		return Status{}, err
+	}
+	if model, err = m.checkModel(Kind(row.Engine), model); err != nil {
+		return Status{}, err
+	}
+	if err := m.cfg.Store.SetLaneModel(ctx, row.ID, model, time.Now()); err != nil {
+		return Status{}, err
+	}
+	l := m.lane(row.ID)
+	if l == nil {
+		row.Model = model
+		return Status{Lane: row, State: Unavailable}, nil
+	}
+	m.mu.Lock()
+	m.switchLane(l, model)
+	m.mu.Unlock()
+	return l.Status(), nil
+}
+
+// Remove drains the lane (running requests finish; new ones get model_switching), releases
+// its engine and deletes it. It waits for the drain until ctx ends.
+func (m *Manager) Remove(ctx context.Context, nameOrID string) error {
+	row, err := m.cfg.Store.Lane(ctx, nameOrID)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("%w: %s", ErrLaneNotFound, nameOrID)
+	}
+	if err != nil {
+		return err
+	}
+	if l := m.lane(row.ID); l != nil {
+		epoch, sctx, old, prev, done := l.begin("")
+		go l.run(epoch, sctx, old, prev, done, nil, nil)
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return fmt.Errorf("remove lane %s: waiting for its requests: %w", row.Name, ctx.Err())
+		}
+		m.mu.Lock()
+		for i, x := range m.lanes {
+			if x == l {
+				m.lanes = append(m.lanes[:i], m.lanes[i+1:]...)
+				break
+			}
+		}
+		m.mu.Unlock()
+	}
+	return m.cfg.Store.DeleteLane(ctx, row.ID)
+}
+
+// Close drains every lane and releases its engine, until ctx ends.
+func (m *Manager) Close(ctx context.Context) error {
+	for _, l := range m.Lanes() {
+		epoch, sctx, old, prev, done := l.begin("")
+		go l.run(epoch, sctx, old, prev, done, nil, nil)
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// switchLane begins l's switch to model ("" for its row's) and runs it in the background.
+func (m *Manager) switchLane(l *Lane, model string) {
+	epoch, ctx, old, prev, done := l.begin(model)
+	go l.run(epoch, ctx, old, prev, done, m.cfg.Factory, m.spec)
+}
+
+// spec is the factory's view of row, with its upstream key.
+func (m *Manager) spec(row store.Lane) Spec {
+	key, _ := m.cfg.Store.LaneUpstreamKey(context.Background(), row.ID)
+	return Spec{Lane: row, UpstreamKey: key}
+}
+
+func (m *Manager) lane(id string) *Lane {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, l := range m.lanes {
+		if l.row.ID == id {
+			return l
+		}
+	}
+	return nil
+}
+
+// checkModel is model as a lane of kind k serves it (a local one by its catalog id, so the
+// router matches the name clients see), or the refusal: no model, or (local) one the catalog
+// does not have.
+func (m *Manager) checkModel(k Kind, model string) (string, error) {
+	if strings.TrimSpace(model) == "" || strings.ContainsAny(model, "\x00\n\r") {
+		return "", fmt.Errorf("%w: a lane needs a model", ErrUnknownModel)
+	}
+	if k == Local && m.cfg.Catalog != nil {
+		cm, err := m.cfg.Catalog.Model(model)
+		if err != nil {
+			return "", fmt.Errorf("%w %q: %v", ErrUnknownModel, model, err)
+		}
+		model = cm.ID
+	}
+	return model, nil
+}
+
+func newID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "lane-" + hex.EncodeToString(b)
+}
