@@ -153,7 +153,7 @@ func (a *App) build() error {
 		CompletionBurst: cfg.CompletionBurst, CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline,
 		Metrics: a.metrics, Keys: a.keys, Bind: a.bind, CORSOrigins: corsOrigins(cfg),
 		Limits: serverLimits(cfg), AllowBatchInvariant: cfg.AllowBatchInvariant, NonstreamKeepalive: cfg.NonstreamKeepalive, Batches: a.batches,
-		Lanes: a.team.lanesManager(), Devices: a.team.laneDevices()}, a.svc)
+		Lanes: a.team.lanesManager(), Devices: a.team.laneDevices(), Bookings: a.team.bookingService()}, a.svc)
 	return nil
 }
 

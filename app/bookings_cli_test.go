@@ -10,7 +10,13 @@ import (
 // directory, and its refusals with their exit codes.
 func TestBookingsCommand(t *testing.T) {
 	data := t.TempDir()
-	code, out, errOut := cli("bookings", "add", "--lane", "big", "--device", "0", "--from", "now", "--to", "+2h", "--model", "qwen3", "--data-dir", data)
+	for _, lane := range []string{"big", "small"} {
+		if code, out, errOut := cli("lanes", "add", lane, "--device", "cpu", "--engine", "command", "--model", "m",
+			"--command", "llama-server -m {model} --port {port}", "--data-dir", data); code != 0 {
+			t.Fatalf("lanes add %s: %d %s%s", lane, code, out, errOut)
+		}
+	}
+	code, out, errOut := cli("bookings", "add", "--lane", "big", "--from", "now", "--to", "+2h", "--model", "qwen3", "--data-dir", data)
 	if code != 0 || !strings.Contains(out, "lane big with qwen3") || !strings.Contains(out, "(approved)") {
 		t.Fatalf("add: %d %q %q", code, out, errOut)
 	}
@@ -21,8 +27,10 @@ func TestBookingsCommand(t *testing.T) {
 		code int
 		say  string
 	}{
-		{"overlap", []string{"--lane", "big", "--device", "0", "--from", "+1h", "--to", "+3h"}, 1, "the window is taken"},
-		{"whole device over the lane", []string{"--device", "0", "--from", "+1h", "--to", "+3h"}, 1, "the window is taken"},
+		{"overlap", []string{"--lane", "big", "--from", "+1h", "--to", "+3h"}, 1, "the window is taken"},
+		{"whole device over the lane", []string{"--device", "cpu", "--from", "+1h", "--to", "+3h"}, 1, "the window is taken"},
+		{"the lane on another device", []string{"--lane", "small", "--device", "cuda:0", "--from", "+1h", "--to", "+3h"}, 2, "is on device cpu"},
+		{"unknown lane", []string{"--lane", "nope", "--from", "+1h", "--to", "+3h"}, 2, "no lane nope"},
 		{"nothing named", []string{"--from", "now", "--to", "+1h"}, 2, "--lane NAME or --device D"},
 		{"end before start", []string{"--lane", "small", "--from", "+2h", "--to", "+1h"}, 2, "at or before it starts"},
 		{"in the past", []string{"--lane", "small", "--from", "2020-01-01T00:00:00Z", "--to", "2020-01-01T01:00:00Z"}, 2, "in the past"},
@@ -39,7 +47,7 @@ func TestBookingsCommand(t *testing.T) {
 	if code, _, errOut := cli("bookings", "approve", id, "--data-dir", data); code != 1 || !strings.Contains(errOut, "is approved") {
 		t.Errorf("approve an approved booking: %d %q", code, errOut)
 	}
-	if code, _, errOut := cli("bookings", "reject", "bk-nope", "--data-dir", data); code != 1 || !strings.Contains(errOut, "not found") {
+	if code, _, errOut := cli("bookings", "reject", "bk-nope", "--data-dir", data); code != 2 || !strings.Contains(errOut, "not found") {
 		t.Errorf("reject unknown: %d %q", code, errOut)
 	}
 	if code, out, errOut := cli("bookings", "cancel", id, "--data-dir", data); code != 0 || !strings.Contains(out, id+": ended") {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -51,7 +52,7 @@ func newBookingsAddCommand(cfg *Config) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "add (--lane NAME | --device D) --from T --to T [--model M]",
 		Short:   "book a lane or a whole device",
-		Example: "  superfluid bookings add --lane big --from now --to +2h --model qwen3-32b\n  superfluid bookings add --device 0 --from 2026-06-01T09:00:00Z --to 2026-06-01T17:00:00Z",
+		Example: "  superfluid bookings add --lane big --from now --to +2h --model qwen3-32b\n  superfluid bookings add --device cuda:0 --from 2026-06-01T09:00:00Z --to 2026-06-01T17:00:00Z",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if lane == "" && device == "" {
@@ -66,12 +67,12 @@ func newBookingsAddCommand(cfg *Config) *cobra.Command {
 			if err != nil {
 				return &UsageError{"--to: " + trimInvalid(err)}
 			}
-			return withBookings(*cfg, func(svc *bookings.Service) error {
+			return withBookings(*cfg, func(svc *bookings.Service, names laneNames) error {
 				b, err := svc.Book(context.Background(), bookings.NewBooking{Lane: lane, Device: device, Model: model, Start: start, End: end})
 				if err != nil {
 					return bookingsUsage(err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "booked %s: %s from %s to %s (%s)\n", b.ID, bookingTarget(b),
+				fmt.Fprintf(cmd.OutOrStdout(), "booked %s: %s from %s to %s (%s)\n", b.ID, names.target(b),
 					b.Start.Local().Format(time.DateTime), b.End.Local().Format(time.DateTime), b.State)
 				return nil
 			})
@@ -94,7 +95,7 @@ func newBookingsListCommand(cfg *Config) *cobra.Command {
 		Short: "list the bookings not ended yet (--all: every one)",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withBookings(*cfg, func(svc *bookings.Service) error {
+			return withBookings(*cfg, func(svc *bookings.Service, names laneNames) error {
 				q := bookings.ListQuery{All: true, Current: !all}
 				if state != "" {
 					q.States = strings.Split(state, ",")
@@ -103,7 +104,7 @@ func newBookingsListCommand(cfg *Config) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				printBookings(cmd.OutOrStdout(), list)
+				printBookings(cmd.OutOrStdout(), list, names)
 				return nil
 			})
 		},
@@ -124,13 +125,13 @@ func newBookingsDecideCommand(cfg *Config, verb string, fn func(*bookings.Servic
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withBookings(*cfg, func(svc *bookings.Service) error {
+			return withBookings(*cfg, func(svc *bookings.Service, names laneNames) error {
 				for _, id := range args {
 					b, err := fn(svc, context.Background(), id)
 					if err != nil {
 						return bookingsUsage(err)
 					}
-					fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (%s)\n", b.ID, b.State, bookingTarget(b))
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (%s)\n", b.ID, b.State, names.target(b))
 				}
 				return nil
 			})
@@ -138,25 +139,57 @@ func newBookingsDecideCommand(cfg *Config, verb string, fn func(*bookings.Servic
 	}
 }
 
-// withBookings opens the database alone and runs fn on a bookings service over it.
-func withBookings(cfg Config, fn func(*bookings.Service) error) error {
+// withBookings opens the database alone and runs fn on a bookings service over it, with the
+// lanes' names by id for what it prints.
+func withBookings(cfg Config, fn func(*bookings.Service, laneNames) error) error {
 	st, err := store.Open(databasePath(cfg.DataDir))
 	if err != nil {
 		return fmt.Errorf("open the database in %s: %w", cfg.DataDir, err)
 	}
 	defer st.Close()
-	svc, err := bookings.New(bookings.Config{Store: st})
+	svc, err := newBookings(st, bookings.Policy{})
 	if err != nil {
 		return err
 	}
-	return fn(svc)
+	stored, err := st.Lanes(context.Background())
+	if err != nil {
+		return err
+	}
+	names := laneNames{}
+	for _, l := range stored {
+		names[l.ID] = l.Name
+	}
+	return fn(svc, names)
 }
 
-// bookingsUsage makes a refused window exit with code 2; the other refusals (a conflict, a
-// quota, an unknown booking) say what happened and exit with 1.
+// laneNames are the lanes' names by id (a booking keeps the id; a removed lane shows its id).
+type laneNames map[string]string
+
+func (n laneNames) target(b bookings.Booking) string {
+	if b.WholeDevice() {
+		return "device " + b.Device
+	}
+	name := n[b.Lane]
+	if name == "" {
+		name = b.Lane
+	}
+	t := "lane " + name
+	if b.Model != "" {
+		t += " with " + b.Model
+	}
+	return t
+}
+
+// bookingsUsage makes a refused window and an unknown lane or booking exit with code 2; the
+// other refusals (a conflict, a quota, a booking in the wrong state) say what happened and exit
+// with 1.
 func bookingsUsage(err error) error {
-	if errors.Is(err, llm.ErrInvalidInput) {
+	var se *llm.StatusError
+	switch {
+	case errors.Is(err, llm.ErrInvalidInput):
 		return &UsageError{trimInvalid(err)}
+	case errors.As(err, &se) && se.Status == http.StatusNotFound:
+		return &UsageError{se.Message}
 	}
 	return err
 }
@@ -165,19 +198,8 @@ func trimInvalid(err error) string {
 	return strings.TrimPrefix(err.Error(), llm.ErrInvalidInput.Error()+": ")
 }
 
-func bookingTarget(b bookings.Booking) string {
-	if b.WholeDevice() {
-		return "device " + b.Device
-	}
-	t := "lane " + b.Lane
-	if b.Model != "" {
-		t += " with " + b.Model
-	}
-	return t
-}
-
 // printBookings writes the bookings as a table.
-func printBookings(w io.Writer, list []bookings.Booking) {
+func printBookings(w io.Writer, list []bookings.Booking, names laneNames) {
 	if len(list) == 0 {
 		fmt.Fprintln(w, "no bookings; make one with superfluid bookings add --lane NAME --from now --to +2h")
 		return
@@ -189,7 +211,7 @@ func printBookings(w io.Writer, list []bookings.Booking) {
 		if b.DecidedBy != "" {
 			decided = b.DecidedBy
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.ID, b.PersonName, bookingTarget(b),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.ID, b.PersonName, names.target(b),
 			b.Start.Local().Format(time.DateTime), b.End.Local().Format(time.DateTime), b.State, decided)
 	}
 	tw.Flush()
