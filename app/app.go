@@ -23,6 +23,7 @@ import (
 	"github.com/superfluid/superfluid/server/batches"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/metrics"
+	"github.com/superfluid/superfluid/server/people"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -39,6 +40,11 @@ type App struct {
 	keys        *auth.Keyring // API keys (access.go)
 	bind        *server.Bind  // the host the server listens on, for the Host check
 	team        *team         // team mode's lanes (team.go); nil outside it
+
+	// people is team mode's people (team.go), nil without --team; firstAdmin the line about
+	// the first admin, until teamNote prints it.
+	people     *people.Service
+	firstAdmin string
 
 	mu      sync.Mutex
 	workers map[string]*worker.Client // by model path (generation workers)
@@ -61,6 +67,10 @@ func New(cfg Config) (*App, error) {
 		return nil, err
 	}
 	if err := a.expose(cfg.Host); err != nil {
+		a.Close()
+		return nil, err
+	}
+	if err := a.startTeam(); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -140,6 +150,9 @@ func (a *App) build() error {
 	if a.keys, err = openKeys(cfg, st); err != nil {
 		return err
 	}
+	if a.people, err = openPeople(cfg, st, a.keys); err != nil {
+		return err
+	}
 	a.bind = newBind(cfg)
 	a.metrics = metrics.New()
 	a.svc = core.NewCatalog(core.Config{MaxTokens: cfg.MaxTokens, Queue: cfg.Queue, CheckRuntime: a.checkRuntime, Observer: a.metrics,
@@ -153,7 +166,8 @@ func (a *App) build() error {
 		CompletionBurst: cfg.CompletionBurst, CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline,
 		Metrics: a.metrics, Keys: a.keys, Bind: a.bind, CORSOrigins: corsOrigins(cfg),
 		Limits: serverLimits(cfg), AllowBatchInvariant: cfg.AllowBatchInvariant, NonstreamKeepalive: cfg.NonstreamKeepalive, Batches: a.batches,
-		Lanes: a.team.lanesManager(), Devices: a.team.laneDevices(), Bookings: a.team.bookingService()}, a.svc)
+		Lanes: a.team.lanesManager(), Devices: a.team.laneDevices(), Bookings: a.team.bookingService(),
+		People: a.people}, a.svc)
 	return nil
 }
 

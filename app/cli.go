@@ -72,6 +72,7 @@ the server alone.`,
 		newRemoveCommand(),
 		newKeysCommand(),
 		newLanesCommand(),
+		newUsersCommand(),
 		newUsageCommand(),
 		newBookingsCommand(),
 	)

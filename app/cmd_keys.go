@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -46,7 +47,7 @@ a few seconds.`,
 func newKeysCreateCommand(cfg *Config) *cobra.Command {
 	var admin bool
 	var models, origins []string
-	var class string
+	var class, user string
 	var limits auth.Limits
 	cmd := &cobra.Command{
 		Use:   "create NAME",
@@ -67,9 +68,14 @@ The key is not shown again: only its hash is stored.`,
 			}
 			return withKeys(*cfg, func(k *auth.Keyring) error {
 				key, info, err := k.Create(context.Background(), auth.NewKey{Name: args[0], Admin: admin, Models: models, QoS: q,
-					Limits: limits, Origins: origins})
+					Limits: limits, Origins: origins, Person: user})
 				if err != nil {
 					return keysUsage(err)
+				}
+				if info.Person != nil {
+					if err := auditKeyCreate(*cfg, info); err != nil {
+						return err
+					}
 				}
 				fmt.Fprintln(cmd.OutOrStdout(), key)
 				fmt.Fprintf(cmd.ErrOrStderr(), "created %s key %s (%s), %s; copy the key now: it is not shown again\n",
@@ -86,6 +92,7 @@ The key is not shown again: only its hash is stored.`,
 	fs.IntVar(&limits.TPM, "tpm", 0, "tokens per minute (0 = no limit)")
 	fs.IntVar(&limits.Concurrency, "concurrency", 0, "requests at once (0 = no limit)")
 	fs.StringSliceVar(&origins, "origins", nil, "browser origins the key may be used from, comma-separated (default: any the server allows)")
+	fs.StringVar(&user, "user", "", "team mode: the person the key is for (an sk-ss- key, an admin key when the person is an admin)")
 	return cmd
 }
 
@@ -174,6 +181,10 @@ func printKeys(w io.Writer, infos []auth.Info, revoked bool) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	head := "ID\tNAME\tKEY\tADMIN\tMODELS\tQOS\tLIMITS\tCREATED"
+	team := slices.ContainsFunc(infos, func(k auth.Info) bool { return k.Person != nil }) // a USER column in team mode only
+	if team {
+		head += "\tUSER"
+	}
 	if revoked {
 		head += "\tREVOKED"
 	}
@@ -201,6 +212,13 @@ func printKeys(w io.Writer, infos []auth.Info, revoked bool) {
 		}
 		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", k.ID, k.Name, prefix, map[bool]string{true: "yes", false: "no"}[k.Admin],
 			models, qos, limits, created)
+		if team {
+			user := "-"
+			if k.Person != nil {
+				user = k.Person.Name
+			}
+			line += "\t" + user
+		}
 		if revoked {
 			r := "-"
 			if !k.RevokedAt.IsZero() {

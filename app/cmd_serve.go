@@ -93,6 +93,7 @@ func serve(cmd *cobra.Command, cfg Config) error {
 		what += ", loading " + a.preload.ID
 	}
 	a.exposureNote(cmd.ErrOrStderr(), l.Addr())
+	a.teamNote(cmd.ErrOrStderr())
 	fmt.Fprintf(cmd.ErrOrStderr(), "superfluid: serving %s on http://%s (data in %s)\n", what, l.Addr(), cfg.DataDir)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -11,6 +11,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/superfluid/superfluid/runtime/models"
 )
 
@@ -74,8 +76,13 @@ type Config struct {
 	// InsecureOpen lets the server listen on a non-loopback address without any API key
 	// (--insecure-open); otherwise it refuses to start there.
 	InsecureOpen bool
-	// Team is team mode (--team): lanes routed by the model field (team.go).
+	// Team is team mode (serve --team): people with roles and their keys, the admin API, the
+	// audit log, lanes routed by the model field; every request needs a key. The first start
+	// creates the first admin (team.go).
 	Team bool
+	// AdminPasswordFile holds the first admin's password (--admin-password-file); "" makes a
+	// one-time random one, printed once.
+	AdminPasswordFile string
 	// CORSOrigins are browser origins answered besides the localhost ones (--cors-origins).
 	CORSOrigins []string
 	// RateLimitIP is the requests a minute one client address may send (--rate-limit-ip);
@@ -131,4 +138,10 @@ func selfCommand(sub string) []string {
 		exe = os.Args[0]
 	}
 	return []string{exe, sub}
+}
+
+// teamFlags declares serve's team-mode flags (team.go).
+func teamFlags(fs *pflag.FlagSet, cfg *Config) {
+	fs.BoolVar(&cfg.Team, "team", cfg.Team, "team mode: people with roles and their sk-ss- keys (superfluid users), lanes routed by the model field (superfluid lanes), the admin API under /v1/admin, an audit log; every request needs a key")
+	fs.StringVar(&cfg.AdminPasswordFile, "admin-password-file", cfg.AdminPasswordFile, "with --team: a file whose first line is the first admin's password (default: a one-time random password, printed once)")
 }

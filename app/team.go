@@ -5,18 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/spf13/pflag"
-
 	"github.com/superfluid/superfluid/runtime/backends"
 	"github.com/superfluid/superfluid/server/bookings"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/lanes"
 )
-
-// teamFlags declares team mode's switch (serve).
-func teamFlags(fs *pflag.FlagSet, cfg *Config) {
-	fs.BoolVar(&cfg.Team, "team", cfg.Team, "team mode: serve the lanes stored in the data directory (superfluid lanes add) and route requests to them by their model field")
-}
 
 // laneEngines build the lane engines of the kinds app does not build itself (local is
 // team.go's): the forwarding engine (openai) and the supervised server process (command)

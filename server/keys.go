@@ -88,11 +88,23 @@ type keyObject struct {
 	RevokedAt   *int64   `json:"revoked_at"`
 	// Key is the key itself, in the answer to its creation only.
 	Key string `json:"key,omitempty"`
+	// User is the person the key belongs to (team mode); absent for a key of nobody.
+	User *userRef `json:"user,omitempty"`
+}
+
+// userRef names a key's person.
+type userRef struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Role string `json:"role"`
 }
 
 func wireKey(k auth.Info) keyObject {
 	o := keyObject{Object: "api_key", ID: k.ID, Name: k.Name, Prefix: k.Prefix, Admin: k.Admin, Models: nonNil(k.Models),
 		RPM: k.Limits.RPM, TPM: k.Limits.TPM, Concurrency: k.Limits.Concurrency, Origins: nonNil(k.Origins), Source: k.Source}
+	if k.Person != nil {
+		o.User = &userRef{ID: k.Person.ID, Name: k.Person.Name, Role: k.Person.Role}
+	}
 	if k.QoS != qos.Unset {
 		q := k.QoS.String()
 		o.QoS = &q
@@ -138,26 +150,16 @@ type createRequest struct {
 	TPM         int      `json:"tpm"`
 	Concurrency int      `json:"concurrency"`
 	Origins     []string `json:"origins"`
+	// User is the name or id of the person the key is for (team mode: an sk-ss- key).
+	User string `json:"user"`
 }
 
 func (h keyHandlers) create(c *gin.Context) error {
-	data, err := reqbody.Read(c.Request)
+	nk, err := decodeNewKey(c)
 	if err != nil {
-		return &dialect.Refusal{Status: http.StatusBadRequest, Message: err.Error()}
+		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var req createRequest
-	if err := dec.Decode(&req); err != nil {
-		return &dialect.Refusal{Status: http.StatusBadRequest,
-			Message: fmt.Sprintf("the body is not a key request (%v); send {\"name\": \"...\", \"admin\": false, \"models\": [...]}", err)}
-	}
-	q, err := qos.Parse(req.QoS)
-	if err != nil {
-		return &dialect.Refusal{Status: http.StatusBadRequest, Param: "qos", Message: err.Error()}
-	}
-	key, info, err := h.keys.Create(c.Request.Context(), auth.NewKey{Name: req.Name, Admin: req.Admin, Models: req.Models, QoS: q,
-		Origins: req.Origins, Limits: auth.Limits{RPM: req.RPM, TPM: req.TPM, Concurrency: req.Concurrency}})
+	key, info, err := h.keys.Create(c.Request.Context(), nk)
 	if err != nil {
 		return err
 	}
@@ -165,6 +167,27 @@ func (h keyHandlers) create(c *gin.Context) error {
 	o.Key = key
 	c.JSON(http.StatusCreated, o)
 	return nil
+}
+
+// decodeNewKey reads the body of a key's creation.
+func decodeNewKey(c *gin.Context) (auth.NewKey, error) {
+	data, err := reqbody.Read(c.Request)
+	if err != nil {
+		return auth.NewKey{}, &dialect.Refusal{Status: http.StatusBadRequest, Message: err.Error()}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var req createRequest
+	if err := dec.Decode(&req); err != nil {
+		return auth.NewKey{}, &dialect.Refusal{Status: http.StatusBadRequest,
+			Message: fmt.Sprintf("the body is not a key request (%v); send {\"name\": \"...\", \"admin\": false, \"models\": [...]}", err)}
+	}
+	q, err := qos.Parse(req.QoS)
+	if err != nil {
+		return auth.NewKey{}, &dialect.Refusal{Status: http.StatusBadRequest, Param: "qos", Message: err.Error()}
+	}
+	return auth.NewKey{Name: req.Name, Admin: req.Admin, Models: req.Models, QoS: q, Origins: req.Origins, Person: req.User,
+		Limits: auth.Limits{RPM: req.RPM, TPM: req.TPM, Concurrency: req.Concurrency}}, nil
 }
 
 func (h keyHandlers) revoke(c *gin.Context) error {

@@ -1,10 +1,7 @@
 package server
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -13,7 +10,6 @@ import (
 	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/dialect"
 	"github.com/superfluid/superfluid/server/lanes"
-	"github.com/superfluid/superfluid/server/reqbody"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -168,19 +164,5 @@ func (h laneHandlers) remove(c *gin.Context) error {
 		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"id": id, "object": "lane.deleted", "deleted": true})
-	return nil
-}
-
-// decodeStrict reads the body into v, refusing unknown fields; shape is what to send instead.
-func decodeStrict(c *gin.Context, v any, shape string) error {
-	data, err := reqbody.Read(c.Request)
-	if err != nil {
-		return &dialect.Refusal{Status: http.StatusBadRequest, Message: err.Error()}
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return &dialect.Refusal{Status: http.StatusBadRequest, Message: fmt.Sprintf("the body is not valid here (%v); send %s", err, shape)}
-	}
 	return nil
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/superfluid/superfluid/server/metrics"
 	"github.com/superfluid/superfluid/server/ollama"
 	"github.com/superfluid/superfluid/server/openai"
+	"github.com/superfluid/superfluid/server/people"
 )
 
 // Config tunes the HTTP layer.
@@ -79,6 +80,9 @@ type Config struct {
 	// Lanes, in team mode, serves the lanes' admin routes (lanes_routes.go) over Devices.
 	Lanes   *lanes.Manager
 	Devices []lanes.Device
+	// People serves team mode's admin API (/v1/admin/users, /v1/admin/audit, /v1/admin/keys;
+	// people_routes.go); nil (single-user mode) serves none of it.
+	People *people.Service
 	// Bookings serves team mode's bookings (/v1/bookings, /v1/admin/bookings); nil serves none.
 	Bookings *bookings.Service
 }
@@ -118,11 +122,14 @@ func New(cfg Config, svc *core.Service) http.Handler {
 	ollama.Routes(r, svc, ollama.Options{WriteTimeout: writeTimeout})
 	usageRoutes(r, svc)
 	anthropic.Routes(r, svc, anthropic.Options{KeepAlive: cfg.KeepAlive, WriteTimeout: writeTimeout})
-	if cfg.Keys != nil {
+	if cfg.Keys != nil && cfg.People == nil {
 		keyRoutes(r, cfg.Keys)
 	}
 	if cfg.Lanes != nil {
 		laneRoutes(r, cfg.Lanes, cfg.Devices)
+	}
+	if cfg.People != nil { // team mode: the keys routes too, audited
+		peopleRoutes(r, cfg.People, cfg.Keys)
 	}
 	if cfg.Bookings != nil {
 		bookingRoutes(r, cfg.Bookings)

@@ -10,7 +10,8 @@
 // a web page, and whether the request may use the admin routes (Admin).
 //
 // Keys are kept and compared as SHA-256 hashes: a presented key is hashed once and the hash is
-// compared with crypto/subtle. Keys are random (sk-sf- and 48 hex digits), so a fast hash is
+// compared with crypto/subtle. Keys are random (sk-sf- and 48 hex digits; sk-ss- for the
+// keys of a person in team mode), so a fast hash is
 // the right one; a key chosen by hand (--api-key, a policy's "key") is only ever in memory.
 package auth
 
@@ -44,7 +45,21 @@ type Identity struct {
 	Origins []string
 	// Source is where the key comes from: SourceFlag, SourcePolicy or SourceStore.
 	Source string
+	// Person is who the key belongs to in team mode (an sk-ss- key made for a person); nil
+	// for a key of nobody. A person's keys are admin keys exactly when the person is an admin.
+	Person *Person
 }
+
+// Person is the person a key belongs to, as the keyring last read them: routing, bookings and
+// usage know who sent a request from it.
+type Person struct {
+	ID, Name string
+	// Role is "admin" or "member".
+	Role string
+}
+
+// RoleAdmin is the role whose keys are admin keys.
+const RoleAdmin = "admin"
 
 // Where keys come from.
 const (

@@ -19,8 +19,12 @@ import (
 	"github.com/superfluid/superfluid/server/store"
 )
 
-// KeyPrefix starts every key superfluid makes: sk-sf- and 48 hex digits (192 random bits).
+// KeyPrefix starts every key superfluid makes for nobody: sk-sf- and 48 hex digits (192 random
+// bits).
 const KeyPrefix = "sk-sf-"
+
+// PersonKeyPrefix starts the keys made for a person (team mode): sk-ss- and 48 hex digits.
+const PersonKeyPrefix = "sk-ss-"
 
 // Errors of the keyring's Create and Revoke.
 var (
@@ -43,10 +47,12 @@ var (
 const DefaultRefresh = 2 * time.Second
 
 // Generate returns a new random key: KeyPrefix and 48 hex digits.
-func Generate() string {
+func Generate() string { return generate(KeyPrefix) }
+
+func generate(prefix string) string {
 	b := make([]byte, 24)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails (it panics if the system has no source)
-	return KeyPrefix + hex.EncodeToString(b)
+	return prefix + hex.EncodeToString(b)
 }
 
 // Hash is a key's SHA-256: what is stored and compared.
@@ -261,11 +267,22 @@ func (k *Keyring) Reload(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("read API keys: %w", err)
 		}
+		people, err := k.people(ctx, keys)
+		if err != nil {
+			return err
+		}
 		for _, s := range keys {
 			if _, dup := byHash[s.Hash]; dup {
 				continue // a configured key wins
 			}
 			id := identityOf(s)
+			if s.PersonID != "" {
+				p, ok := people[s.PersonID]
+				if !ok || p.State != stateActive {
+					continue // a disabled person's keys stop working
+				}
+				withPerson(&id, p)
+			}
 			byHash[s.Hash] = entry{s.Hash, &id}
 		}
 	}
@@ -280,6 +297,32 @@ func (k *Keyring) Reload(ctx context.Context) error {
 	k.snap.Store(&snapshot{byHash: byHash, origins: origins})
 	k.reloads.Add(1)
 	return nil
+}
+
+// stateActive is the state of a person whose keys work.
+const stateActive = "active"
+
+// people reads the people the keys belong to, by id; none when no key belongs to anybody, so
+// single-user mode reads nothing more than before.
+func (k *Keyring) people(ctx context.Context, keys []store.Key) (map[string]store.Person, error) {
+	if !slices.ContainsFunc(keys, func(s store.Key) bool { return s.PersonID != "" }) {
+		return nil, nil
+	}
+	list, err := k.st.People(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read API keys: %w", err)
+	}
+	byID := make(map[string]store.Person, len(list))
+	for _, p := range list {
+		byID[p.ID] = p
+	}
+	return byID, nil
+}
+
+// withPerson gives a person's key the person, and the person's role decides admin.
+func withPerson(id *Identity, p store.Person) {
+	id.Person = &Person{ID: p.ID, Name: p.Name, Role: p.Role}
+	id.Admin = p.Role == RoleAdmin
 }
 
 func identityOf(s store.Key) Identity {
@@ -306,6 +349,9 @@ type NewKey struct {
 	QoS     qos.Class
 	Limits  Limits
 	Origins []string
+	// Person, when set, is the name or id of the person the key is for: it becomes an sk-ss-
+	// key, an admin key exactly when the person is an admin (Admin must be false).
+	Person string
 }
 
 // Create stores a new key and returns it: the only time the key itself is seen. It works at
@@ -318,11 +364,18 @@ func (k *Keyring) Create(ctx context.Context, nk NewKey) (key string, info Info,
 		return "", Info{}, err
 	}
 	key = Generate()
+	var person store.Person
+	if nk.Person != "" {
+		if person, err = k.owner(ctx, nk); err != nil {
+			return "", Info{}, err
+		}
+		key = generate(PersonKeyPrefix)
+	}
 	idHex := make([]byte, 8)
 	_, _ = rand.Read(idHex)
 	rec := store.Key{ID: "key-" + hex.EncodeToString(idHex), Name: nk.Name, Prefix: key[:len(KeyPrefix)+6], Hash: Hash(key),
 		Admin: nk.Admin, Models: nk.Models, Origins: nk.Origins, QoS: nk.QoS.String(),
-		RPM: nk.Limits.RPM, TPM: nk.Limits.TPM, Concurrency: nk.Limits.Concurrency, CreatedAt: time.Now().UTC()}
+		RPM: nk.Limits.RPM, TPM: nk.Limits.TPM, Concurrency: nk.Limits.Concurrency, CreatedAt: time.Now().UTC(), PersonID: person.ID}
 	if err := k.st.InsertKey(ctx, rec); err != nil {
 		if errors.Is(err, store.ErrKeyNameTaken) {
 			return "", Info{}, fmt.Errorf("%w: %q; revoke it first or pick another name", ErrKeyExists, nk.Name)
@@ -332,7 +385,29 @@ func (k *Keyring) Create(ctx context.Context, nk NewKey) (key string, info Info,
 	if err := k.Reload(ctx); err != nil {
 		return "", Info{}, err
 	}
-	return key, infoOf(rec), nil
+	info = infoOf(rec)
+	if person.ID != "" {
+		withPerson(&info.Identity, person)
+	}
+	return key, info, nil
+}
+
+// owner finds the active person a new key is for.
+func (k *Keyring) owner(ctx context.Context, nk NewKey) (store.Person, error) {
+	if nk.Admin {
+		return store.Person{}, fmt.Errorf("%w: a person's key is an admin key exactly when the person is an admin; drop admin", ErrInvalidKey)
+	}
+	p, err := k.st.PersonByNameOrID(ctx, strings.TrimSpace(nk.Person))
+	if errors.Is(err, store.ErrNotFound) {
+		return p, fmt.Errorf("%w: no person is named %q (superfluid users list shows them)", ErrInvalidKey, nk.Person)
+	}
+	if err != nil {
+		return p, err
+	}
+	if p.State != stateActive {
+		return p, fmt.Errorf("%w: %s is disabled; enable them first (superfluid users enable %s)", ErrInvalidKey, p.Name, p.Name)
+	}
+	return p, nil
 }
 
 // check validates and normalizes a new key's settings.
@@ -414,8 +489,16 @@ func (k *Keyring) List(ctx context.Context, withRevoked bool) ([]Info, error) {
 	if err != nil {
 		return nil, err
 	}
+	people, err := k.people(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
 	for _, s := range keys {
-		out = append(out, infoOf(s))
+		info := infoOf(s)
+		if p, ok := people[s.PersonID]; ok {
+			withPerson(&info.Identity, p)
+		}
+		out = append(out, info)
 	}
 	return out, nil
 }

@@ -14,7 +14,13 @@ import (
 // the person in team mode), so one owner's many queued requests cannot starve another's one;
 // without keys everyone is one owner and arrival order holds (TestQoSGateOrder).
 func TestQoSGateFairShare(t *testing.T) {
-	as := func(id string) context.Context { return auth.NewContext(context.Background(), &auth.Identity{ID: id}) }
+	as := func(id string) context.Context {
+		who := &auth.Identity{ID: id}
+		if id == "p" || id == "q" { // two keys of one person
+			who.Person = &auth.Person{ID: "pat", Name: "Pat"}
+		}
+		return auth.NewContext(context.Background(), who)
+	}
 	tests := []struct {
 		name    string
 		holder  string
@@ -23,6 +29,8 @@ func TestQoSGateFairShare(t *testing.T) {
 	}{
 		{"one owner's many, then another's one", "a",
 			[]string{"a/a1", "a/a2", "a/a3", "a/a4", "a/a5", "b/b1"}, []string{"b1", "a1", "a2", "a3", "a4", "a5"}},
+		{"a person's keys are one owner", "a",
+			[]string{"p/p1", "q/q1", "p/p2", "b/b1"}, []string{"p1", "b1", "q1", "p2"}},
 		{"owners take turns", "c",
 			[]string{"a/a1", "a/a2", "a/a3", "b/b1", "b/b2", "c/c1"}, []string{"a1", "b1", "c1", "a2", "b2", "a3"}},
 	}

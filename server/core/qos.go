@@ -245,10 +245,14 @@ func (g *qosGate) remove(w *qosWaiter) {
 // key; "" without keys (everyone one owner).
 func fairOwner(ctx context.Context) string {
 	id, ok := auth.FromContext(ctx)
-	if !ok || id == nil {
+	switch {
+	case !ok || id == nil:
 		return ""
+	case id.Person != nil:
+		return "person:" + id.Person.ID
+	default:
+		return "key:" + id.ID
 	}
-	return "key:" + id.ID
 }
 
 func fits(w *qosWaiter, free int) *qosWaiter {

@@ -31,12 +31,14 @@ type Key struct {
 	CreatedAt time.Time
 	// RevokedAt is when the key was revoked; zero while it is active.
 	RevokedAt time.Time
+	// PersonID is the person the key belongs to (team mode); "" for a key of nobody.
+	PersonID string
 }
 
 // Active reports whether the key has not been revoked.
 func (k Key) Active() bool { return k.RevokedAt.IsZero() }
 
-const keyColumns = `id, name, prefix, hash, admin, models, origins, qos, rpm, tpm, concurrency, created_at, revoked_at`
+const keyColumns = `id, name, prefix, hash, admin, models, origins, qos, rpm, tpm, concurrency, created_at, revoked_at, person_id`
 
 // InsertKey stores a new key. It fails with an error wrapping ErrKeyNameTaken when an active
 // key has the same name.
@@ -49,9 +51,9 @@ func (s *Store) InsertKey(ctx context.Context, k Key) error {
 	}
 	models, _ := json.Marshal(nonNil(k.Models))
 	origins, _ := json.Marshal(nonNil(k.Origins))
-	_, err := s.w.ExecContext(ctx, `INSERT INTO api_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := s.w.ExecContext(ctx, `INSERT INTO api_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		k.ID, k.Name, k.Prefix, k.Hash[:], boolInt(k.Admin), string(models), string(origins), k.QoS,
-		k.RPM, k.TPM, k.Concurrency, formatTime(k.CreatedAt), optionalTime(k.RevokedAt))
+		k.RPM, k.TPM, k.Concurrency, formatTime(k.CreatedAt), optionalTime(k.RevokedAt), nullString(k.PersonID))
 	if err != nil {
 		if strings.Contains(err.Error(), "UNIQUE constraint failed: api_keys.name") {
 			return fmt.Errorf("save key %s: %w", k.Name, ErrKeyNameTaken)
@@ -120,10 +122,12 @@ func scanKey(row interface{ Scan(...any) error }) (Key, error) {
 	var hash []byte
 	var admin int
 	var models, origins, created, revoked string
+	var person sql.NullString
 	if err := row.Scan(&k.ID, &k.Name, &k.Prefix, &hash, &admin, &models, &origins, &k.QoS, &k.RPM, &k.TPM,
-		&k.Concurrency, &created, &revoked); err != nil {
+		&k.Concurrency, &created, &revoked, &person); err != nil {
 		return k, err
 	}
+	k.PersonID = person.String
 	copy(k.Hash[:], hash)
 	k.Admin = admin == 1
 	if err := json.Unmarshal([]byte(models), &k.Models); err != nil {
@@ -146,4 +150,12 @@ func scanKey(row interface{ Scan(...any) error }) (Key, error) {
 		k.Origins = nil
 	}
 	return k, nil
+}
+
+// nullString stores "" as NULL (a key of nobody has no person).
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
