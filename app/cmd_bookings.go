@@ -14,6 +14,7 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/server/bookings"
+	"github.com/superfluid/superfluid/server/people"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -147,7 +148,7 @@ func withBookings(cfg Config, fn func(*bookings.Service, laneNames) error) error
 		return fmt.Errorf("open the database in %s: %w", cfg.DataDir, err)
 	}
 	defer st.Close()
-	svc, err := newBookings(st, bookings.Policy{})
+	svc, err := newBookings(st, bookings.Policy{}, auditBookings(people.New(people.Config{Store: st}), true))
 	if err != nil {
 		return err
 	}

@@ -10,15 +10,17 @@ import (
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/bookings"
 	"github.com/superfluid/superfluid/server/lanes"
+	"github.com/superfluid/superfluid/server/people"
 	"github.com/superfluid/superfluid/server/store"
 )
 
-// newBookings is team mode's bookings over the data directory's lanes: a lane is booked by
-// name or id and the booking keeps its id and device.
-func newBookings(st *store.Store, policy bookings.Policy) (*bookings.Service, error) {
-	return bookings.New(bookings.Config{Store: st, Policy: policy, ResolveLane: func(ctx context.Context, nameOrID string) (bookings.LaneRef, error) {
+// newBookings is team mode's bookings over the data directory's lanes (a lane is booked by
+// name or id and the booking keeps its id and device), audited in the people's audit log.
+func newBookings(st *store.Store, policy bookings.Policy, audit bookings.AuditFunc) (*bookings.Service, error) {
+	return bookings.New(bookings.Config{Store: st, Policy: policy, Audit: audit, ResolveLane: func(ctx context.Context, nameOrID string) (bookings.LaneRef, error) {
 		l, err := st.Lane(ctx, nameOrID)
 		if errors.Is(err, store.ErrNotFound) {
 			return bookings.LaneRef{}, &llm.StatusError{Status: http.StatusNotFound, Code: "lane_not_found",
@@ -29,6 +31,27 @@ func newBookings(st *store.Store, policy bookings.Policy) (*bookings.Service, er
 		}
 		return bookings.LaneRef{ID: l.ID, Device: l.Device}, nil
 	}})
+}
+
+// auditBookings records the bookings' steps in the audit log of p (nil: none), by the request's
+// person and key, or by the command line when cli is set.
+func auditBookings(p *people.Service, cli bool) bookings.AuditFunc {
+	if p == nil {
+		return nil
+	}
+	return func(ctx context.Context, action, target string, detail any) error {
+		id, _ := auth.FromContext(ctx)
+		by := people.ActorOf(id)
+		if cli {
+			by = people.CLI
+		}
+		var fields map[string]any
+		if b, ok := detail.(bookings.Booking); ok {
+			fields = map[string]any{"person": b.PersonName, "lane": b.Lane, "device": b.Device, "model": b.Model,
+				"start": b.Start.Format(time.RFC3339), "end": b.End.Format(time.RFC3339), "state": b.State}
+		}
+		return p.Record(ctx, by, action, target, fields)
+	}
 }
 
 // bookedLanes is the bookings as the lanes' router reads them (lanes.Reservations). The router

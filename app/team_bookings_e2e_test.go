@@ -9,22 +9,26 @@ import (
 	"github.com/superfluid/superfluid/server/servertest"
 )
 
-// TestTeamBookingsE2E: serve --team with two people's keys over the real worker. alice books
-// the lane through /v1/bookings: bob gets 403 gpu_reserved (until when, in the message) while
-// alice is served; cancelled, it frees the lane. bob's whole-device booking then gives him 503
-// gpu_exclusive and alice 403 gpu_reserved.
+// TestTeamBookingsE2E: serve --team with two people (each with a key of their own) over the
+// real worker. alice books the lane through /v1/bookings: bob gets 403 gpu_reserved (until
+// when, in the message) while alice is served; cancelled, it frees the lane. bob's whole-device
+// booking then gives him 503 gpu_exclusive and alice 403 gpu_reserved. Every step is in the
+// audit log under the person who took it.
 func TestTeamBookingsE2E(t *testing.T) {
 	cfg := testConfig(t, testModel)
 	cfg.Team = true
 	keys := map[string]string{}
 	for _, name := range []string{"root", "alice", "bob"} {
-		args := []string{"keys", "create", name, "--data-dir", cfg.DataDir}
+		args := []string{"users", "add", name, "--data-dir", cfg.DataDir}
 		if name == "root" {
 			args = append(args, "--admin")
 		}
-		code, out, errOut := cli(args...)
+		if code, _, errOut := cli(args...); code != 0 {
+			t.Fatalf("users add %s: %d %s", name, code, errOut)
+		}
+		code, out, errOut := cli("keys", "create", name+"-key", "--user", name, "--data-dir", cfg.DataDir)
 		if code != 0 {
-			t.Fatalf("keys create %s: %d %s", name, code, errOut)
+			t.Fatalf("keys create for %s: %d %s", name, code, errOut)
 		}
 		keys[name] = strings.TrimSpace(out)
 	}
@@ -60,7 +64,7 @@ func TestTeamBookingsE2E(t *testing.T) {
 		return code, v
 	}
 	code, v, body := do("alice", "POST", "/v1/bookings", `{"lane": "main", "start": "now", "end": "+1h"}`)
-	if code != 201 || v["state"] != "approved" || v["device"] != "cpu" {
+	if code != 201 || v["state"] != "approved" || v["device"] != "cpu" || v["person"] != "alice" {
 		t.Fatalf("alice books main: %d %s", code, body)
 	}
 	booking := v["id"].(string)
@@ -94,5 +98,17 @@ func TestTeamBookingsE2E(t *testing.T) {
 	}
 	if code, v, body := do("root", "GET", "/v1/admin/bookings", ""); code != 200 || len(v["data"].([]any)) != 2 {
 		t.Errorf("admin list: %d %s", code, body)
+	}
+	_, v, body = do("root", "GET", "/v1/admin/audit", "")
+	var steps []string
+	for _, e := range v["data"].([]any) {
+		e := e.(map[string]any)
+		if action := e["action"].(string); strings.HasPrefix(action, "booking.") {
+			steps = append(steps, action+" by "+e["actor"].(map[string]any)["user"].(string))
+		}
+	}
+	want := []string{"booking.create by bob", "booking.cancel by alice", "booking.create by alice"} // newest first
+	if strings.Join(steps, ", ") != strings.Join(want, ", ") {
+		t.Errorf("audit log: %v, want %v\n%s", steps, want, body)
 	}
 }

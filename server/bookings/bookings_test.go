@@ -286,3 +286,18 @@ func isCode(err error, code string) bool {
 	var se *llm.StatusError
 	return errors.As(err, &se) && se.Code == code
 }
+
+// TestPersonFrom: a person's key books as the person; a key of nobody as the key; no keys as
+// the local admin.
+func TestPersonFrom(t *testing.T) {
+	id := &auth.Identity{ID: "key-1", Name: "laptop", Person: &auth.Person{ID: "p-1", Name: "alice", Role: auth.RoleAdmin}, Admin: true}
+	if got := PersonFrom(auth.NewContext(context.Background(), id)); got != (Person{ID: "p-1", Name: "alice", Admin: true}) {
+		t.Errorf("person's key: %+v", got)
+	}
+	if got := PersonFrom(as("ci", false)); got != (Person{ID: "key-ci", Name: "ci"}) {
+		t.Errorf("key of nobody: %+v", got)
+	}
+	if got := PersonFrom(context.Background()); got != Local {
+		t.Errorf("no keys: %+v", got)
+	}
+}

@@ -16,12 +16,16 @@ type Person struct {
 // and the command line on the data directory): the only user there is, hence an admin.
 var Local = Person{ID: "local", Name: "local", Admin: true}
 
-// PersonFrom is the person ctx's request comes from. Until identities carry a person it is the
-// request's API key (its id and name); this is the one place that changes when they do.
+// PersonFrom is the person ctx's request comes from: the key's person in team mode, else the
+// key itself (its id and name) for a key of nobody. A person's keys are admin keys exactly
+// when the person is an admin.
 func PersonFrom(ctx context.Context) Person {
 	id, keyed := auth.FromContext(ctx)
-	if !keyed {
+	switch {
+	case !keyed:
 		return Local
+	case id.Person != nil:
+		return Person{ID: id.Person.ID, Name: id.Person.Name, Admin: id.Admin}
 	}
 	return Person{ID: id.ID, Name: id.Name, Admin: id.Admin}
 }
