@@ -166,7 +166,8 @@ func (a *App) build() error {
 		CompletionBurst: cfg.CompletionBurst, CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline,
 		Metrics: a.metrics, Keys: a.keys, Bind: a.bind, CORSOrigins: corsOrigins(cfg),
 		Limits: serverLimits(cfg), AllowBatchInvariant: cfg.AllowBatchInvariant, NonstreamKeepalive: cfg.NonstreamKeepalive, Batches: a.batches,
-		Lanes: a.team.lanesManager(), Devices: a.team.laneDevices(), People: a.people}, a.svc)
+		Lanes: a.team.lanesManager(), Devices: a.team.laneDevices(), Bookings: a.team.bookingService(),
+		People: a.people}, a.svc)
 	return nil
 }
 

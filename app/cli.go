@@ -74,6 +74,7 @@ the server alone.`,
 		newLanesCommand(),
 		newUsersCommand(),
 		newUsageCommand(),
+		newBookingsCommand(),
 	)
 	return root
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/superfluid/superfluid/runtime/backends"
+	"github.com/superfluid/superfluid/server/bookings"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/lanes"
 )
@@ -18,8 +19,9 @@ var laneEngines = map[lanes.Kind]func(a *App) lanes.EngineFactory{}
 // team is team mode's serving floor: the machine's devices and the lanes on them, whose
 // router resolves every model name the core is asked for.
 type team struct {
-	devices []lanes.Device
-	lanes   *lanes.Manager
+	devices  []lanes.Device
+	lanes    *lanes.Manager
+	bookings *bookings.Service
 }
 
 // buildTeam, in team mode, builds the lanes over the core and makes their router the core's.
@@ -40,8 +42,13 @@ func (a *App) buildTeam() {
 			}
 			return build(ctx, spec)
 		}})
-	// Bookings reach the router as lanes.Reservations; none are wired here yet, so no lane is booked.
-	a.svc.SetRouter(lanes.NewRouter(t.lanes, nil, a.svc))
+	var booked lanes.Reservations // bookings reach the router as lanes.Reservations (team_bookings.go)
+	if svc, err := newBookings(a.store, bookings.Policy{}, auditBookings(a.people, false)); err != nil {
+		slog.Error("team mode without bookings", "err", err)
+	} else {
+		t.bookings, booked = svc, &bookedLanes{svc: svc, st: a.store}
+	}
+	a.svc.SetRouter(lanes.NewRouter(t.lanes, booked, a.svc))
 	a.team = t
 }
 
@@ -66,6 +73,13 @@ func (t *team) lanesManager() *lanes.Manager {
 		return nil
 	}
 	return t.lanes
+}
+
+func (t *team) bookingService() *bookings.Service {
+	if t == nil {
+		return nil
+	}
+	return t.bookings
 }
 
 func (t *team) laneDevices() []lanes.Device {

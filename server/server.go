@@ -21,6 +21,7 @@ import (
 	"github.com/superfluid/superfluid/server/anthropic"
 	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/batches"
+	"github.com/superfluid/superfluid/server/bookings"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/dialect"
 	"github.com/superfluid/superfluid/server/forward"
@@ -86,6 +87,8 @@ type Config struct {
 	People *people.Service
 	// InstanceID names this server in forwarding (via.go); "" is forward.ProcessInstance().
 	InstanceID string
+	// Bookings serves team mode's bookings (/v1/bookings, /v1/admin/bookings); nil serves none.
+	Bookings *bookings.Service
 }
 
 // DefaultWriteTimeout is how long one frame of a streamed reply may take to write when the
@@ -132,6 +135,9 @@ func New(cfg Config, svc *core.Service) http.Handler {
 	}
 	if cfg.People != nil { // team mode: the keys routes too, audited
 		peopleRoutes(r, cfg.People, cfg.Keys)
+	}
+	if cfg.Bookings != nil {
+		bookingRoutes(r, cfg.Bookings)
 	}
 	r.NoRoute(func(c *gin.Context) {
 		writeError(c, &dialect.Refusal{Status: http.StatusNotFound, Message: fmt.Sprintf("unknown route %s %s", c.Request.Method, c.Request.URL.Path)})

@@ -46,9 +46,12 @@ func NewRouter(m *Manager, booked Reservations, catalog Catalog) *Router {
 var _ core.Router = (*Router)(nil)
 
 // personOf is who sent the request ("" without a key), as bookings name people: the key's
-// name until auth.Identity carries the person (then this one line changes).
+// person, or the key itself for a key of nobody.
 func personOf(ctx context.Context) string {
 	if id, ok := auth.FromContext(ctx); ok {
+		if id.Person != nil { // bookings name a person's keys by the person (bookings.PersonFrom)
+			return id.Person.Name
+		}
 		return id.Name
 	}
 	return ""
