@@ -101,7 +101,10 @@ func TestForwardToSecondSuperfluid(t *testing.T) {
 		if err := stream.Err(); err != nil {
 			t.Fatal(err)
 		}
-		if acc.Choices[0].Message.Content != res.Choices[0].Message.Content || acc.Usage.CompletionTokens != res.Usage.CompletionTokens || chunks < 3 {
+		if acc.Choices[0].Message.Content != res.Choices[0].Message.Content || acc.Usage.CompletionTokens != res.Usage.CompletionTokens || chunks < 2 {
+			// (How many text chunks arrive depends on timing: a busy upstream's events may
+			// coalesce. That each upstream event is relayed as it arrives is server/forward's
+			// TestRelayAsTheyArrive, on an upstream the test paces.)
 			t.Errorf("streamed %q in %d chunks (usage %+v), whole %q (usage %+v)", acc.Choices[0].Message.Content, chunks, acc.Usage,
 				res.Choices[0].Message.Content, res.Usage)
 		}
