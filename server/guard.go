@@ -44,10 +44,16 @@ type guard struct {
 	keys    *auth.Keyring
 	bind    *Bind
 	origins []string
+	// missingCode is the code of a request without a key: team mode's spec names it
+	// missing_api_key; superfluid's own spec, invalid_api_key.
+	missingCode string
 }
 
 func newGuard(cfg Config) *guard {
-	g := &guard{keys: cfg.Keys, bind: cfg.Bind, origins: cfg.CORSOrigins}
+	g := &guard{keys: cfg.Keys, bind: cfg.Bind, origins: cfg.CORSOrigins, missingCode: "invalid_api_key"}
+	if cfg.People != nil {
+		g.missingCode = "missing_api_key"
+	}
 	if g.origins == nil {
 		g.origins = auth.DefaultOrigins
 	}
@@ -95,7 +101,7 @@ func (g *guard) handle(c *gin.Context) {
 		key := presentedKey(r)
 		if key == "" {
 			c.Header("WWW-Authenticate", `Bearer realm="superfluid"`)
-			refuse(c, http.StatusUnauthorized, "invalid_api_key", "no API key: send it as Authorization: Bearer KEY or x-api-key: KEY")
+			refuse(c, http.StatusUnauthorized, g.missingCode, "no API key: send it as Authorization: Bearer KEY or x-api-key: KEY")
 			return
 		}
 		id, ok := g.keys.Authenticate(key)

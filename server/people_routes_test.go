@@ -169,3 +169,15 @@ func TestAdminRoutesOnlyInTeamMode(t *testing.T) {
 		t.Fatalf("single-user mode: %d", res.StatusCode)
 	}
 }
+
+// TestTeamKeyErrors: team mode answers the spec's 401 codes: missing_api_key without a key,
+// invalid_api_key for an unknown one (in OpenAI's shape, on an OpenAI route).
+func TestTeamKeyErrors(t *testing.T) {
+	url, _, _, _ := teamServer(t)
+	if status, body := call(t, "GET", url+"/v1/models", "", ""); status != 401 || errorCode(body) != "missing_api_key" {
+		t.Errorf("no key: %d %v", status, body)
+	}
+	if status, body := call(t, "GET", url+"/v1/models", "sk-ss-"+strings.Repeat("0", 48), ""); status != 401 || errorCode(body) != "invalid_api_key" {
+		t.Errorf("an unknown key: %d %v", status, body)
+	}
+}
