@@ -76,7 +76,7 @@ admin key; other keys see their own.`,
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "where the server keeps its data")
 	fs.StringVar(&from, "from", "", "first day included, YYYY-MM-DD (UTC)")
 	fs.StringVar(&to, "to", "", "last day included, YYYY-MM-DD (UTC)")
-	fs.StringVar(&by, "by", "key,model,day", `what to sum by: key, model and day, comma-separated, or "none" for one total`)
+	fs.StringVar(&by, "by", "key,model,day", `what to sum by: key, model, day and person (team mode), comma-separated, or "none" for one total`)
 	fs.StringVar(&key, "key", "", "only this API key (its name or id)")
 	fs.StringVar(&model, "model", "", "only this model")
 	fs.BoolVar(&asJSON, "json", false, "print the JSON GET /v1/usage answers")
@@ -92,7 +92,7 @@ func printUsage(w io.Writer, groups []string, rows []core.UsageRow) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	has := map[string]bool{}
 	var head []string
-	for _, g := range []string{core.GroupDay, core.GroupKey, core.GroupModel} {
+	for _, g := range []string{core.GroupDay, core.GroupPerson, core.GroupKey, core.GroupModel} {
 		for _, x := range groups {
 			if x == g {
 				has[g] = true
@@ -106,6 +106,13 @@ func printUsage(w io.Writer, groups []string, rows []core.UsageRow) {
 		var cells []string
 		if has[core.GroupDay] {
 			cells = append(cells, r.Day)
+		}
+		if has[core.GroupPerson] {
+			name := r.PersonName
+			if r.PersonID == "" {
+				name = "(no person)"
+			}
+			cells = append(cells, name)
 		}
 		if has[core.GroupKey] {
 			name := r.KeyName

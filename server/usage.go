@@ -18,8 +18,8 @@ import (
 // Query parameters, all optional:
 //
 //	start_date, end_date  first and last day included, YYYY-MM-DD in UTC (open when absent)
-//	group_by              key, model and day, comma-separated (default "key,model,day";
-//	                      "none" sums everything in one row)
+//	group_by              key, model, day and person (team mode), comma-separated (default
+//	                      "key,model,day"; "none" sums everything in one row)
 //	key                   one key, by name or id (an admin's filter)
 //	model                 one model
 //
@@ -32,7 +32,8 @@ import (
 //	           "requests": 12, "errors": 1, "prompt_tokens": 3400, "cached_tokens": 1200,
 //	           "completion_tokens": 800, "total_tokens": 4200, "duration_ms": 5400}]}
 //
-// key_id, key_name, model and date are null when not grouped by; key_id and key_name are ""
+// key_id, key_name, model and date are null when not grouped by; person_id and person_name
+// are there only when grouped by person ("" for requests made without a person's key); key_id and key_name are ""
 // for requests made while no key was configured. Rows come by date, key name and model.
 // errors counts requests answered with a status of 400 or more (499: the client hung up).
 func usageRoutes(r gin.IRouter, svc *core.Service) {
@@ -57,6 +58,8 @@ type usageRow struct {
 	KeyName          *string `json:"key_name"`
 	Model            *string `json:"model"`
 	Date             *string `json:"date"`
+	PersonID         *string `json:"person_id,omitempty"` // only when grouped by person
+	PersonName       *string `json:"person_name,omitempty"`
 	Requests         int64   `json:"requests"`
 	Errors           int64   `json:"errors"`
 	PromptTokens     int64   `json:"prompt_tokens"`
@@ -116,6 +119,9 @@ func UsageList(q core.UsageQuery, start, end string, rows []core.UsageRow) any {
 		}
 		if grouped(core.GroupDay) {
 			w.Date = &r.Day
+		}
+		if grouped(core.GroupPerson) {
+			w.PersonID, w.PersonName = &r.PersonID, &r.PersonName
 		}
 		out.Data[i] = w
 	}

@@ -47,6 +47,7 @@ func (s *Service) record(ctx context.Context, key recordKey, res *Result, err er
 		ClientDisconnected: errors.Is(err, context.Canceled) || ctx.Err() != nil,
 	}
 	rec.KeyID, rec.KeyName = keyOf(ctx)
+	rec.PersonID, rec.PersonName = personOf(ctx)
 	if err != nil {
 		rec.Error = err.Error()
 	}

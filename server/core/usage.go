@@ -26,6 +26,15 @@ type ownerKey struct{}
 
 type owner struct{ id, name string }
 
+// personOf is the person a request record is attributed to (team mode): the person whose
+// key made the request; "" otherwise.
+func personOf(ctx context.Context) (id, name string) {
+	if who, ok := auth.FromContext(ctx); ok && who.Person != nil {
+		return who.Person.ID, who.Person.Name
+	}
+	return "", ""
+}
+
 // keyOf is the key a request record is attributed to: the request's identity, else the owner
 // of the batch the line belongs to; "" without keys.
 func keyOf(ctx context.Context) (id, name string) {
@@ -63,9 +72,10 @@ func meterTokens(ctx context.Context, res *Result) {
 
 // Usage groupings.
 const (
-	GroupKey   = "key"
-	GroupModel = "model"
-	GroupDay   = "day"
+	GroupKey    = "key"
+	GroupModel  = "model"
+	GroupDay    = "day"
+	GroupPerson = "person" // team mode: the person whose key made the requests
 )
 
 // UsageQuery is what a usage report sums.
@@ -76,13 +86,14 @@ type UsageQuery struct {
 	Key string
 	// Model keeps one model's requests ("" for all).
 	Model string
-	// GroupBy lists GroupKey, GroupModel and GroupDay, in any order; empty sums everything.
+	// GroupBy lists GroupKey, GroupModel, GroupDay and GroupPerson, in any order; empty sums
+	// everything.
 	GroupBy []string
 }
 
 // UsageRow is one group of a usage report; the fields not grouped by are "".
 type UsageRow struct {
-	KeyID, KeyName, Model, Day                          string
+	KeyID, KeyName, Model, Day, PersonID, PersonName    string
 	Requests, Errors                                    int64
 	PromptTokens, CachedTokens, CompletionTokens, Total int64
 	Duration                                            time.Duration
@@ -107,12 +118,12 @@ func ParseGroupBy(s string) ([]string, error) {
 		g = strings.TrimSpace(strings.ToLower(g))
 		switch g {
 		case "":
-		case GroupKey, GroupModel, GroupDay:
+		case GroupKey, GroupModel, GroupDay, GroupPerson:
 			if !slices.Contains(out, g) {
 				out = append(out, g)
 			}
 		default:
-			return nil, fmt.Errorf("%w: group_by takes key, model and day, comma-separated; got %q", llm.ErrInvalidInput, g)
+			return nil, fmt.Errorf("%w: group_by takes key, model and day (and person, in team mode), comma-separated; got %q", llm.ErrInvalidInput, g)
 		}
 	}
 	return out, nil
@@ -140,16 +151,22 @@ func (s *Service) Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 		if q.Key != "" && q.Key != who.ID && q.Key != who.Name {
 			return nil, fmt.Errorf("%w: this key is %q", ErrOtherKeysUsage, who.Name)
 		}
-		sq.KeyID = who.ID
+		if who.Person != nil {
+			sq.PersonID = who.Person.ID // a person sees all of their own keys' usage
+		} else {
+			sq.KeyID = who.ID
+		}
 	}
 	sq.ByKey, sq.ByModel, sq.ByDay = slices.Contains(q.GroupBy, GroupKey), slices.Contains(q.GroupBy, GroupModel), slices.Contains(q.GroupBy, GroupDay)
+	sq.ByPerson = slices.Contains(q.GroupBy, GroupPerson)
 	rows, err := s.store.Usage(ctx, sq)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]UsageRow, len(rows))
 	for i, r := range rows {
-		out[i] = UsageRow{KeyID: r.KeyID, KeyName: r.KeyName, Model: r.Model, Day: r.Day, Requests: r.Requests, Errors: r.Errors,
+		out[i] = UsageRow{KeyID: r.KeyID, KeyName: r.KeyName, Model: r.Model, Day: r.Day, PersonID: r.PersonID, PersonName: r.PersonName,
+			Requests: r.Requests, Errors: r.Errors,
 			PromptTokens: r.PromptTokens, CachedTokens: r.CachedTokens, CompletionTokens: r.CompletionTokens,
 			Total: r.PromptTokens + r.CompletionTokens, Duration: r.Duration}
 	}

@@ -33,14 +33,16 @@ type RequestRecord struct {
 	// KeyID and KeyName are the API key that made the request (its stable id and its name);
 	// "" for a request made without keys.
 	KeyID, KeyName string
-	CreatedAt      time.Time // stored in UTC, nanosecond precision; zero means now
+	// PersonID and PersonName are the person whose key it was (team mode); "" otherwise.
+	PersonID, PersonName string
+	CreatedAt            time.Time // stored in UTC, nanosecond precision; zero means now
 }
 
 // requestColumns is the column list every request query selects, in
 // scanRequest's order.
 const requestColumns = `id, model, endpoint, stream, status, error, finish_reason,
 	prompt_tokens, completion_tokens, cached_tokens, lane,
-	queue_us, prefill_us, decode_us, total_us, client_disconnected, warning, key_id, key_name, created_at`
+	queue_us, prefill_us, decode_us, total_us, client_disconnected, warning, key_id, key_name, person_id, person_name, created_at`
 
 // RecordRequest stores r now, through the records writer, and returns when
 // it is committed (Record queues it instead). Durations are truncated to
@@ -68,7 +70,7 @@ func (s *Store) RecordRequests(ctx context.Context, rs []RequestRecord) (err err
 		}
 	}()
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO requests (`+requestColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return fmt.Errorf("record requests: %w", err)
 	}
@@ -97,7 +99,7 @@ func insertRequest(ctx context.Context, stmt *sql.Stmt, r RequestRecord) error {
 	_, err := stmt.ExecContext(ctx, r.ID, r.Model, r.Endpoint, boolInt(r.Stream), r.Status, r.Error, r.FinishReason,
 		r.PromptTokens, r.CompletionTokens, r.CachedTokens, r.Lane,
 		r.Queue.Microseconds(), r.Prefill.Microseconds(), r.Decode.Microseconds(), r.Total.Microseconds(),
-		boolInt(r.ClientDisconnected), r.Warning, r.KeyID, r.KeyName, formatTime(created))
+		boolInt(r.ClientDisconnected), r.Warning, r.KeyID, r.KeyName, r.PersonID, r.PersonName, formatTime(created))
 	if err != nil {
 		return fmt.Errorf("record request %s: %w", r.ID, err)
 	}
@@ -210,7 +212,7 @@ func scanRequest(row interface{ Scan(...any) error }) (RequestRecord, error) {
 	)
 	err := row.Scan(&r.ID, &r.Model, &r.Endpoint, &stream, &r.Status, &r.Error, &r.FinishReason,
 		&r.PromptTokens, &r.CompletionTokens, &r.CachedTokens, &r.Lane,
-		&queue, &prefill, &decode, &total, &disconnected, &r.Warning, &r.KeyID, &r.KeyName, &created)
+		&queue, &prefill, &decode, &total, &disconnected, &r.Warning, &r.KeyID, &r.KeyName, &r.PersonID, &r.PersonName, &created)
 	if err != nil {
 		return RequestRecord{}, err
 	}

@@ -18,15 +18,20 @@ type UsageQuery struct {
 	KeyID string
 	// Model keeps only one model's records ("" keeps all).
 	Model string
-	// ByKey, ByModel and ByDay say what the sums are grouped by; none gives one total.
-	ByKey, ByModel, ByDay bool
+	// PersonID, when set, keeps only the records of the person with this id (team mode).
+	PersonID string
+	// ByKey, ByModel, ByDay and ByPerson say what the sums are grouped by; none gives one
+	// total.
+	ByKey, ByModel, ByDay, ByPerson bool
 }
 
 // UsageRow is one group's sums. The fields a query does not group by are "".
 type UsageRow struct {
 	// KeyID and KeyName are the key ("" for requests made without one).
 	KeyID, KeyName string
-	Model          string
+	// PersonID and PersonName are the person ("" for requests made without a person's key).
+	PersonID, PersonName string
+	Model                string
 	// Day is the UTC date, YYYY-MM-DD.
 	Day string
 	// Requests counts the records; Errors those with a status of 400 or more (client hang-ups,
@@ -37,10 +42,10 @@ type UsageRow struct {
 	Duration time.Duration
 }
 
-// Usage sums the request records q selects, grouped as it says, ordered by day, key name,
-// key id and model.
+// Usage sums the request records q selects, grouped as it says, ordered by day, person, key
+// name, key id and model.
 func (s *Store) Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
-	keyID, keyName, model, day := "''", "''", "''", "''"
+	keyID, keyName, model, day, personID, personName := "''", "''", "''", "''", "''", "''"
 	var group []string
 	if q.ByKey {
 		keyID, keyName = "key_id", "max(key_name)"
@@ -53,6 +58,10 @@ func (s *Store) Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 	if q.ByDay {
 		day = "substr(created_at, 1, 10)" // created_at is RFC 3339 UTC text
 		group = append(group, day)
+	}
+	if q.ByPerson {
+		personID, personName = "person_id", "max(person_name)"
+		group = append(group, "person_id")
 	}
 	var where []string
 	var args []any
@@ -75,7 +84,10 @@ func (s *Store) Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 	if q.Model != "" {
 		where, args = append(where, "model = ?"), append(args, q.Model)
 	}
-	query := `SELECT ` + strings.Join([]string{keyID, keyName, model, day}, ", ") + `,
+	if q.PersonID != "" {
+		where, args = append(where, "person_id = ?"), append(args, q.PersonID)
+	}
+	query := `SELECT ` + strings.Join([]string{keyID, keyName, model, day, personID, personName}, ", ") + `,
 		count(*), coalesce(sum(status >= 400), 0), coalesce(sum(prompt_tokens), 0), coalesce(sum(cached_tokens), 0),
 		coalesce(sum(completion_tokens), 0), coalesce(sum(total_us), 0)
 		FROM requests`
@@ -87,7 +99,7 @@ func (s *Store) Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 	} else {
 		query += " HAVING count(*) > 0" // no records: no total row
 	}
-	query += " ORDER BY 4, 2, 1, 3"
+	query += " ORDER BY 4, 6, 5, 2, 1, 3"
 	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("usage: %w", err)
@@ -97,7 +109,7 @@ func (s *Store) Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 	for rows.Next() {
 		var r UsageRow
 		var us int64
-		if err := rows.Scan(&r.KeyID, &r.KeyName, &r.Model, &r.Day, &r.Requests, &r.Errors,
+		if err := rows.Scan(&r.KeyID, &r.KeyName, &r.Model, &r.Day, &r.PersonID, &r.PersonName, &r.Requests, &r.Errors,
 			&r.PromptTokens, &r.CachedTokens, &r.CompletionTokens, &us); err != nil {
 			return nil, fmt.Errorf("usage: %w", err)
 		}
