@@ -38,17 +38,7 @@ type keyHandlers struct{ keys *auth.Keyring }
 
 // wrap checks for an admin and renders the handler's error in the shape of the path's dialect.
 func (h keyHandlers) wrap(fn func(*gin.Context) error) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		err := func() error {
-			if ok, refusal := auth.Admin(c.Request); !ok {
-				return &dialect.Refusal{Status: http.StatusForbidden, Code: "admin_required", Message: refusal}
-			}
-			return fn(c)
-		}()
-		if err != nil {
-			writeError(c, keyError(err))
-		}
-	}
+	return adminOnly(keyError, fn)
 }
 
 // keyError maps the keyring's errors to refusals.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/dialect"
 	"github.com/superfluid/superfluid/server/lanes"
 	"github.com/superfluid/superfluid/server/store"
@@ -39,17 +38,7 @@ type laneHandlers struct {
 
 // wrap checks for an admin and renders the handler's error.
 func (h laneHandlers) wrap(fn func(*gin.Context) error) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		err := func() error {
-			if ok, refusal := auth.Admin(c.Request); !ok {
-				return &dialect.Refusal{Status: http.StatusForbidden, Code: "admin_required", Message: refusal}
-			}
-			return fn(c)
-		}()
-		if err != nil {
-			writeError(c, laneError(err))
-		}
-	}
+	return adminOnly(laneError, fn)
 }
 
 // laneError maps the manager's errors to refusals.

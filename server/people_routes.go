@@ -56,17 +56,7 @@ type peopleHandlers struct {
 
 // wrap checks for an admin and renders the handler's error in OpenAI's shape.
 func (h peopleHandlers) wrap(fn func(*gin.Context) error) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		err := func() error {
-			if ok, refusal := auth.Admin(c.Request); !ok {
-				return &dialect.Refusal{Status: http.StatusForbidden, Code: "admin_required", Message: refusal}
-			}
-			return fn(c)
-		}()
-		if err != nil {
-			writeError(c, peopleError(err))
-		}
-	}
+	return adminOnly(peopleError, fn)
 }
 
 // peopleError maps the people's and the keyring's errors to refusals.
