@@ -156,7 +156,7 @@ func (a *App) build() error {
 	a.bind = newBind(cfg)
 	a.metrics = metrics.New()
 	a.svc = core.NewCatalog(core.Config{MaxTokens: cfg.MaxTokens, Queue: cfg.Queue, CheckRuntime: a.checkRuntime, Observer: a.metrics,
-		QoS: qosConfig(cfg)}, st, a.mgr, a.sources)
+		QoS: qosConfig(cfg), IsolateCache: cfg.Team}, st, a.mgr, a.sources)
 	a.batches = batches.New(batches.Config{Owner: ownerLookup(a.keys),
 		Files: batches.FilesConfig{Dir: filesDir(cfg.DataDir), MaxBytes: cfg.FilesMaxBytes, Expiry: cfg.FilesExpiry}}, a.svc, st)
 	a.metrics.WatchService(a.svc)

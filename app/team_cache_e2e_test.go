@@ -1,0 +1,73 @@
+package app
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/superfluid/superfluid/server/servertest"
+)
+
+// TestTeamCacheIsolation: in team mode two people sending the same prompt to one lane over the
+// real worker do not share its prefix cache: the second person sees cached_tokens 0, while the
+// first person's repeat is served from the cache.
+func TestTeamCacheIsolation(t *testing.T) {
+	cfg := testConfig(t, testModel)
+	cfg.Team = true
+	keys := map[string]string{}
+	for _, name := range []string{"root", "alice", "bob"} {
+		args := []string{"users", "add", name, "--data-dir", cfg.DataDir}
+		if name == "root" {
+			args = append(args, "--admin")
+		}
+		if code, _, errOut := cli(args...); code != 0 {
+			t.Fatalf("users add %s: %d %s", name, code, errOut)
+		}
+		code, out, errOut := cli("keys", "create", name+"-key", "--user", name, "--data-dir", cfg.DataDir)
+		if code != 0 {
+			t.Fatalf("keys create for %s: %d %s", name, code, errOut)
+		}
+		keys[name] = strings.TrimSpace(out)
+	}
+	a, srv := startServer(t, cfg, false)
+	model := a.preload.ID
+	do := func(who, method, path, body string) (int, map[string]any, string) {
+		t.Helper()
+		resp, b := servertest.Do(t, method, srv.URL+path, body, "Authorization", "Bearer "+keys[who])
+		var v map[string]any
+		_ = json.Unmarshal(b, &v)
+		return resp.StatusCode, v, string(b)
+	}
+	if code, _, body := do("root", "POST", "/v1/admin/lanes", `{"name": "main", "device": "cpu", "engine": "local", "model": "`+model+`"}`); code != 201 {
+		t.Fatalf("add lane: %d %s", code, body)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		_, v, body := do("root", "GET", "/v1/admin/lanes", "")
+		if data, _ := v["data"].([]any); len(data) == 1 && data[0].(map[string]any)["state"] == "serving" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lane did not serve: %s", body)
+		}
+	}
+	const prompt = "Once upon a time there was a little girl who lived in a village near the forest and loved to play"
+	cached := func(who string) float64 {
+		t.Helper()
+		code, v, body := do(who, "POST", "/v1/chat/completions", `{"model": "`+model+`", "max_tokens": 2, "messages": [{"role": "user", "content": "`+prompt+`"}]}`)
+		if code != 200 {
+			t.Fatalf("%s: %d %s", who, code, body)
+		}
+		usage, _ := v["usage"].(map[string]any)
+		details, _ := usage["prompt_tokens_details"].(map[string]any)
+		n, _ := details["cached_tokens"].(float64)
+		return n
+	}
+	cached("alice")
+	if n := cached("alice"); n == 0 {
+		t.Fatalf("alice's repeat: cached_tokens 0; the cache should serve her own prompt")
+	}
+	if n := cached("bob"); n != 0 {
+		t.Errorf("bob sent alice's prompt: cached_tokens %v, want 0 (another person's cache)", n)
+	}
+}
