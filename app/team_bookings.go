@@ -89,7 +89,7 @@ func (b *bookedLanes) Active(now time.Time) []lanes.Reservation {
 	}
 	out := make([]lanes.Reservation, 0, len(active))
 	for _, bk := range active {
-		r := lanes.Reservation{Lane: bk.Lane, Device: bk.Device, Person: bk.PersonName, Whole: bk.WholeDevice(),
+		r := lanes.Reservation{Lane: bk.Lane, Device: bk.Device, PersonID: bk.PersonID, Whole: bk.WholeDevice(),
 			Model: bk.Model, Start: bk.Start, End: bk.End}
 		if !r.Whole {
 			if l, err := b.st.Lane(ctx, bk.Lane); err == nil {
