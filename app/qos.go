@@ -109,7 +109,7 @@ func ownerLookup(k *auth.Keyring) func(ctx context.Context, id string) (*auth.Id
 			return nil, err
 		}
 		for _, info := range infos {
-			if info.ID == id && info.RevokedAt.IsZero() {
+			if info.ID == id && info.RevokedAt.IsZero() && !info.Disabled { // a disabled person's batches do not run
 				who := info.Identity
 				return &who, nil
 			}

@@ -34,7 +34,7 @@ func newBookings(st *store.Store, policy bookings.Policy, audit bookings.AuditFu
 }
 
 // auditBookings records the bookings' steps in the audit log of p (nil: none), by the request's
-// person and key, or by the command line when cli is set.
+// person and key, or by the command line when cli is set; a booking ending on time by nobody.
 func auditBookings(p *people.Service, cli bool) bookings.AuditFunc {
 	if p == nil {
 		return nil
@@ -42,7 +42,10 @@ func auditBookings(p *people.Service, cli bool) bookings.AuditFunc {
 	return func(ctx context.Context, action, target string, detail any) error {
 		id, _ := auth.FromContext(ctx)
 		by := people.ActorOf(id)
-		if cli {
+		switch {
+		case action == bookings.ActionEnd: // on time, by the clock: not by whoever's request noticed
+			by = people.Actor{Via: "serve"}
+		case cli:
 			by = people.CLI
 		}
 		var fields map[string]any
@@ -89,7 +92,7 @@ func (b *bookedLanes) Active(now time.Time) []lanes.Reservation {
 	}
 	out := make([]lanes.Reservation, 0, len(active))
 	for _, bk := range active {
-		r := lanes.Reservation{Lane: bk.Lane, Device: bk.Device, Person: bk.PersonName, Whole: bk.WholeDevice(),
+		r := lanes.Reservation{Lane: bk.Lane, Device: bk.Device, PersonID: bk.PersonID, Whole: bk.WholeDevice(),
 			Model: bk.Model, Start: bk.Start, End: bk.End}
 		if !r.Whole {
 			if l, err := b.st.Lane(ctx, bk.Lane); err == nil {

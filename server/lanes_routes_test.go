@@ -35,7 +35,7 @@ func TestLaneRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	alice, _, err := keys.Create(ctx, auth.NewKey{Name: "alice"})
+	alice, aliceInfo, err := keys.Create(ctx, auth.NewKey{Name: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,14 +117,14 @@ func TestLaneRoutes(t *testing.T) {
 	if code, v, _ := do(alice, "GET", "/v1/models", ""); code != 200 || len(v["data"].([]any)) != 1 {
 		t.Fatalf("alice's models: %d %v", code, v)
 	}
-	*booked = laneBookings{{Lane: "main", Person: "bob", End: time.Now().Add(time.Hour)}}
+	*booked = laneBookings{{Lane: "main", PersonID: "key-bob", End: time.Now().Add(time.Hour)}}
 	if code, v := chat(alice, "alpha"); code != 403 || errCode(v) != "gpu_reserved" {
 		t.Fatalf("alice on bob's lane: %d %v", code, v)
 	}
 	if code, v, _ := do(alice, "GET", "/v1/models", ""); code != 200 || len(v["data"].([]any)) != 0 {
 		t.Fatalf("alice's models during bob's booking: %d %v", code, v)
 	}
-	*booked = laneBookings{{Device: "cpu", Whole: true, Person: "alice", End: time.Now().Add(time.Hour)}}
+	*booked = laneBookings{{Device: "cpu", Whole: true, PersonID: aliceInfo.ID, End: time.Now().Add(time.Hour)}}
 	if code, v := chat(alice, "alpha"); code != 503 || errCode(v) != "gpu_exclusive" {
 		t.Fatalf("alice during her whole-GPU booking: %d %v", code, v)
 	}

@@ -339,6 +339,9 @@ type Info struct {
 	CreatedAt time.Time
 	// RevokedAt is zero while the key is active.
 	RevokedAt time.Time
+	// Disabled is set for the key of a disabled (or vanished) person: listed, but it
+	// authenticates nothing, and nothing may act as it (a batch it made).
+	Disabled bool
 }
 
 // NewKey is what Create makes.
@@ -495,8 +498,12 @@ func (k *Keyring) List(ctx context.Context, withRevoked bool) ([]Info, error) {
 	}
 	for _, s := range keys {
 		info := infoOf(s)
-		if p, ok := people[s.PersonID]; ok {
-			withPerson(&info.Identity, p)
+		if s.PersonID != "" {
+			p, ok := people[s.PersonID]
+			if ok {
+				withPerson(&info.Identity, p)
+			}
+			info.Disabled = !ok || p.State != stateActive // as Reload drops it
 		}
 		out = append(out, info)
 	}

@@ -87,6 +87,11 @@ type Config struct {
 // LaneRef is a lane as a booking names it: its id and its device.
 type LaneRef struct{ ID, Device string }
 
+// LastTime is the latest a booking may end: the store keeps times as text that sorts as time
+// only with four-digit years (a year-10000 booking would slip past every overlap check and
+// break every list that reads it).
+var LastTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+
 // PastGrace is how far in the past a booking may start (a "now" typed a moment ago).
 const PastGrace = time.Minute
 
@@ -162,8 +167,8 @@ type NewBooking struct {
 }
 
 // Book books nb for the person in ctx. It refuses (400) a booking naming neither a lane nor a
-// device, a model on a whole-device booking, end ≤ start, a window in the past, one longer
-// than the policy's MaxLength; (409 booking_conflict) one overlapping a pending or approved
+// device, a model on a whole-device booking, end ≤ start, a window in the past or ending after
+// LastTime, one longer than the policy's MaxLength; (409 booking_conflict) one overlapping a pending or approved
 // booking of the same lane or device; (429 quota_exceeded, Retry-After the week's reset) one
 // past the person's hours per week.
 func (s *Service) Book(ctx context.Context, nb NewBooking) (Booking, error) {
@@ -212,6 +217,8 @@ func (s *Service) checkWindow(nb NewBooking, policy Policy, now time.Time) error
 	case !nb.End.After(now) || nb.Start.Before(now.Add(-PastGrace)):
 		return fmt.Errorf("%w: the booking starts in the past (%s; it is now %s)", llm.ErrInvalidInput,
 			nb.Start.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	case nb.End.After(LastTime):
+		return fmt.Errorf("%w: the booking ends after %s, the last time a booking can name", llm.ErrInvalidInput, LastTime.Format(time.RFC3339))
 	case policy.MaxLength > 0 && nb.End.Sub(nb.Start) > policy.MaxLength:
 		return fmt.Errorf("%w: the booking is %s long; the policy allows at most %s", llm.ErrInvalidInput,
 			nb.End.Sub(nb.Start).Round(time.Second), policy.MaxLength)

@@ -14,8 +14,12 @@ import (
 // Reservation is a booking running now, as the router needs it: a lane (by name) or, when
 // Whole, every lane on a device.
 type Reservation struct {
-	Lane, Device, Person string
-	Whole                bool
+	Lane, Device string
+	// PersonID is who booked: the person's id, or the key's id for a key of nobody (as
+	// bookings.PersonFrom names them). Ids, not names: a key of nobody may be named like a
+	// person, and the command line books as "local".
+	PersonID string
+	Whole    bool
 	// Model is the model the booking asked the lane to load ("" for the lane's own).
 	Model      string
 	Start, End time.Time
@@ -45,14 +49,14 @@ func NewRouter(m *Manager, booked Reservations, catalog Catalog) *Router {
 
 var _ core.Router = (*Router)(nil)
 
-// personOf is who sent the request ("" without a key), as bookings name people: the key's
-// person, or the key itself for a key of nobody.
+// personOf is who sent the request ("" without a key), as bookings name people
+// (Reservation.PersonID): the key's person's id, or the key's own id for a key of nobody.
 func personOf(ctx context.Context) string {
 	if id, ok := auth.FromContext(ctx); ok {
-		if id.Person != nil { // bookings name a person's keys by the person (bookings.PersonFrom)
-			return id.Person.Name
+		if id.Person != nil { // a person's keys are all the person's (bookings.PersonFrom)
+			return id.Person.ID
 		}
-		return id.Name
+		return id.ID
 	}
 	return ""
 }
@@ -78,11 +82,11 @@ func (r *Router) accessOf(who string, now time.Time) []access {
 		device := l.row.Device
 		for _, b := range active {
 			switch {
-			case b.Whole && b.Device == device && b.Person == who:
+			case b.Whole && b.Device == device && b.PersonID == who:
 				a.refuse, a.own = exclusive(device, b.End), true
 			case b.Whole && b.Device == device && a.refuse == nil:
 				a.refuse = reserved("the GPU "+device, b.End)
-			case !b.Whole && b.Lane == l.row.Name && b.Person == who:
+			case !b.Whole && b.Lane == l.row.Name && b.PersonID == who:
 				a.mine = true
 			case !b.Whole && b.Lane == l.row.Name && a.refuse == nil:
 				a.refuse = reserved("lane "+l.row.Name, b.End)

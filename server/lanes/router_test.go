@@ -74,7 +74,7 @@ func TestRouteModelField(t *testing.T) {
 
 	// Bob books lane a until 16:00.
 	until := now.Add(time.Hour)
-	b.booked.set(lanes.Reservation{Lane: "a", Person: "bob", Start: now.Add(-time.Minute), End: until})
+	b.booked.set(lanes.Reservation{Lane: "a", PersonID: "key-bob", Start: now.Add(-time.Minute), End: until})
 	_, err := b.route("alice", "alpha")
 	se := wantRefusal(t, "alpha booked by bob", err, http.StatusForbidden, "gpu_reserved")
 	if !strings.Contains(se.Message, until.Format(time.RFC3339)) {
@@ -109,7 +109,7 @@ func TestRouteModelField(t *testing.T) {
 
 	// Alice books the whole GPU cuda:0: she gets gpu_exclusive for its model, bob gpu_reserved;
 	// beta on cuda:1 still serves both.
-	b.booked.set(lanes.Reservation{Device: "cuda:0", Whole: true, Person: "alice", Start: now, End: now.Add(2 * time.Hour)})
+	b.booked.set(lanes.Reservation{Device: "cuda:0", Whole: true, PersonID: "key-alice", Start: now, End: now.Add(2 * time.Hour)})
 	wantRefusal(t, "alice's whole GPU", func() error { _, err := b.route("alice", "alpha"); return err }(),
 		http.StatusServiceUnavailable, "gpu_exclusive")
 	se = wantRefusal(t, "bob on alice's GPU", func() error { _, err := b.route("bob", "alpha"); return err }(),
@@ -130,8 +130,8 @@ func TestRouteModelField(t *testing.T) {
 	}
 
 	// With every lane on her GPU, alice's empty name is gpu_exclusive too.
-	b.booked.set(lanes.Reservation{Device: "cuda:0", Whole: true, Person: "alice", Start: now, End: now.Add(time.Hour)},
-		lanes.Reservation{Device: "cuda:1", Whole: true, Person: "alice", Start: now, End: now.Add(time.Hour)})
+	b.booked.set(lanes.Reservation{Device: "cuda:0", Whole: true, PersonID: "key-alice", Start: now, End: now.Add(time.Hour)},
+		lanes.Reservation{Device: "cuda:1", Whole: true, PersonID: "key-alice", Start: now, End: now.Add(time.Hour)})
 	wantRefusal(t, "alice, every GPU hers", func() error { _, err := b.route("alice", ""); return err }(),
 		http.StatusServiceUnavailable, "gpu_exclusive")
 	wantRefusal(t, "bob, every GPU alice's", func() error { _, err := b.route("bob", "whatever"); return err }(),
@@ -147,7 +147,7 @@ func TestRouteBookedLaneFirst(t *testing.T) {
 	b.open()
 	b.add("one", "cuda:0", "alpha")
 	two := b.add("two", "cuda:1", "alpha")
-	b.booked.set(lanes.Reservation{Lane: "two", Person: "carol", Start: time.Now().Add(-time.Minute), End: time.Now().Add(time.Hour)})
+	b.booked.set(lanes.Reservation{Lane: "two", PersonID: "key-carol", Start: time.Now().Add(-time.Minute), End: time.Now().Add(time.Hour)})
 	one := b.laneNamed("one")
 	for range 3 {
 		if m, err := b.route("carol", "alpha"); err != nil || m != two.Model() {
@@ -166,4 +166,21 @@ func TestRouteNoLanes(t *testing.T) {
 	for _, name := range []string{"", "alpha", "unknown"} {
 		wantRefusal(t, name, func() error { _, err := b.route("alice", name); return err }(), http.StatusConflict, "model_not_loaded")
 	}
+}
+
+// TestRouteBookingIsThePersons: a booking belongs to the person who made it, by id: every key of
+// that person uses the booked lane, and a key of nobody that happens to be named like the
+// person (a key from before team mode) does not.
+func TestRouteBookingIsThePersons(t *testing.T) {
+	b := newBench(t)
+	b.open()
+	a := b.add("a", "cuda:0", "alpha")
+	b.booked.set(lanes.Reservation{Lane: "a", PersonID: "person-1", Start: time.Now().Add(-time.Minute), End: time.Now().Add(time.Hour)})
+	laptop := auth.NewContext(context.Background(), &auth.Identity{ID: "key-9", Name: "laptop", Person: &auth.Person{ID: "person-1", Name: "alice"}})
+	if m, err := b.svc.ModelFor(laptop, "alpha"); err != nil || m != a.Model() {
+		t.Fatalf("alice's key on her booked lane: %v", err)
+	}
+	namesake := auth.NewContext(context.Background(), &auth.Identity{ID: "key-8", Name: "alice"})
+	_, err := b.svc.ModelFor(namesake, "alpha")
+	wantRefusal(t, "a key of nobody named alice", err, http.StatusForbidden, "gpu_reserved")
 }
