@@ -100,10 +100,10 @@ func (r *Router) accessOf(who string, now time.Time) []access {
 // first); for an empty or unknown name their booked lane, else a free one.
 func (r *Router) Route(ctx context.Context, name string) (*core.Model, error) {
 	lanes := r.accessOf(personOf(ctx), r.Now())
-	if name != "" && r.registered(name) {
+	if id, ok := r.registered(name); ok {
 		var serving []access
 		for _, a := range lanes {
-			if a.lane.serves(name) {
+			if a.lane.serves(name) || id != "" && a.lane.serves(id) {
 				serving = append(serving, a)
 			}
 		}
@@ -146,18 +146,24 @@ func pick(lanes []access) (*core.Model, error) {
 }
 
 // registered reports whether name is a model superfluid knows: one a lane names, or the
-// catalog's.
-func (r *Router) registered(name string) bool {
-	for _, l := range r.lanes.Lanes() {
-		if l.serves(name) {
-			return true
+// catalog's. id is the catalog's id for name ("" when the catalog does not know it): a local
+// lane names its model by id, and a client may use another name of it (a bare repository, a
+// tag).
+func (r *Router) registered(name string) (id string, ok bool) {
+	if name == "" {
+		return "", false
+	}
+	if r.catalog != nil {
+		if m, err := r.catalog.Model(name); err == nil {
+			return m.ID, true
 		}
 	}
-	if r.catalog == nil {
-		return false
+	for _, l := range r.lanes.Lanes() {
+		if l.serves(name) {
+			return "", true
+		}
 	}
-	_, err := r.catalog.Model(name)
-	return err == nil
+	return "", false
 }
 
 // Visible lists the models on the lanes the caller may use now, loaded or loading.

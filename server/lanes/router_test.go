@@ -167,3 +167,28 @@ func TestRouteNoLanes(t *testing.T) {
 		wantRefusal(t, name, func() error { _, err := b.route("alice", name); return err }(), http.StatusConflict, "model_not_loaded")
 	}
 }
+
+// aliasCatalog resolves "alias-of-alpha" to the catalog's alpha, as the real catalog resolves
+// a bare repository name ("OWNER/REPO") or a tag to the entry's id.
+type aliasCatalog struct{ lanes.Catalog }
+
+func (c aliasCatalog) Model(name string) (*core.Model, error) {
+	if name == "alias-of-alpha" {
+		name = "alpha"
+	}
+	return c.Catalog.Model(name)
+}
+
+// TestRouteCatalogAlias: a name the catalog resolves to the model a lane serves goes to that
+// lane, not 409 model_not_loaded.
+func TestRouteCatalogAlias(t *testing.T) {
+	b := newBench(t)
+	b.open()
+	a := b.add("a", "cuda:0", "alpha")
+	b.add("b", "cuda:1", "beta")
+	r := lanes.NewRouter(b.mgr, b.booked, aliasCatalog{b.svc})
+	m, err := r.Route(context.Background(), "alias-of-alpha")
+	if err != nil || m != a.Model() {
+		t.Fatalf("alias-of-alpha: %v, %v; want lane a's alpha", m, err)
+	}
+}
