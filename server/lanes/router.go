@@ -65,8 +65,11 @@ type access struct {
 	own    bool  // refuse is the person's own whole-GPU booking
 }
 
-// accessOf is each lane as who may use it at now, in the manager's order.
-func (r *Router) accessOf(who string, now time.Time) []access {
+// accessOf is each lane as the request's caller may use it at now, in the manager's order:
+// the lanes of models their key may use (auth.Identity.Models; all for most keys).
+func (r *Router) accessOf(ctx context.Context, now time.Time) []access {
+	who := personOf(ctx)
+	key, _ := auth.FromContext(ctx)
 	var active []Reservation
 	if r.booked != nil {
 		active = r.booked.Active(now)
@@ -74,6 +77,9 @@ func (r *Router) accessOf(who string, now time.Time) []access {
 	lanes := r.lanes.Lanes()
 	out := make([]access, 0, len(lanes))
 	for _, l := range lanes {
+		if !key.AllowsModel(l.Status().Model) {
+			continue
+		}
 		a := access{lane: l}
 		device := l.row.Device
 		for _, b := range active {
@@ -99,8 +105,14 @@ func (r *Router) accessOf(who string, now time.Time) []access {
 // Route picks the lane for name: a lane the caller may use serving it (their booked lane
 // first); for an empty or unknown name their booked lane, else a free one.
 func (r *Router) Route(ctx context.Context, name string) (*core.Model, error) {
-	lanes := r.accessOf(personOf(ctx), r.Now())
+	lanes := r.accessOf(ctx, r.Now())
 	if id, ok := r.registered(name); ok {
+		if key, _ := auth.FromContext(ctx); !key.AllowsModel(name) && !key.AllowsModel(id) {
+			// As without lanes (core.ModelFor): a key limited to other models hears nothing of
+			// this one.
+			return nil, fmt.Errorf("%w: the model %q does not exist or this API key may not use it; GET /v1/models lists the models it may use",
+				llm.ErrModelNotFound, name)
+		}
 		var serving []access
 		for _, a := range lanes {
 			if a.lane.serves(name) || id != "" && a.lane.serves(id) {
@@ -170,7 +182,7 @@ func (r *Router) registered(name string) (id string, ok bool) {
 func (r *Router) Visible(ctx context.Context) []*core.Model {
 	var out []*core.Model
 	seen := map[string]bool{}
-	for _, a := range r.accessOf(personOf(ctx), r.Now()) {
+	for _, a := range r.accessOf(ctx, r.Now()) {
 		if a.refuse != nil {
 			continue
 		}

@@ -192,3 +192,29 @@ func TestRouteCatalogAlias(t *testing.T) {
 		t.Fatalf("alias-of-alpha: %v, %v; want lane a's alpha", m, err)
 	}
 }
+
+// TestRouteKeyModels: a key limited to some models (auth.Identity.Models) keeps its limit in
+// team mode: another model is 404 model_not_found as without lanes, an empty name goes to a
+// lane serving one it may use, and GET /v1/models lists only those.
+func TestRouteKeyModels(t *testing.T) {
+	b := newBench(t)
+	b.open()
+	a := b.add("a", "cuda:0", "alpha")
+	b.add("b", "cuda:1", "beta")
+	ctx := auth.NewContext(context.Background(), &auth.Identity{ID: "key-x", Name: "x", Models: []string{"alpha"}})
+	if m, err := b.svc.ModelFor(ctx, "beta"); !errors.Is(err, llm.ErrModelNotFound) {
+		t.Fatalf("beta for a key limited to alpha: %v, %v; want model_not_found", m, err)
+	}
+	for _, name := range []string{"", "alpha", "unknown-name"} {
+		if m, err := b.svc.ModelFor(ctx, name); err != nil || m != a.Model() {
+			t.Fatalf("%q for a key limited to alpha: %v, %v; want lane a", name, m, err)
+		}
+	}
+	var ids []string
+	for _, m := range b.svc.VisibleModels(ctx) {
+		ids = append(ids, m.ID)
+	}
+	if strings.Join(ids, ",") != "alpha" {
+		t.Fatalf("a key limited to alpha sees %v", ids)
+	}
+}
