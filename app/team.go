@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/superfluid/superfluid/runtime/backends"
 	"github.com/superfluid/superfluid/server/bookings"
@@ -22,6 +23,9 @@ type team struct {
 	devices  []lanes.Device
 	lanes    *lanes.Manager
 	bookings *bookings.Service
+
+	mu    sync.Mutex
+	holds map[string]int // catalog model id → the local lanes serving it
 }
 
 // buildTeam, in team mode, builds the lanes over the core and makes their router the core's.
@@ -30,7 +34,7 @@ func (a *App) buildTeam() {
 		return
 	}
 	t := &team{devices: lanes.Devices(backends.Detect())}
-	factories := map[lanes.Kind]lanes.EngineFactory{lanes.Local: a.localLane}
+	factories := map[lanes.Kind]lanes.EngineFactory{lanes.Local: t.localLane(a)}
 	for kind, newFactory := range laneEngines {
 		factories[kind] = newFactory(a)
 	}
@@ -53,17 +57,40 @@ func (a *App) buildTeam() {
 }
 
 // localLane serves a catalog model on the built-in worker: the lane is unavailable while it
-// loads, and the model is unloaded when the lane lets it go.
-func (a *App) localLane(ctx context.Context, spec lanes.Spec) (*core.Model, func(), error) {
-	m, err := a.svc.LoadModel(ctx, spec.Lane.Model)
-	if err != nil {
-		return nil, nil, err
-	}
-	return m, func() {
-		if _, err := a.svc.UnloadModel(context.Background(), m.ID); err != nil {
-			slog.Warn("unloading a lane's model", "model", m.ID, "err", err)
+// loads, and the model is unloaded when the last lane serving it lets it go (two lanes may
+// serve one catalog model, which is one engine: unloading it for one would cut the other's
+// running requests short).
+func (t *team) localLane(a *App) lanes.EngineFactory {
+	return func(ctx context.Context, spec lanes.Spec) (*core.Model, func(), error) {
+		m, err := a.svc.LoadModel(ctx, spec.Lane.Model)
+		if err != nil {
+			return nil, nil, err
 		}
-	}, nil
+		t.mu.Lock()
+		if t.holds == nil {
+			t.holds = map[string]int{}
+		}
+		t.holds[m.ID]++
+		t.mu.Unlock()
+		var once sync.Once
+		return m, func() {
+			once.Do(func() {
+				t.mu.Lock()
+				t.holds[m.ID]--
+				last := t.holds[m.ID] == 0
+				if last {
+					delete(t.holds, m.ID)
+				}
+				t.mu.Unlock()
+				if !last {
+					return
+				}
+				if _, err := a.svc.UnloadModel(context.Background(), m.ID); err != nil {
+					slog.Warn("unloading a lane's model", "model", m.ID, "err", err)
+				}
+			})
+		}, nil
+	}
 }
 
 // lanesManager and laneDevices are what the router serves at /v1/admin/lanes (nil outside

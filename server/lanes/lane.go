@@ -28,6 +28,7 @@ type Lane struct {
 	oldName string      // old's model name
 	waiting *core.Model // what listings show while none is up: the target, refusing requests
 	epoch   uint64      // bumped by every switch, so a superseded start does not install
+	gone    bool        // removed (or the manager closed): a switch starts nothing any more
 	cancel  context.CancelFunc
 	done    chan struct{} // closed when the latest switch's work (drain, start) is over
 	settled chan struct{} // closed when the latest switch serves, or failed its first start
@@ -195,6 +196,15 @@ func (l *Lane) begin(model string) (epoch uint64, ctx context.Context, old *serv
 	return l.epoch, ctx, old, prev, l.done
 }
 
+// end begins the lane's last switch, to nothing: it drains and releases its engine, and no
+// later switch (one that raced the removal) starts another.
+func (l *Lane) end() (epoch uint64, ctx context.Context, old *served, prev, done chan struct{}) {
+	l.mu.Lock()
+	l.gone = true
+	l.mu.Unlock()
+	return l.begin("")
+}
+
 // run drains old and starts the lane's model with build, retrying with backoff until it
 // serves or a later switch supersedes this one (epoch). build nil only drains.
 func (l *Lane) run(epoch uint64, ctx context.Context, old *served, prev, done chan struct{}, build EngineFactory, spec func(store.Lane) Spec) {
@@ -210,7 +220,7 @@ func (l *Lane) run(epoch uint64, ctx context.Context, old *served, prev, done ch
 	if l.old == old {
 		l.old, l.oldName = nil, ""
 	}
-	if l.epoch != epoch {
+	if l.epoch != epoch || l.gone {
 		l.mu.Unlock()
 		return
 	}
@@ -224,7 +234,7 @@ func (l *Lane) run(epoch uint64, ctx context.Context, old *served, prev, done ch
 	for {
 		m, release, err := build(ctx, spec(row))
 		l.mu.Lock()
-		if l.epoch != epoch {
+		if l.epoch != epoch || l.gone {
 			l.mu.Unlock()
 			if err == nil && release != nil {
 				release()

@@ -170,14 +170,13 @@ func (m *Manager) Remove(ctx context.Context, nameOrID string) error {
 	if err != nil {
 		return err
 	}
-	if l := m.lane(row.ID); l != nil {
-		epoch, sctx, old, prev, done := l.begin("")
-		go l.run(epoch, sctx, old, prev, done, nil, nil)
-		select {
-		case <-done:
-		case <-ctx.Done():
-			return fmt.Errorf("remove lane %s: waiting for its requests: %w", row.Name, ctx.Err())
-		}
+	l := m.lane(row.ID)
+	if l == nil {
+		return m.cfg.Store.DeleteLane(ctx, row.ID)
+	}
+	epoch, sctx, old, prev, done := l.end()
+	go l.run(epoch, sctx, old, prev, done, nil, nil)
+	finish := func() error {
 		m.mu.Lock()
 		for i, x := range m.lanes {
 			if x == l {
@@ -186,14 +185,26 @@ func (m *Manager) Remove(ctx context.Context, nameOrID string) error {
 			}
 		}
 		m.mu.Unlock()
+		err := m.cfg.Store.DeleteLane(context.Background(), row.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // a removal that raced this one deleted it
+		}
+		return err
 	}
-	return m.cfg.Store.DeleteLane(ctx, row.ID)
+	select {
+	case <-done:
+		return finish()
+	case <-ctx.Done():
+		// The lane serves nothing more (end): its removal completes once its requests finish.
+		go func() { <-done; _ = finish() }()
+		return fmt.Errorf("remove lane %s: still waiting for its requests (it is removed once they finish): %w", row.Name, ctx.Err())
+	}
 }
 
 // Close drains every lane and releases its engine, until ctx ends.
 func (m *Manager) Close(ctx context.Context) error {
 	for _, l := range m.Lanes() {
-		epoch, sctx, old, prev, done := l.begin("")
+		epoch, sctx, old, prev, done := l.end()
 		go l.run(epoch, sctx, old, prev, done, nil, nil)
 		select {
 		case <-done:

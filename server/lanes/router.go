@@ -69,8 +69,11 @@ type access struct {
 	own    bool  // refuse is the person's own whole-GPU booking
 }
 
-// accessOf is each lane as who may use it at now, in the manager's order.
-func (r *Router) accessOf(who string, now time.Time) []access {
+// accessOf is each lane as the request's caller may use it at now, in the manager's order:
+// the lanes of models their key may use (auth.Identity.Models; all for most keys).
+func (r *Router) accessOf(ctx context.Context, now time.Time) []access {
+	who := personOf(ctx)
+	key, _ := auth.FromContext(ctx)
 	var active []Reservation
 	if r.booked != nil {
 		active = r.booked.Active(now)
@@ -78,6 +81,9 @@ func (r *Router) accessOf(who string, now time.Time) []access {
 	lanes := r.lanes.Lanes()
 	out := make([]access, 0, len(lanes))
 	for _, l := range lanes {
+		if !key.AllowsModel(l.Status().Model) {
+			continue
+		}
 		a := access{lane: l}
 		device := l.row.Device
 		for _, b := range active {
@@ -103,11 +109,17 @@ func (r *Router) accessOf(who string, now time.Time) []access {
 // Route picks the lane for name: a lane the caller may use serving it (their booked lane
 // first); for an empty or unknown name their booked lane, else a free one.
 func (r *Router) Route(ctx context.Context, name string) (*core.Model, error) {
-	lanes := r.accessOf(personOf(ctx), r.Now())
-	if name != "" && r.registered(name) {
+	lanes := r.accessOf(ctx, r.Now())
+	if id, ok := r.registered(name); ok {
+		if key, _ := auth.FromContext(ctx); !key.AllowsModel(name) && !key.AllowsModel(id) {
+			// As without lanes (core.ModelFor): a key limited to other models hears nothing of
+			// this one.
+			return nil, fmt.Errorf("%w: the model %q does not exist or this API key may not use it; GET /v1/models lists the models it may use",
+				llm.ErrModelNotFound, name)
+		}
 		var serving []access
 		for _, a := range lanes {
-			if a.lane.serves(name) {
+			if a.lane.serves(name) || id != "" && a.lane.serves(id) {
 				serving = append(serving, a)
 			}
 		}
@@ -150,25 +162,31 @@ func pick(lanes []access) (*core.Model, error) {
 }
 
 // registered reports whether name is a model superfluid knows: one a lane names, or the
-// catalog's.
-func (r *Router) registered(name string) bool {
-	for _, l := range r.lanes.Lanes() {
-		if l.serves(name) {
-			return true
+// catalog's. id is the catalog's id for name ("" when the catalog does not know it): a local
+// lane names its model by id, and a client may use another name of it (a bare repository, a
+// tag).
+func (r *Router) registered(name string) (id string, ok bool) {
+	if name == "" {
+		return "", false
+	}
+	if r.catalog != nil {
+		if m, err := r.catalog.Model(name); err == nil {
+			return m.ID, true
 		}
 	}
-	if r.catalog == nil {
-		return false
+	for _, l := range r.lanes.Lanes() {
+		if l.serves(name) {
+			return "", true
+		}
 	}
-	_, err := r.catalog.Model(name)
-	return err == nil
+	return "", false
 }
 
 // Visible lists the models on the lanes the caller may use now, loaded or loading.
 func (r *Router) Visible(ctx context.Context) []*core.Model {
 	var out []*core.Model
 	seen := map[string]bool{}
-	for _, a := range r.accessOf(personOf(ctx), r.Now()) {
+	for _, a := range r.accessOf(ctx, r.Now()) {
 		if a.refuse != nil {
 			continue
 		}

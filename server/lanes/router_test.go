@@ -184,3 +184,54 @@ func TestRouteBookingIsThePersons(t *testing.T) {
 	_, err := b.svc.ModelFor(namesake, "alpha")
 	wantRefusal(t, "a key of nobody named alice", err, http.StatusForbidden, "gpu_reserved")
 }
+
+// aliasCatalog resolves "alias-of-alpha" to the catalog's alpha, as the real catalog resolves
+// a bare repository name ("OWNER/REPO") or a tag to the entry's id.
+type aliasCatalog struct{ lanes.Catalog }
+
+func (c aliasCatalog) Model(name string) (*core.Model, error) {
+	if name == "alias-of-alpha" {
+		name = "alpha"
+	}
+	return c.Catalog.Model(name)
+}
+
+// TestRouteCatalogAlias: a name the catalog resolves to the model a lane serves goes to that
+// lane, not 409 model_not_loaded.
+func TestRouteCatalogAlias(t *testing.T) {
+	b := newBench(t)
+	b.open()
+	a := b.add("a", "cuda:0", "alpha")
+	b.add("b", "cuda:1", "beta")
+	r := lanes.NewRouter(b.mgr, b.booked, aliasCatalog{b.svc})
+	m, err := r.Route(context.Background(), "alias-of-alpha")
+	if err != nil || m != a.Model() {
+		t.Fatalf("alias-of-alpha: %v, %v; want lane a's alpha", m, err)
+	}
+}
+
+// TestRouteKeyModels: a key limited to some models (auth.Identity.Models) keeps its limit in
+// team mode: another model is 404 model_not_found as without lanes, an empty name goes to a
+// lane serving one it may use, and GET /v1/models lists only those.
+func TestRouteKeyModels(t *testing.T) {
+	b := newBench(t)
+	b.open()
+	a := b.add("a", "cuda:0", "alpha")
+	b.add("b", "cuda:1", "beta")
+	ctx := auth.NewContext(context.Background(), &auth.Identity{ID: "key-x", Name: "x", Models: []string{"alpha"}})
+	if m, err := b.svc.ModelFor(ctx, "beta"); !errors.Is(err, llm.ErrModelNotFound) {
+		t.Fatalf("beta for a key limited to alpha: %v, %v; want model_not_found", m, err)
+	}
+	for _, name := range []string{"", "alpha", "unknown-name"} {
+		if m, err := b.svc.ModelFor(ctx, name); err != nil || m != a.Model() {
+			t.Fatalf("%q for a key limited to alpha: %v, %v; want lane a", name, m, err)
+		}
+	}
+	var ids []string
+	for _, m := range b.svc.VisibleModels(ctx) {
+		ids = append(ids, m.ID)
+	}
+	if strings.Join(ids, ",") != "alpha" {
+		t.Fatalf("a key limited to alpha sees %v", ids)
+	}
+}

@@ -262,3 +262,38 @@ func TestBadLanes(t *testing.T) {
 		t.Fatalf("openai lane %+v, %v", st, err)
 	}
 }
+
+// TestSwitchDuringRemove: a switch that arrives while a removal drains the lane starts no
+// engine on the removed lane (one would be served by nothing and released by nobody: for a
+// command lane, a process left running).
+func TestSwitchDuringRemove(t *testing.T) {
+	b := newBench(t)
+	b.add("main", "cuda:0", "alpha")
+	done := make(chan error, 1)
+	go func() { _, err := b.chat("", "alpha"); done <- err }()
+	<-b.started
+	removed := make(chan error, 1)
+	go func() { removed <- b.mgr.Remove(context.Background(), "main") }()
+	deadline := time.Now().Add(5 * time.Second)
+	for b.laneNamed("main").Status().State != lanes.Switching {
+		if time.Now().After(deadline) {
+			t.Fatal("the removal did not start draining")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	_, _ = b.mgr.Switch(context.Background(), "main", "beta") // refused or not: it must not start beta
+	b.open()
+	if err := <-done; err != nil {
+		t.Fatalf("the running request failed: %v", err)
+	}
+	if err := <-removed; err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // a start the switch began would be done by now
+	if built, released := b.counts("beta"); built != released {
+		t.Fatalf("beta built %d times, released %d: an engine outlived its removed lane", built, released)
+	}
+	if len(b.mgr.Lanes()) != 0 {
+		t.Fatalf("%d lanes after remove", len(b.mgr.Lanes()))
+	}
+}
