@@ -83,6 +83,12 @@ type Config struct {
 	// AdminPasswordFile holds the first admin's password (--admin-password-file); "" makes a
 	// one-time random one, printed once.
 	AdminPasswordFile string
+	// BookingApproval makes members' bookings wait for an admin (--booking-approval);
+	// BookingMaxLength bounds one booking and BookingHoursPerWeek a person's booked hours per
+	// UTC week (0: no limit).
+	BookingApproval     bool
+	BookingMaxLength    time.Duration
+	BookingHoursPerWeek float64
 	// CORSOrigins are browser origins answered besides the localhost ones (--cors-origins).
 	CORSOrigins []string
 	// RateLimitIP is the requests a minute one client address may send (--rate-limit-ip);
@@ -143,5 +149,8 @@ func selfCommand(sub string) []string {
 // teamFlags declares serve's team-mode flags (team.go).
 func teamFlags(fs *pflag.FlagSet, cfg *Config) {
 	fs.BoolVar(&cfg.Team, "team", cfg.Team, "team mode: people with roles and their sk-ss- keys (superfluid users), lanes routed by the model field (superfluid lanes), the admin API under /v1/admin, an audit log; every request needs a key")
+	fs.BoolVar(&cfg.BookingApproval, "booking-approval", cfg.BookingApproval, "with --team: members' bookings wait as pending until an admin approves or rejects them")
+	fs.DurationVar(&cfg.BookingMaxLength, "booking-max-length", cfg.BookingMaxLength, "with --team: the longest booking (e.g. 8h; 0 for no limit)")
+	fs.Float64Var(&cfg.BookingHoursPerWeek, "booking-hours-per-week", cfg.BookingHoursPerWeek, "with --team: the hours one person may book per UTC week (0 for no limit)")
 	fs.StringVar(&cfg.AdminPasswordFile, "admin-password-file", cfg.AdminPasswordFile, "with --team: a file whose first line is the first admin's password (default: a one-time random password, printed once)")
 }

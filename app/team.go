@@ -47,7 +47,8 @@ func (a *App) buildTeam() {
 			return build(ctx, spec)
 		}})
 	var booked lanes.Reservations // bookings reach the router as lanes.Reservations (team_bookings.go)
-	if svc, err := newBookings(a.store, bookings.Policy{}, auditBookings(a.people, false)); err != nil {
+	if svc, err := newBookings(a.store, bookings.Policy{NeedsApproval: a.cfg.BookingApproval,
+		MaxLength: a.cfg.BookingMaxLength, MaxHoursPerWeek: a.cfg.BookingHoursPerWeek}, auditBookings(a.people, false)); err != nil {
 		slog.Error("team mode without bookings", "err", err)
 	} else {
 		t.bookings, booked = svc, &bookedLanes{svc: svc, st: a.store}
