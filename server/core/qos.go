@@ -30,7 +30,8 @@ import (
 //     so its sequence ticks alone and its output does not depend on other traffic. It waits
 //     for the lanes to empty and, meanwhile, later requests of its class or below wait behind it.
 //
-// Within a class, grants go in arrival order.
+// Within a class, owners take turns (the person in team mode, else the key; see head), and
+// one owner's requests go in arrival order; without keys that is arrival order.
 
 // FairShare is how often background work gets a lane while higher classes wait: at least one
 // grant in FairShare.
