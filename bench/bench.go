@@ -6,9 +6,6 @@
 // soak (package bench/soak), a long run of mixed traffic against a server process. It starts
 // the app through Options.Serve (the soak and the gateway's upstream through
 // Options.Command), so it does not depend on package app.
-package bench/soak), a long run of mixed traffic against a server
-// process. It starts the app through Options.Serve (the soak through Options.Command), so it
-// does not depend on package app.
 package bench
 
 import (
