@@ -44,6 +44,8 @@ type Options struct {
 	SharedChats, SharedTokens       int   // chats sharing a system prompt of that many tokens: 32 and 1,000
 	BatchLines                      int   // requests in the batch suite's batch: 64
 	AgentTokens                     int   // the agents suite's prompt size: 20,000 tokens
+	// JSON asks the suites that have a JSON report (gateway) for it instead of text.
+	JSON bool
 	// WriteModel asks for a TinyLlama-1.1B-shaped Q8_0 model to be written at the model path
 	// first (see WriteModel).
 	WriteModel bool
