@@ -115,7 +115,7 @@ func measureGateway(model string, o Options) (*GatewayReport, error) {
 			// machine falls on both.
 			for k := range 2 {
 				i := (k + run) % 2
-				r, err := streamThrough(paths[i], n, o.DecodeTokens, run)
+				r, err := streamThrough(paths[i], n, o.DecodeTokens, fmt.Sprintf("%s %d", names[i], run))
 				if err != nil {
 					return nil, fmt.Errorf("%s, %d streams: %w", names[i], n, err)
 				}
@@ -202,8 +202,9 @@ func perThousand(cpu time.Duration, tokens int) float64 {
 	return float64(cpu) / float64(time.Millisecond) * 1000 / float64(tokens)
 }
 
-// streamThrough streams n generations of tokens each at once through api.
-func streamThrough(api *apiClient, n, tokens, run int) (gatewayRun, error) {
+// streamThrough streams n generations of tokens each at once through api. Each prompt starts
+// with label and the stream's number: no path finds another's prompt in the upstream's cache.
+func streamThrough(api *apiClient, n, tokens int, label string) (gatewayRun, error) {
 	samples := make([]sample, n)
 	errs := make([]error, n)
 	cpuBefore := processCPU()
@@ -213,7 +214,7 @@ func streamThrough(api *apiClient, n, tokens, run int) (gatewayRun, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			samples[i], errs[i] = api.sample(fmt.Sprintf("%d-%d. Once upon a time", run, i), tokens)
+			samples[i], errs[i] = api.sample(fmt.Sprintf("%s-%d. Once upon a time", label, i), tokens)
 		}()
 	}
 	wg.Wait()
