@@ -56,6 +56,7 @@ func newBenchCommand() *cobra.Command {
 	fs.IntVar(&opts.AgentTokens, "agent-tokens", 20000, "the agents suite's prompt size in tokens (Claude Code's system prompt and the tools that fit)")
 	fs.DurationVar(&opts.Duration, "duration", opts.Duration, "how long the soak's traffic runs")
 	fs.Float64Var(&opts.Rate, "rate", opts.Rate, "the soak's requests per second, all kinds together")
+	fs.BoolVar(&opts.JSON, "json", false, "print the gateway suite's report as JSON (the other suites print text)")
 	fs.BoolVar(&opts.WriteModel, "write-model", false, "first write a TinyLlama-1.1B-shaped Q8_0 model with random weights at MODEL (outside the repository)")
 	return cmd
 }

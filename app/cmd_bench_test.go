@@ -40,6 +40,11 @@ func TestBenchSuites(t *testing.T) {
 			[]string{"== agents:", "Claude Code 2.1.332's first request", "engine prefill", "cold TTFT (API)", "warm TTFT (API)", "turn 2 TTFT (API)", "warm/cold (medians)", "of them cached"}},
 		{"qos", func(o *bench.Options) { o.Repeat, o.DecodeTokens = 1, 16 },
 			[]string{"== qos:", "idle server", "while 8 background streams run", "busy/idle (medians)", "no keys, no limits", "key checks and rate limits", "with/without (medians)"}},
+		// The upstream is a `superfluid serve` process of this binary's command line.
+		{"gateway", func(o *bench.Options) {
+			o.Repeat, o.Streams, o.Command, o.Env = 1, []int{1, 2}, []string{os.Args[0]}, []string{cliEnv + "=1"}
+		}, []string{"== gateway:", "upstream: `superfluid serve` process", "2 lanes", "TTFT p50", "CPU ms/1k",
+			"       1   direct ", "       1  gateway ", "       2  gateway ", "  gw/dir ", "gateway's own"}},
 		// The soak's 30-second version: a server process of this binary's command line.
 		{"soak", func(o *bench.Options) {
 			o.Duration, o.Command, o.Env = 30*time.Second, []string{os.Args[0]}, []string{cliEnv + "=1"}

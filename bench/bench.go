@@ -1,10 +1,11 @@
 // Package bench measures superfluid against one model: decode and prefill speed through the
 // HTTP API next to the engine called directly, multi-turn and concurrent serving, prefix
 // sharing, model downloads from a fake Hugging Face Hub, the time to first token of an
-// unloaded model, tool-calling grammars, the batch API, and the scheduling classes and rate
-// limits; and the soak (package bench/soak), a long run of mixed traffic against a server
-// process. It starts the app through Options.Serve (the soak through Options.Command), so it
-// does not depend on package app.
+// unloaded model, tool-calling grammars, the batch API, the scheduling classes and rate
+// limits, and a gateway forwarding to another superfluid vs that superfluid directly; and the
+// soak (package bench/soak), a long run of mixed traffic against a server process. It starts
+// the app through Options.Serve (the soak and the gateway's upstream through
+// Options.Command), so it does not depend on package app.
 package bench
 
 import (
@@ -43,6 +44,8 @@ type Options struct {
 	SharedChats, SharedTokens       int   // chats sharing a system prompt of that many tokens: 32 and 1,000
 	BatchLines                      int   // requests in the batch suite's batch: 64
 	AgentTokens                     int   // the agents suite's prompt size: 20,000 tokens
+	// JSON asks the suites that have a JSON report (gateway) for it instead of text.
+	JSON bool
 	// WriteModel asks for a TinyLlama-1.1B-shaped Q8_0 model to be written at the model path
 	// first (see WriteModel).
 	WriteModel bool
@@ -100,6 +103,7 @@ var Suites = []Suite{
 	{"batch", "a 64-line batch's throughput vs the same requests sent at once, and interactive TTFT while it runs vs idle", benchBatch, false},
 	{"agents", "time to first token of a 20k-token Claude Code request (system prompt + tools), cold and with its prefix cached, vs the engine's prefill of it", benchAgents, false},
 	{"qos", "interactive TTFT while 8 background streams run vs idle, and requests/s with key checks and rate limits vs without", benchQoS, false},
+	{"gateway", "streaming tokens/s and TTFT through a gateway (router + core forwarding to a superfluid process) vs that process directly, at 1 and 32 streams, and the gateway's CPU per 1,000 tokens", benchGateway, false},
 	{"soak", "mixed traffic in every dialect with hang-ups, worker kills and reloads for --duration (1h): memory, fd and goroutine curves, nothing lost, nothing malformed; not in all", benchSoak, true},
 }
 

@@ -1,0 +1,239 @@
+package bench
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// gatewayStreams are the concurrent stream counts the gateway suite is described with.
+var gatewayStreams = []int{1, 32}
+
+// GatewayReport is what the gateway suite measured (its --json form).
+type GatewayReport struct {
+	// Upstream is how the upstream ran: "`superfluid serve` process PID"; Lanes its lanes;
+	// Model the id it serves.
+	Upstream string `json:"upstream"`
+	Lanes    int    `json:"lanes"`
+	Model    string `json:"model"`
+	// Rows are one per stream count asked for.
+	Rows []GatewayRow `json:"rows"`
+	// CPU is this process's CPU (getrusage user+sys) per 1,000 streamed tokens, in ms: the
+	// client alone (the direct runs), client and gateway (the gateway runs), and the gateway's
+	// own (the difference).
+	CPU struct {
+		Client        float64 `json:"client_ms_per_1k_tokens"`
+		ClientAndGate float64 `json:"client_and_gateway_ms_per_1k_tokens"`
+		Gateway       float64 `json:"gateway_ms_per_1k_tokens"`
+		DirectTokens  int     `json:"direct_tokens"`
+		GatewayTokens int     `json:"gateway_tokens"`
+	} `json:"cpu"`
+}
+
+// GatewayRow is one stream count: each path's throughput and median TTFT, and the ratios.
+type GatewayRow struct {
+	// Asked is the stream count asked for; Streams the count run (no more than the lanes).
+	Asked   int         `json:"asked"`
+	Streams int         `json:"streams"`
+	Direct  GatewayPath `json:"direct"`
+	Gateway GatewayPath `json:"gateway"`
+	// Throughput is gateway tokens/s over direct tokens/s (target >= 0.97); TTFTDeltaMs the
+	// gateway's median TTFT minus the direct one (target <= 2).
+	Throughput  float64 `json:"throughput_ratio"`
+	TTFTDeltaMs float64 `json:"ttft_delta_ms"`
+}
+
+// GatewayPath is one path's measurement at one stream count, over all runs.
+type GatewayPath struct {
+	TokensPerSecond float64 `json:"tokens_per_second"`
+	TTFTP50Ms       float64 `json:"ttft_p50_ms"`
+	Tokens          int     `json:"tokens"`
+	CPUMsPer1k      float64 `json:"cpu_ms_per_1k_tokens"`
+}
+
+// benchGateway compares streaming through a gateway (router + core over forward.NewModel, in
+// this process) with calling its upstream directly (a `superfluid serve` process of its own,
+// started from Options.Command), in the same run: completion tokens/s summed over the streams
+// and the median time to first token, at 1 and 32 concurrent streams (no more than the
+// upstream's lanes), and this process's CPU per 1,000 streamed tokens. The upstream being
+// another process is what lets this process's getrusage count only the client and the gateway.
+func benchGateway(model string, o Options, w io.Writer) error {
+	r, err := measureGateway(model, o)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	writeGateway(w, r)
+	return nil
+}
+
+// measureGateway starts the upstream and the gateway and measures both paths.
+func measureGateway(model string, o Options) (*GatewayReport, error) {
+	if len(o.Command) == 0 {
+		return nil, errors.New("the gateway suite needs the program to start the upstream with (Options.Command is empty)")
+	}
+	lanes := max(1, o.Lanes)
+	up, err := startUpstream(o, model, lanes)
+	if err != nil {
+		return nil, err
+	}
+	defer up.stop()
+	gw, err := startGateway(up.url, up.model)
+	if err != nil {
+		return nil, err
+	}
+	defer gw.stop()
+	rep := &GatewayReport{Upstream: fmt.Sprintf("`superfluid serve` process %d", up.cmd.Process.Pid), Lanes: lanes, Model: up.model}
+	counts := o.Streams
+	if len(counts) == 0 {
+		counts = gatewayStreams
+	}
+	paths := [2]*apiClient{{url: up.url, model: up.model}, {url: gw.url, model: "gateway"}}
+	names := [2]string{"direct", "gateway"}
+	// One stream through each path first: the upstream's first request and the gateway's
+	// first connections are not what is measured.
+	for i, api := range paths {
+		if _, err := api.sample("Warm up.", 2); err != nil {
+			return nil, fmt.Errorf("%s: %w", names[i], err)
+		}
+	}
+	var cpu [2]gatewayRuns
+	for _, asked := range counts {
+		n := min(asked, lanes)
+		var runs [2]gatewayRuns
+		for run := range o.Repeat {
+			// The paths take turns, the first changing run by run, so drift on a noisy
+			// machine falls on both.
+			for k := range 2 {
+				i := (k + run) % 2
+				r, err := streamThrough(paths[i], n, o.DecodeTokens, fmt.Sprintf("%s %d", names[i], run))
+				if err != nil {
+					return nil, fmt.Errorf("%s, %d streams: %w", names[i], n, err)
+				}
+				runs[i].add(r)
+				cpu[i].add(gatewayRun{cpu: r.cpu, tokens: r.tokens})
+			}
+		}
+		d, g := runs[0].path(), runs[1].path()
+		rep.Rows = append(rep.Rows, GatewayRow{Asked: asked, Streams: n, Direct: d, Gateway: g,
+			Throughput: g.TokensPerSecond / d.TokensPerSecond, TTFTDeltaMs: g.TTFTP50Ms - d.TTFTP50Ms})
+	}
+	c := &rep.CPU
+	c.DirectTokens, c.GatewayTokens = cpu[0].tokens, cpu[1].tokens
+	c.Client, c.ClientAndGate = perThousand(cpu[0].cpu, cpu[0].tokens), perThousand(cpu[1].cpu, cpu[1].tokens)
+	c.Gateway = c.ClientAndGate - c.Client
+	if c.DirectTokens == 0 || c.GatewayTokens == 0 {
+		return nil, fmt.Errorf("no tokens flowed (direct %d, gateway %d)", c.DirectTokens, c.GatewayTokens)
+	}
+	return rep, nil
+}
+
+// writeGateway prints the report as text.
+func writeGateway(w io.Writer, r *GatewayReport) {
+	fmt.Fprintf(w, "upstream: %s, %d lanes, %s; gateway: router + core over forward.NewModel in this process\n", r.Upstream, r.Lanes, r.Model)
+	fmt.Fprintf(w, "%8s %8s %12s %10s %12s %12s\n", "streams", "path", "tokens/s", "TTFT p50", "tokens", "CPU ms/1k")
+	for _, row := range r.Rows {
+		if row.Streams < row.Asked {
+			fmt.Fprintf(w, "%d streams asked: the upstream has %d lanes, so %d streams\n", row.Asked, r.Lanes, row.Streams)
+		}
+		for _, p := range []struct {
+			name string
+			GatewayPath
+		}{{"direct", row.Direct}, {"gateway", row.Gateway}} {
+			fmt.Fprintf(w, "%8d %8s %12.1f %8.2fms %12d %12.2f\n", row.Streams, p.name, p.TokensPerSecond, p.TTFTP50Ms, p.Tokens, p.CPUMsPer1k)
+		}
+		fmt.Fprintf(w, "%8d %8s %11.1f%% %+8.2fms   (target >= 97%% throughput, <= +2 ms TTFT)\n", row.Streams, "gw/dir",
+			100*row.Throughput, row.TTFTDeltaMs)
+	}
+	fmt.Fprintf(w, "CPU of this process (getrusage user+sys) per 1,000 streamed tokens: client alone (direct runs) %.2f ms, "+
+		"client + gateway %.2f ms, gateway's own %.2f ms (the difference)\n", r.CPU.Client, r.CPU.ClientAndGate, r.CPU.Gateway)
+}
+
+// gatewayRun is one measurement: n concurrent streams through one path.
+type gatewayRun struct {
+	wall   time.Duration
+	tokens int
+	ttfts  []time.Duration
+	cpu    time.Duration
+}
+
+// gatewayRuns are the runs of one path at one stream count, added up.
+type gatewayRuns gatewayRun
+
+func (r *gatewayRuns) add(x gatewayRun) {
+	r.wall += x.wall
+	r.tokens += x.tokens
+	r.ttfts = append(r.ttfts, x.ttfts...)
+	r.cpu += x.cpu
+}
+
+// rate is the completion tokens of all streams over the wall time of the runs.
+func (r *gatewayRuns) rate() float64 { return float64(r.tokens) / r.wall.Seconds() }
+
+// path is the runs as a report's path.
+func (r *gatewayRuns) path() GatewayPath {
+	return GatewayPath{TokensPerSecond: r.rate(), TTFTP50Ms: float64(r.ttftP50()) / float64(time.Millisecond), Tokens: r.tokens,
+		CPUMsPer1k: perThousand(r.cpu, r.tokens)}
+}
+
+func (r *gatewayRuns) ttftP50() time.Duration {
+	if len(r.ttfts) == 0 {
+		return 0
+	}
+	s := slices.Clone(r.ttfts)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// perThousand is the CPU time per 1,000 tokens, in milliseconds.
+func perThousand(cpu time.Duration, tokens int) float64 {
+	if tokens == 0 {
+		return 0
+	}
+	return float64(cpu) / float64(time.Millisecond) * 1000 / float64(tokens)
+}
+
+// streamThrough streams n generations of tokens each at once through api. Each prompt starts
+// with label and the stream's number: no path finds another's prompt in the upstream's cache.
+func streamThrough(api *apiClient, n, tokens int, label string) (gatewayRun, error) {
+	samples := make([]sample, n)
+	errs := make([]error, n)
+	cpuBefore := processCPU()
+	began := time.Now()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			samples[i], errs[i] = api.sample(fmt.Sprintf("%s-%d. Once upon a time", label, i), tokens)
+		}()
+	}
+	wg.Wait()
+	r := gatewayRun{wall: time.Since(began), cpu: processCPU() - cpuBefore}
+	for i, s := range samples {
+		if errs[i] != nil {
+			return r, errs[i]
+		}
+		r.tokens += s.tokens
+		r.ttfts = append(r.ttfts, s.ttft())
+	}
+	return r, nil
+}
+
+// processCPU is the user and system CPU time this process has used (getrusage RUSAGE_SELF).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
