@@ -9,6 +9,7 @@ import (
 	"github.com/superfluid/superfluid/server/bookings"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/lanes"
+	"github.com/superfluid/superfluid/server/people"
 )
 
 // laneEngines build the lane engines of the kinds app does not build itself (local is
@@ -22,6 +23,11 @@ type team struct {
 	devices  []lanes.Device
 	lanes    *lanes.Manager
 	bookings *bookings.Service
+	// clock is the bookings the lanes follow once started (nil without bookings);
+	// stopFollowing ends that (team_follow.go).
+	clock         lanes.BookingClock
+	stopFollowing func()
+	people        *people.Service
 }
 
 // buildTeam, in team mode, builds the lanes over the core and makes their router the core's.
@@ -46,10 +52,11 @@ func (a *App) buildTeam() {
 	if svc, err := newBookings(a.store, bookings.Policy{}, auditBookings(a.people, false)); err != nil {
 		slog.Error("team mode without bookings", "err", err)
 	} else {
-		t.bookings, booked = svc, &bookedLanes{svc: svc, st: a.store}
+		bl := &bookedLanes{svc: svc, st: a.store}
+		t.bookings, booked, t.clock = svc, bl, bl
 	}
 	a.svc.SetRouter(lanes.NewRouter(t.lanes, booked, a.svc))
-	a.team = t
+	a.team, t.people = t, a.people
 }
 
 // localLane serves a catalog model on the built-in worker: the lane is unavailable while it
@@ -97,6 +104,9 @@ func (t *team) start() error {
 	if err := t.lanes.Start(context.Background()); err != nil {
 		return fmt.Errorf("start the lanes: %w", err)
 	}
+	if t.clock != nil {
+		t.followBookings(t.clock, t.people)
+	}
 	return nil
 }
 
@@ -104,6 +114,9 @@ func (t *team) start() error {
 func (t *team) close(ctx context.Context) {
 	if t == nil {
 		return
+	}
+	if t.stopFollowing != nil {
+		t.stopFollowing()
 	}
 	if err := t.lanes.Close(ctx); err != nil {
 		slog.Warn("the lanes did not drain in time", "err", err)
