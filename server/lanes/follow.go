@@ -88,8 +88,8 @@ func (m *Manager) applyBookings(ctx context.Context, active []Reservation, appli
 			continue
 		}
 		slog.Info("lanes: a booking switched its lane", "lane", r.Lane, "model", r.Model, "person", r.Person)
-		if audit != nil {
-			audit(ctx, r.Lane, r.Model, r)
+		if audit != nil { // a switch made is recorded even when shutdown begins meanwhile
+			audit(context.WithoutCancel(ctx), r.Lane, r.Model, r)
 		}
 	}
 	for k := range applied {
