@@ -10,6 +10,7 @@ import (
 	"github.com/superfluid/superfluid/server/bookings"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/lanes"
+	"github.com/superfluid/superfluid/server/people"
 )
 
 // laneEngines build the lane engines of the kinds app does not build itself (local is
@@ -23,6 +24,11 @@ type team struct {
 	devices  []lanes.Device
 	lanes    *lanes.Manager
 	bookings *bookings.Service
+	// clock is the bookings the lanes follow once started (nil without bookings);
+	// stopFollowing ends that (team_follow.go).
+	clock         lanes.BookingClock
+	stopFollowing func()
+	people        *people.Service
 
 	mu    sync.Mutex
 	holds map[string]int // catalog model id → the local lanes serving it
@@ -51,10 +57,11 @@ func (a *App) buildTeam() {
 		MaxLength: a.cfg.BookingMaxLength, MaxHoursPerWeek: a.cfg.BookingHoursPerWeek}, auditBookings(a.people, false)); err != nil {
 		slog.Error("team mode without bookings", "err", err)
 	} else {
-		t.bookings, booked = svc, &bookedLanes{svc: svc, st: a.store}
+		bl := &bookedLanes{svc: svc, st: a.store}
+		t.bookings, booked, t.clock = svc, bl, bl
 	}
 	a.svc.SetRouter(lanes.NewRouter(t.lanes, booked, a.svc))
-	a.team = t
+	a.team, t.people = t, a.people
 }
 
 // localLane serves a catalog model on the built-in worker: the lane is unavailable while it
@@ -125,6 +132,9 @@ func (t *team) start() error {
 	if err := t.lanes.Start(context.Background()); err != nil {
 		return fmt.Errorf("start the lanes: %w", err)
 	}
+	if t.clock != nil {
+		t.followBookings(t.clock, t.people)
+	}
 	return nil
 }
 
@@ -132,6 +142,9 @@ func (t *team) start() error {
 func (t *team) close(ctx context.Context) {
 	if t == nil {
 		return
+	}
+	if t.stopFollowing != nil {
+		t.stopFollowing()
 	}
 	if err := t.lanes.Close(ctx); err != nil {
 		slog.Warn("the lanes did not drain in time", "err", err)

@@ -139,9 +139,14 @@ func New(cfg Config, svc *core.Service) http.Handler {
 	if cfg.Bookings != nil {
 		bookingRoutes(r, cfg.Bookings)
 	}
-	r.NoRoute(func(c *gin.Context) {
+	unknownRoute := func(c *gin.Context) {
 		writeError(c, &dialect.Refusal{Status: http.StatusNotFound, Message: fmt.Sprintf("unknown route %s %s", c.Request.Method, c.Request.URL.Path)})
-	})
+	}
+	if cfg.Lanes != nil { // team mode: other POST /v1/* routes go to the lane's server (forward_routes.go)
+		r.NoRoute(forwardOther(svc, unknownRoute))
+	} else {
+		r.NoRoute(unknownRoute)
+	}
 	r.NoMethod(func(c *gin.Context) {
 		writeError(c, &dialect.Refusal{Status: http.StatusMethodNotAllowed, Message: fmt.Sprintf("%s is not allowed on %s", c.Request.Method, c.Request.URL.Path)})
 	})
