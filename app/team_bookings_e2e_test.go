@@ -1,12 +1,9 @@
 package app
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/superfluid/superfluid/server/servertest"
 )
 
 // TestTeamBookingsE2E: serve --team with two people (each with a key of their own) over the
@@ -17,30 +14,10 @@ import (
 func TestTeamBookingsE2E(t *testing.T) {
 	cfg := testConfig(t, testModel)
 	cfg.Team = true
-	keys := map[string]string{}
-	for _, name := range []string{"root", "alice", "bob"} {
-		args := []string{"users", "add", name, "--data-dir", cfg.DataDir}
-		if name == "root" {
-			args = append(args, "--admin")
-		}
-		if code, _, errOut := cli(args...); code != 0 {
-			t.Fatalf("users add %s: %d %s", name, code, errOut)
-		}
-		code, out, errOut := cli("keys", "create", name+"-key", "--user", name, "--data-dir", cfg.DataDir)
-		if code != 0 {
-			t.Fatalf("keys create for %s: %d %s", name, code, errOut)
-		}
-		keys[name] = strings.TrimSpace(out)
-	}
+	keys := teamPeople(t, cfg, "root", "alice", "bob")
 	a, srv := startServer(t, cfg, false)
 	model := a.preload.ID
-	do := func(who, method, path, body string) (int, map[string]any, string) {
-		t.Helper()
-		resp, b := servertest.Do(t, method, srv.URL+path, body, "Authorization", "Bearer "+keys[who])
-		var v map[string]any
-		_ = json.Unmarshal(b, &v)
-		return resp.StatusCode, v, string(b)
-	}
+	do := teamCaller(t, srv.URL, keys)
 	errOf := func(v map[string]any) (code, msg any) {
 		e, _ := v["error"].(map[string]any)
 		return e["code"], e["message"]

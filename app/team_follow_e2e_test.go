@@ -6,12 +6,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/superfluid/superfluid/server/servertest"
 )
 
 // TestTeamBookingSwitchE2E: serve --team with an openai lane on a fake vLLM serving two
@@ -39,29 +36,9 @@ func TestTeamBookingSwitchE2E(t *testing.T) {
 
 	cfg := testConfig(t, testModel)
 	cfg.Team = true
-	keys := map[string]string{}
-	for _, name := range []string{"root", "alice"} {
-		args := []string{"users", "add", name, "--data-dir", cfg.DataDir}
-		if name == "root" {
-			args = append(args, "--admin")
-		}
-		if code, _, errOut := cli(args...); code != 0 {
-			t.Fatalf("users add %s: %d %s", name, code, errOut)
-		}
-		code, out, errOut := cli("keys", "create", name+"-key", "--user", name, "--data-dir", cfg.DataDir)
-		if code != 0 {
-			t.Fatalf("keys create for %s: %d %s", name, code, errOut)
-		}
-		keys[name] = strings.TrimSpace(out)
-	}
+	keys := teamPeople(t, cfg, "root", "alice")
 	_, srv := startServer(t, cfg, false)
-	do := func(who, method, path, body string) (int, map[string]any, string) {
-		t.Helper()
-		resp, b := servertest.Do(t, method, srv.URL+path, body, "Authorization", "Bearer "+keys[who], "Content-Type", "application/json")
-		var v map[string]any
-		_ = json.Unmarshal(b, &v)
-		return resp.StatusCode, v, string(b)
-	}
+	do := teamCaller(t, srv.URL, keys)
 	lane := func() map[string]any {
 		_, v, _ := do("root", "GET", "/v1/admin/lanes", "")
 		if data, _ := v["data"].([]any); len(data) == 1 {

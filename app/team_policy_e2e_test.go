@@ -1,12 +1,9 @@
 package app
 
 import (
-	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/superfluid/superfluid/server/servertest"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -17,29 +14,9 @@ import (
 func TestTeamBookingPolicy(t *testing.T) {
 	cfg := testConfig(t, testModel)
 	cfg.Team, cfg.BookingApproval, cfg.BookingMaxLength, cfg.BookingHoursPerWeek = true, true, 2*time.Hour, 3
-	keys := map[string]string{}
-	for _, name := range []string{"root", "alice"} {
-		args := []string{"users", "add", name, "--data-dir", cfg.DataDir}
-		if name == "root" {
-			args = append(args, "--admin")
-		}
-		if code, _, errOut := cli(args...); code != 0 {
-			t.Fatalf("users add %s: %d %s", name, code, errOut)
-		}
-		code, out, errOut := cli("keys", "create", name+"-key", "--user", name, "--data-dir", cfg.DataDir)
-		if code != 0 {
-			t.Fatalf("keys create for %s: %d %s", name, code, errOut)
-		}
-		keys[name] = strings.TrimSpace(out)
-	}
+	keys := teamPeople(t, cfg, "root", "alice")
 	a, srv := startServer(t, cfg, false)
-	do := func(who, method, path, body string) (int, map[string]any, string) {
-		t.Helper()
-		resp, b := servertest.Do(t, method, srv.URL+path, body, "Authorization", "Bearer "+keys[who])
-		var v map[string]any
-		_ = json.Unmarshal(b, &v)
-		return resp.StatusCode, v, string(b)
-	}
+	do := teamCaller(t, srv.URL, keys)
 	errCode := func(v map[string]any) any { e, _ := v["error"].(map[string]any); return e["code"] }
 	if code, _, body := do("root", "POST", "/v1/admin/lanes", `{"name": "main", "device": "cpu", "engine": "local", "model": "`+a.preload.ID+`"}`); code != 201 {
 		t.Fatalf("add lane: %d %s", code, body)
