@@ -229,23 +229,7 @@ func (s *Store) Bookings(ctx context.Context, f BookingFilter) ([]Booking, error
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, ` AND `)
 	}
-	rows, err := s.r.QueryContext(ctx, q+` ORDER BY start_at, id`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list bookings: %w", err)
-	}
-	defer rows.Close()
-	var out []Booking
-	for rows.Next() {
-		b, err := scanBooking(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list bookings: %w", err)
-		}
-		out = append(out, b)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list bookings: %w", err)
-	}
-	return out, nil
+	return queryRows(ctx, s, "list bookings", scanBooking, q+` ORDER BY start_at, id`, args...)
 }
 
 // BookingChange moves a booking from one of From to To.

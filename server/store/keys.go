@@ -69,23 +69,7 @@ func (s *Store) Keys(ctx context.Context, withRevoked bool) ([]Key, error) {
 	if !withRevoked {
 		q += ` WHERE revoked_at = ''`
 	}
-	rows, err := s.r.QueryContext(ctx, q+` ORDER BY created_at, id`)
-	if err != nil {
-		return nil, fmt.Errorf("list keys: %w", err)
-	}
-	defer rows.Close()
-	var out []Key
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list keys: %w", err)
-		}
-		out = append(out, k)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list keys: %w", err)
-	}
-	return out, nil
+	return queryRows(ctx, s, "list keys", scanKey, q+` ORDER BY created_at, id`)
 }
 
 // RevokeKey revokes the active key whose id or name is nameOrID and returns it as revoked. A

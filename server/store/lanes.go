@@ -73,23 +73,7 @@ func (s *Store) InsertLane(ctx context.Context, l Lane) error {
 
 // Lanes lists the stored lanes, oldest first, without their upstream keys.
 func (s *Store) Lanes(ctx context.Context) ([]Lane, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+laneColumns+` FROM lanes ORDER BY created_at, id`)
-	if err != nil {
-		return nil, fmt.Errorf("list lanes: %w", err)
-	}
-	defer rows.Close()
-	var out []Lane
-	for rows.Next() {
-		l, err := scanLane(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list lanes: %w", err)
-		}
-		out = append(out, l)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list lanes: %w", err)
-	}
-	return out, nil
+	return queryRows(ctx, s, "list lanes", scanLane, `SELECT `+laneColumns+` FROM lanes ORDER BY created_at, id`)
 }
 
 // Lane is the lane whose id or name is nameOrID (the id wins), without its upstream key;

@@ -84,23 +84,7 @@ func (s *Store) PersonByNameOrID(ctx context.Context, nameOrID string) (Person, 
 
 // People lists every person, oldest first.
 func (s *Store) People(ctx context.Context) ([]Person, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+personColumns+` FROM people ORDER BY created_at, id`)
-	if err != nil {
-		return nil, fmt.Errorf("list people: %w", err)
-	}
-	defer rows.Close()
-	var out []Person
-	for rows.Next() {
-		p, err := scanPerson(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list people: %w", err)
-		}
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list people: %w", err)
-	}
-	return out, nil
+	return queryRows(ctx, s, "list people", scanPerson, `SELECT `+personColumns+` FROM people ORDER BY created_at, id`)
 }
 
 func scanPerson(row interface{ Scan(...any) error }) (Person, error) {
