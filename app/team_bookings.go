@@ -47,6 +47,8 @@ func auditBookings(p *people.Service, cli bool) bookings.AuditFunc {
 			by = people.Actor{Via: "serve"}
 		case cli:
 			by = people.CLI
+		case people.ViaFrom(ctx) != "": // the desktop app, as this machine's admin
+			by.Via = people.ViaFrom(ctx)
 		}
 		var fields map[string]any
 		if b, ok := detail.(bookings.Booking); ok {
