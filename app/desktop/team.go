@@ -286,9 +286,11 @@ func bookingStart(s string, now time.Time) (time.Time, error) {
 	return t, nil
 }
 
-func (c *Controller) ApproveBooking(id string) error { return c.decide(id, (*bookings.Service).Approve) }
-func (c *Controller) RejectBooking(id string) error  { return c.decide(id, (*bookings.Service).Reject) }
-func (c *Controller) CancelBooking(id string) error  { return c.decide(id, (*bookings.Service).Cancel) }
+func (c *Controller) ApproveBooking(id string) error {
+	return c.decide(id, (*bookings.Service).Approve)
+}
+func (c *Controller) RejectBooking(id string) error { return c.decide(id, (*bookings.Service).Reject) }
+func (c *Controller) CancelBooking(id string) error { return c.decide(id, (*bookings.Service).Cancel) }
 
 func (c *Controller) decide(id string, fn func(*bookings.Service, context.Context, string) (bookings.Booking, error)) error {
 	t, err := c.team()
