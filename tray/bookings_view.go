@@ -18,16 +18,17 @@ import (
 // and per booking Approve and Reject (pending ones; the desktop is this machine's admin) and
 // Cancel (confirmed). Errors are shown inline.
 type bookingsView struct {
-	app     *App
-	msg     message
-	list    *fyne.Container
-	rows    map[string]*bookingRow // by booking id
-	order   []string
-	book    *widget.Button
-	form    *bookingForm // the Book dialog open last (tests read it)
-	failed  bool         // the message is an action's error, kept until the next action succeeds
-	lanes   []TeamLane   // for the Book form's targets
-	content fyne.CanvasObject
+	app *App
+	// summary says how many bookings there are (or why they cannot be read); msg what the last
+	// action did, or why it failed.
+	summary, msg message
+	list         *fyne.Container
+	rows         map[string]*bookingRow // by booking id
+	order        []string
+	book         *widget.Button
+	form         *bookingForm // the Book dialog open last (tests read it)
+	lanes        []TeamLane   // for the Book form's targets
+	content      fyne.CanvasObject
 }
 
 // bookingRow is one booking in the list.
@@ -38,16 +39,16 @@ type bookingRow struct {
 }
 
 func newBookingsView(a *App) *bookingsView {
-	v := &bookingsView{app: a, msg: newMessage(), list: container.NewVBox(), rows: map[string]*bookingRow{}}
+	v := &bookingsView{app: a, summary: newMessage(), msg: newMessage(), list: container.NewVBox(), rows: map[string]*bookingRow{}}
 	v.book = widget.NewButtonWithIcon("Book", theme.ContentAddIcon(), v.openBook)
 	help := widget.NewLabel("A booking holds a lane (loading its model at the start) or a whole device for a window: " +
 		"during it, others get 403 gpu_reserved. Bookings made here are this machine's admin's and need no approval.")
 	help.Wrapping = fyne.TextWrapWord
 	top := container.NewVBox(
 		container.NewBorder(nil, nil, widget.NewLabelWithStyle("Bookings", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), v.book),
-		widget.NewSeparator(), help, v.msg.Label)
+		widget.NewSeparator(), help, v.summary.Label, v.msg.Label)
 	v.content = container.NewBorder(top, nil, nil, nil, container.NewVScroll(v.list))
-	v.msg.info("Reading the bookings…")
+	v.summary.info("Reading the bookings…")
 	return v
 }
 
@@ -57,7 +58,7 @@ func (v *bookingsView) show(list []Booking, lanes []TeamLane, err error) {
 		v.lanes = lanes
 	}
 	if err != nil {
-		v.msg.fail(fmt.Errorf("the bookings cannot be read: %w", err))
+		v.summary.fail(fmt.Errorf("the bookings cannot be read: %w", err))
 		return
 	}
 	ids := make([]string, 0, len(list))
@@ -80,9 +81,6 @@ func (v *bookingsView) show(list []Booking, lanes []TeamLane, err error) {
 	for _, b := range list {
 		v.rows[b.ID].set(b, now)
 	}
-	if v.failed {
-		return
-	}
 	pending := 0
 	for _, b := range list {
 		if b.State == BookingPending {
@@ -91,11 +89,11 @@ func (v *bookingsView) show(list []Booking, lanes []TeamLane, err error) {
 	}
 	switch {
 	case len(list) == 0:
-		v.msg.info("No bookings ahead: Book holds a lane or a whole device for a while.")
+		v.summary.info("No bookings ahead: Book holds a lane or a whole device for a while.")
 	case pending > 0:
-		v.msg.info(fmt.Sprintf("%d %s ahead, %d waiting for approval.", len(list), plural(len(list), "booking", "bookings"), pending))
+		v.summary.info(fmt.Sprintf("%d %s ahead, %d waiting for approval.", len(list), plural(len(list), "booking", "bookings"), pending))
 	default:
-		v.msg.info(fmt.Sprintf("%d %s ahead.", len(list), plural(len(list), "booking", "bookings")))
+		v.summary.info(fmt.Sprintf("%d %s ahead.", len(list), plural(len(list), "booking", "bookings")))
 	}
 }
 
@@ -150,14 +148,14 @@ func bookingWindow(b Booking, now time.Time) string {
 		endText = end.Format("Jan 2 15:04")
 	}
 	state := b.State
+	if b.DecidedBy != "" {
+		state += " by " + b.DecidedBy
+	}
 	switch {
 	case b.State == BookingApproved && !now.Before(b.Start) && now.Before(b.End):
 		state += ", running"
 	case b.State == BookingPending:
 		state += ", waiting for an admin"
-	}
-	if b.DecidedBy != "" {
-		state += " by " + b.DecidedBy
 	}
 	return fmt.Sprintf("%s – %s (%s) · %s", start.Format("Mon Jan 2 15:04"), endText, b.End.Sub(b.Start).Round(time.Minute), state)
 }
@@ -169,11 +167,9 @@ var pastTense = map[string]string{"approve": "approved", "reject": "rejected", "
 func (v *bookingsView) decide(id, verb string, fn func(string) error) {
 	v.app.team.act(func() error { return fn(id) }, func(err error) {
 		if err != nil {
-			v.failed = true
 			v.msg.fail(fmt.Errorf("%s %s: %w", verb, id, err))
 			return
 		}
-		v.failed = false
 		v.msg.info(fmt.Sprintf("Booking %s %s.", id, pastTense[verb]))
 	})
 }
@@ -274,7 +270,6 @@ func (v *bookingsView) submitBook(f *bookingForm) {
 			return
 		}
 		f.dialog.Hide()
-		v.failed = false
 		v.msg.info(fmt.Sprintf("Booked %s: %s (%s).", made.ID, strings.TrimPrefix(bookingTitle(made), made.Person+" · "), made.State))
 	})
 }

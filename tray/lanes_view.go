@@ -16,17 +16,17 @@ import (
 // model and state, Switch (a model picker; the row shows the drain) and Remove (confirmed), and
 // Add (a form in a dialog). Errors are shown inline, in the view or the open dialog.
 type lanesView struct {
-	app     *App
-	msg     message
-	list    *fyne.Container
-	rows    map[string]*teamLaneRow // by lane name
-	order   []string
-	add     *widget.Button
-	form    *laneForm   // the Add dialog open last (tests read it)
-	switchF *switchForm // the Switch dialog open last
-	// failed says the message is an action's error: it stays until the next action succeeds.
-	failed  bool
-	content fyne.CanvasObject
+	app *App
+	// summary says how many lanes there are (or why they cannot be read); msg what the last
+	// action did, or why it failed.
+	summary, msg message
+	list         *fyne.Container
+	rows         map[string]*teamLaneRow // by lane name
+	order        []string
+	add          *widget.Button
+	form         *laneForm   // the Add dialog open last (tests read it)
+	switchF      *switchForm // the Switch dialog open last
+	content      fyne.CanvasObject
 }
 
 // teamLaneRow is one lane in the list.
@@ -37,7 +37,7 @@ type teamLaneRow struct {
 }
 
 func newLanesView(a *App) *lanesView {
-	v := &lanesView{app: a, msg: newMessage(), list: container.NewVBox(), rows: map[string]*teamLaneRow{}}
+	v := &lanesView{app: a, summary: newMessage(), msg: newMessage(), list: container.NewVBox(), rows: map[string]*teamLaneRow{}}
 	v.add = widget.NewButtonWithIcon("Add lane", theme.ContentAddIcon(), v.openAdd)
 	help := widget.NewLabel("A lane serves one model at a time on a device, through an engine: local (the built-in " +
 		"worker), openai (an OpenAI-compatible server: vLLM, SGLang, llama-server, Ollama, another superfluid) or " +
@@ -45,9 +45,9 @@ func newLanesView(a *App) *lanesView {
 	help.Wrapping = fyne.TextWrapWord
 	top := container.NewVBox(
 		container.NewBorder(nil, nil, widget.NewLabelWithStyle("Lanes", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), v.add),
-		widget.NewSeparator(), help, v.msg.Label)
+		widget.NewSeparator(), help, v.summary.Label, v.msg.Label)
 	v.content = container.NewBorder(top, nil, nil, nil, container.NewVScroll(v.list))
-	v.msg.info("Reading the lanes…")
+	v.summary.info("Reading the lanes…")
 	return v
 }
 
@@ -55,7 +55,7 @@ func newLanesView(a *App) *lanesView {
 // place while the lanes are the same, so a button is not replaced under the pointer.
 func (v *lanesView) show(lanes []TeamLane, err error) {
 	if err != nil {
-		v.msg.fail(fmt.Errorf("the lanes cannot be read: %w", err))
+		v.summary.fail(fmt.Errorf("the lanes cannot be read: %w", err))
 		return
 	}
 	names := make([]string, 0, len(lanes))
@@ -77,14 +77,11 @@ func (v *lanesView) show(lanes []TeamLane, err error) {
 	for _, l := range lanes {
 		v.rows[l.Name].set(l)
 	}
-	if v.failed {
-		return
-	}
 	if len(lanes) == 0 {
-		v.msg.info("No lanes yet: Add lane serves a model of the catalog (local), a server at a URL (openai) or a command's server.")
+		v.summary.info("No lanes yet: Add lane serves a model of the catalog (local), a server at a URL (openai) or a command's server.")
 		return
 	}
-	v.msg.info(fmt.Sprintf("%d %s.", len(lanes), map[bool]string{true: "lane", false: "lanes"}[len(lanes) == 1]))
+	v.summary.info(fmt.Sprintf("%d %s.", len(lanes), map[bool]string{true: "lane", false: "lanes"}[len(lanes) == 1]))
 }
 
 func (v *lanesView) newRow(l TeamLane) *teamLaneRow {
@@ -158,17 +155,19 @@ type laneForm struct {
 	upstream *widget.Entry
 	key      *widget.Entry
 	model    *widget.SelectEntry
+	models   []string // the model picker's choices: the catalog's
 	msg      message
 	add      *widget.Button
 	dialog   *dialog.CustomDialog
 }
 
 func (v *lanesView) openAdd() {
-	f := &laneForm{name: widget.NewEntry(), upstream: widget.NewEntry(), key: widget.NewPasswordEntry(), msg: newMessage()}
+	f := &laneForm{name: widget.NewEntry(), upstream: widget.NewEntry(), key: widget.NewPasswordEntry(), msg: newMessage(),
+		models: v.app.modelIDs()}
 	f.name.SetPlaceHolder("a name without spaces, e.g. big or gpu0-chat")
 	f.device = widget.NewSelect(v.app.c.LaneDevices(), nil)
 	f.device.PlaceHolder = "the device it runs on"
-	f.model = widget.NewSelectEntry(v.app.modelIDs())
+	f.model = widget.NewSelectEntry(f.models)
 	f.model.SetPlaceHolder("a model of the catalog, or the upstream's model name")
 	f.key.SetPlaceHolder("optional; stored write-only, never shown again")
 	f.engine = widget.NewRadioGroup([]string{"local", "openai", "command"}, func(kind string) { f.engineChanged(kind) })
@@ -236,7 +235,7 @@ func (v *lanesView) submitAdd(f *laneForm) {
 			return
 		}
 		f.dialog.Hide()
-		v.done("Added lane " + n.Name + ": its engine is starting.")
+		v.msg.info("Added lane " + n.Name + ": its engine is starting.")
 	})
 }
 
@@ -244,13 +243,15 @@ func (v *lanesView) submitAdd(f *laneForm) {
 type switchForm struct {
 	lane   TeamLane
 	model  *widget.SelectEntry
+	models []string // the picker's choices: the catalog's
 	msg    message
 	ok     *widget.Button
 	dialog *dialog.CustomDialog
 }
 
 func (v *lanesView) openSwitch(l TeamLane) {
-	f := &switchForm{lane: l, model: widget.NewSelectEntry(v.app.modelIDs()), msg: newMessage()}
+	f := &switchForm{lane: l, models: v.app.modelIDs(), msg: newMessage()}
+	f.model = widget.NewSelectEntry(f.models)
 	f.model.SetText(l.Model)
 	note := widget.NewLabel(fmt.Sprintf("Lane %s serves %s. Requests running on it finish first (draining); new ones get "+
 		"503 model_switching until the new model serves.", l.Name, l.Model))
@@ -280,7 +281,7 @@ func (v *lanesView) submitSwitch(f *switchForm) {
 			return
 		}
 		f.dialog.Hide()
-		v.done("Lane " + f.lane.Name + " is switching to " + model + ".")
+		v.msg.info("Lane " + f.lane.Name + " is switching to " + model + ".")
 	})
 }
 
@@ -306,16 +307,9 @@ func (v *lanesView) remove(name string) {
 			r.remov.Enable()
 		}
 		if err != nil {
-			v.failed = true
 			v.msg.fail(err)
 			return
 		}
-		v.done("Removed lane " + name + ".")
+		v.msg.info("Removed lane " + name + ".")
 	})
-}
-
-// done says what an action did, in place of an earlier action's error.
-func (v *lanesView) done(text string) {
-	v.failed = false
-	v.msg.info(text)
 }

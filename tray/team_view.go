@@ -107,20 +107,24 @@ func (tv *teamViews) act(fn func() error, done func(error)) {
 // message is a label for a view's inline messages: errors in the danger colour.
 type message struct{ *widget.Label }
 
+// It is hidden until it has something to say.
 func newMessage() message {
 	l := widget.NewLabel("")
 	l.Wrapping = fyne.TextWrapWord
+	l.Hide()
 	return message{l}
 }
 
 func (m message) info(text string) {
 	m.Importance = widget.MediumImportance
 	m.SetText(text)
+	m.Show()
 }
 
 func (m message) fail(err error) {
 	m.Importance = widget.DangerImportance
 	m.SetText(err.Error())
+	m.Show()
 }
 
 // modelIDs are the catalog's model ids, for the model pickers.
