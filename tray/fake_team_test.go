@@ -213,3 +213,22 @@ func (f *fakeController) RejectBooking(id string) error {
 func (f *fakeController) CancelBooking(id string) error {
 	return f.decide(id, []string{BookingPending, BookingApproved}, BookingCancelled)
 }
+
+// bookingAt, laneAt and their counts read the fake's state for a test, under its lock.
+func (f *fakeController) bookingAt(i int) Booking {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.team.bookings[i]
+}
+
+func (f *fakeController) laneAt(i int) TeamLane {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.team.lanes[i]
+}
+
+func (f *fakeController) counts() (lanes, bookings int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.team.lanes), len(f.team.bookings)
+}

@@ -118,7 +118,7 @@ func TestLanesView(t *testing.T) {
 	})
 	eventually(t, app, "the added lane is listed", func() bool { return v.rows["vllm"] != nil && overlay(app) == nil })
 	ui(app, func() {
-		if got := f.team.lanes[2]; got.Engine != "openai" || got.Upstream != "http://gpu-box:8000/v1" || !got.HasKey || got.Model != "Qwen3-32B" {
+		if got := f.laneAt(2); got.Engine != "openai" || got.Upstream != "http://gpu-box:8000/v1" || !got.HasKey || got.Model != "Qwen3-32B" {
 			t.Fatalf("added %+v", got)
 		}
 		if r := v.rows["vllm"]; !strings.HasPrefix(r.state.Text, "loading Qwen3-32B") || !strings.Contains(v.msg.Text, "Added lane vllm") {
@@ -157,7 +157,7 @@ func TestLanesView(t *testing.T) {
 	var confirm *widget.Button
 	ui(app, func() {
 		confirm = findButton(overlay(app), "Remove")
-		if confirm == nil || len(f.team.lanes) != 3 {
+		if confirm == nil || lanesOf(f) != 3 {
 			t.Fatal("no confirmation before removing")
 		}
 	})
@@ -166,7 +166,7 @@ func TestLanesView(t *testing.T) {
 		return strings.Contains(v.msg.Text, "lane big is booked: alice's approved booking") && v.msg.Importance == widget.DangerImportance
 	})
 	ui(app, func() {
-		if len(f.team.lanes) != 3 || v.rows["big"] == nil || v.rows["big"].remov.Disabled() {
+		if lanesOf(f) != 3 || v.rows["big"] == nil || v.rows["big"].remov.Disabled() {
 			t.Fatal("a refused removal removed the lane or left its button disabled")
 		}
 	})
@@ -188,7 +188,7 @@ func TestLanesView(t *testing.T) {
 	ui(app, func() { test.Tap(v.rows["vllm"].remov) })
 	ui(app, func() { test.Tap(findButton(overlay(app), "No")) })
 	app.team.poll("lanes")
-	if len(f.team.lanes) != 2 {
+	if lanesOf(f) != 2 {
 		t.Fatal("a dismissed confirmation removed the lane")
 	}
 }
@@ -248,7 +248,7 @@ func TestBookingsView(t *testing.T) {
 			form.msg.Importance == widget.DangerImportance
 	})
 	ui(app, func() {
-		if overlay(app) == nil || len(f.team.bookings) != 1 {
+		if overlay(app) == nil || bookingsOf(f) != 1 {
 			t.Fatal("a refused booking closed its dialog or was booked")
 		}
 	})
@@ -272,7 +272,7 @@ func TestBookingsView(t *testing.T) {
 	ui(app, func() { test.Tap(form.ok) })
 	eventually(t, app, "the booking is made and listed", func() bool { return overlay(app) == nil && len(v.rows) == 2 })
 	ui(app, func() {
-		if b := f.team.bookings[1]; b.Lane != "" || b.Device != "cuda:0" || b.Model != "" || b.End.Sub(b.Start) != 30*time.Minute {
+		if b := f.bookingAt(1); b.Lane != "" || b.Device != "cuda:0" || b.Model != "" || b.End.Sub(b.Start) != 30*time.Minute {
 			t.Fatalf("booked %+v", b)
 		}
 		if !strings.Contains(v.msg.Text, "Booked bk-11: whole device cuda:0 (approved)") {
@@ -315,13 +315,13 @@ func TestBookingsView(t *testing.T) {
 	var confirm *widget.Button
 	ui(app, func() {
 		confirm = findButton(overlay(app), "Reject booking")
-		if confirm == nil || f.team.bookings[3].State != BookingPending {
+		if confirm == nil || f.bookingAt(3).State != BookingPending {
 			t.Fatal("no confirmation before rejecting")
 		}
 	})
 	ui(app, func() { test.Tap(confirm) })
 	eventually(t, app, "bk-21 is rejected", func() bool {
-		return f.team.bookings[3].State == BookingRejected && strings.Contains(v.rows["bk-21"].window.Text, "rejected by local")
+		return f.bookingAt(3).State == BookingRejected && strings.Contains(v.rows["bk-21"].window.Text, "rejected by local")
 	})
 
 	// Cancel asks first and says a running booking ends now; Keep it keeps it.
@@ -334,13 +334,13 @@ func TestBookingsView(t *testing.T) {
 		}
 	})
 	ui(app, func() { test.Tap(findButton(top, "Keep it")) })
-	if f.team.bookings[0].State != BookingApproved {
+	if f.bookingAt(0).State != BookingApproved {
 		t.Fatal("Keep it cancelled the booking")
 	}
 	ui(app, func() { test.Tap(v.rows["bk-1"].cancel) })
 	ui(app, func() { test.Tap(findButton(overlay(app), "Cancel booking")) })
 	eventually(t, app, "bk-1 is cancelled", func() bool {
-		return f.team.bookings[0].State == BookingCancelled && v.rows["bk-1"].cancel.Disabled() && strings.Contains(v.msg.Text, "bk-1 cancelled")
+		return f.bookingAt(0).State == BookingCancelled && v.rows["bk-1"].cancel.Disabled() && strings.Contains(v.msg.Text, "bk-1 cancelled")
 	})
 
 	// With alice's booking cancelled, her lane can be removed.
@@ -361,3 +361,6 @@ func TestBookingWindow(t *testing.T) {
 		t.Fatalf("running, overnight: %q", got)
 	}
 }
+
+func lanesOf(f *fakeController) int    { n, _ := f.counts(); return n }
+func bookingsOf(f *fakeController) int { _, n := f.counts(); return n }
