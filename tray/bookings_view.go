@@ -71,7 +71,7 @@ func (v *bookingsView) show(list []Booking, lanes []TeamLane, err error) {
 		for _, b := range list {
 			r := v.newRow(b)
 			v.rows[b.ID] = r
-			v.list.Add(container.NewBorder(nil, nil, nil, container.NewHBox(r.approve, r.reject, r.cancel),
+			v.list.Add(container.NewBorder(nil, nil, nil, container.NewCenter(container.NewHBox(r.approve, r.reject, r.cancel)),
 				container.NewVBox(r.title, r.window)))
 			v.list.Add(widget.NewSeparator())
 		}
@@ -113,16 +113,19 @@ func (r *bookingRow) set(b Booking, now time.Time) {
 	r.booking = b
 	r.title.SetText(bookingTitle(b))
 	r.window.SetText(bookingWindow(b, now))
+	// Approve and Reject are for pending bookings only; Cancel for those not over.
 	pending, open := b.State == BookingPending, b.State == BookingPending || b.State == BookingApproved
-	for _, x := range []struct {
-		b  *widget.Button
-		on bool
-	}{{r.approve, pending}, {r.reject, pending}, {r.cancel, open}} {
-		if x.on {
-			x.b.Enable()
+	for _, x := range []*widget.Button{r.approve, r.reject} {
+		if pending {
+			x.Show()
 		} else {
-			x.b.Disable()
+			x.Hide()
 		}
+	}
+	if open {
+		r.cancel.Enable()
+	} else {
+		r.cancel.Disable()
 	}
 }
 
@@ -157,7 +160,20 @@ func bookingWindow(b Booking, now time.Time) string {
 	case b.State == BookingPending:
 		state += ", waiting for an admin"
 	}
-	return fmt.Sprintf("%s – %s (%s) · %s", start.Format("Mon Jan 2 15:04"), endText, b.End.Sub(b.Start).Round(time.Minute), state)
+	return fmt.Sprintf("%s – %s (%s) · %s", start.Format("Mon Jan 2 15:04"), endText, length(b.End.Sub(b.Start)), state)
+}
+
+// length is a booking's length as people write it: "2h", "1h30m", "45m".
+func length(d time.Duration) string {
+	d = d.Round(time.Minute)
+	h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
+	switch {
+	case h == 0:
+		return fmt.Sprintf("%dm", m)
+	case m == 0:
+		return fmt.Sprintf("%dh", h)
+	}
+	return fmt.Sprintf("%dh%02dm", h, m)
 }
 
 // pastTense words what decide did.
@@ -243,9 +259,13 @@ func (v *bookingsView) openBook() {
 	f.ok = widget.NewButtonWithIcon("Book", theme.ConfirmIcon(), func() { v.submitBook(f) })
 	f.ok.Importance = widget.HighImportance
 	cancel := widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), func() { f.dialog.Hide() })
-	f.dialog = dialog.NewCustomWithoutButtons("Book a lane or a device", container.NewVBox(form, f.msg.Label), v.app.win)
+	hint := widget.NewLabel("Start: now, +1h or " + time.Now().Add(time.Hour).Format("2006-01-02 15:04") +
+		" (local time). Length: 30m, 2h, 1h30m. A window someone holds is refused.")
+	hint.Importance = widget.LowImportance
+	hint.Wrapping = fyne.TextWrapWord
+	f.dialog = dialog.NewCustomWithoutButtons("Book a lane or a device", container.NewVBox(form, hint, f.msg.Label), v.app.win)
 	f.dialog.SetButtons([]fyne.CanvasObject{cancel, f.ok})
-	f.dialog.Resize(fyne.NewSize(600, 340))
+	f.dialog.Resize(fyne.NewSize(620, 400))
 	v.form = f
 	f.dialog.Show()
 }

@@ -68,7 +68,7 @@ func (v *lanesView) show(lanes []TeamLane, err error) {
 		for _, l := range lanes {
 			r := v.newRow(l)
 			v.rows[l.Name] = r
-			v.list.Add(container.NewBorder(nil, nil, nil, container.NewHBox(r.switchB, r.remov),
+			v.list.Add(container.NewBorder(nil, nil, nil, container.NewCenter(container.NewHBox(r.switchB, r.remov)),
 				container.NewVBox(r.title, r.state)))
 			v.list.Add(widget.NewSeparator())
 		}
@@ -165,8 +165,12 @@ func (v *lanesView) openAdd() {
 	f := &laneForm{name: widget.NewEntry(), upstream: widget.NewEntry(), key: widget.NewPasswordEntry(), msg: newMessage(),
 		models: v.app.modelIDs()}
 	f.name.SetPlaceHolder("a name without spaces, e.g. big or gpu0-chat")
-	f.device = widget.NewSelect(v.app.c.LaneDevices(), nil)
+	devices := v.app.c.LaneDevices()
+	f.device = widget.NewSelect(devices, nil)
 	f.device.PlaceHolder = "the device it runs on"
+	if len(devices) > 0 {
+		f.device.SetSelected(devices[0])
+	}
 	f.model = widget.NewSelectEntry(f.models)
 	f.model.SetPlaceHolder("a model of the catalog, or the upstream's model name")
 	f.key.SetPlaceHolder("optional; stored write-only, never shown again")
@@ -186,7 +190,7 @@ func (v *lanesView) openAdd() {
 	cancel := widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), func() { f.dialog.Hide() })
 	f.dialog = dialog.NewCustomWithoutButtons("Add a lane", container.NewVBox(form, f.msg.Label), v.app.win)
 	f.dialog.SetButtons([]fyne.CanvasObject{cancel, f.add})
-	f.dialog.Resize(fyne.NewSize(640, 420))
+	f.dialog.Resize(fyne.NewSize(640, 380))
 	v.form = f
 	f.dialog.Show()
 }
@@ -194,11 +198,15 @@ func (v *lanesView) openAdd() {
 // engineChanged fits the form to the engine kind: a URL (and a key) for openai, a command line
 // for command, neither for local.
 func (f *laneForm) engineChanged(kind string) {
+	if kind != "openai" && f.device.Selected == "remote" && len(f.device.Options) > 0 {
+		f.device.SetSelected(f.device.Options[0]) // only an openai lane's server is elsewhere
+	}
 	switch kind {
 	case "openai":
 		f.upstream.Enable()
 		f.upstream.SetPlaceHolder("the server's base URL, e.g. http://gpu-box:8000/v1")
 		f.key.Enable()
+		f.device.SetSelected("remote") // its server usually runs elsewhere
 	case "command":
 		f.upstream.Enable()
 		f.upstream.SetPlaceHolder("vllm serve {model} --port {port}")

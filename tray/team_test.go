@@ -217,12 +217,12 @@ func TestBookingsView(t *testing.T) {
 	eventually(t, app, "the booking is listed", func() bool { return len(v.rows) == 1 && len(v.lanes) == 2 })
 	ui(app, func() {
 		r := v.rows["bk-1"]
-		if r.title.Text != "alice · lane big · stories260K" || !strings.Contains(r.window.Text, "(2h0m0s) · approved, running") {
+		if r.title.Text != "alice · lane big · stories260K" || !strings.Contains(r.window.Text, "(2h) · approved, running") {
 			t.Fatalf("bk-1: %q / %q", r.title.Text, r.window.Text)
 		}
-		if !r.approve.Disabled() || !r.reject.Disabled() || r.cancel.Disabled() || !strings.Contains(v.summary.Text, "1 booking ahead.") {
+		if r.approve.Visible() || r.reject.Visible() || r.cancel.Disabled() || !strings.Contains(v.summary.Text, "1 booking ahead.") {
 			t.Fatalf("an approved booking's buttons: approve %v reject %v cancel %v; %q",
-				r.approve.Disabled(), r.reject.Disabled(), r.cancel.Disabled(), v.summary.Text)
+				r.approve.Visible(), r.reject.Visible(), r.cancel.Disabled(), v.summary.Text)
 		}
 	})
 
@@ -290,7 +290,7 @@ func TestBookingsView(t *testing.T) {
 	eventually(t, app, "the pending bookings are listed", func() bool { return len(v.rows) == 4 })
 	var approve *widget.Button
 	ui(app, func() {
-		if p := v.rows["bk-20"]; p.approve.Disabled() || p.reject.Disabled() || !strings.Contains(p.window.Text, "pending, waiting for an admin") ||
+		if p := v.rows["bk-20"]; !p.approve.Visible() || !p.reject.Visible() || !strings.Contains(p.window.Text, "pending, waiting for an admin") ||
 			!strings.Contains(v.summary.Text, "4 bookings ahead, 2 waiting for approval.") {
 			t.Fatalf("a pending booking: %q; %q", p.window.Text, v.summary.Text)
 		}
@@ -298,7 +298,7 @@ func TestBookingsView(t *testing.T) {
 	})
 	ui(app, func() { test.Tap(approve) })
 	eventually(t, app, "bk-20 is approved", func() bool {
-		return strings.Contains(v.msg.Text, "Booking bk-20 approved.") && v.rows["bk-20"].approve.Disabled()
+		return strings.Contains(v.msg.Text, "Booking bk-20 approved.") && !v.rows["bk-20"].approve.Visible()
 	})
 	ui(app, func() {
 		if !strings.Contains(v.rows["bk-20"].window.Text, "approved by local") {
@@ -353,12 +353,17 @@ func TestBookingsView(t *testing.T) {
 func TestBookingWindow(t *testing.T) {
 	start := time.Date(2026, 6, 1, 9, 0, 0, 0, time.Local)
 	b := Booking{Start: start, End: start.Add(2 * time.Hour), State: BookingApproved, DecidedBy: "root"}
-	if got := bookingWindow(b, start.Add(-time.Hour)); got != "Mon Jun 1 09:00 – 11:00 (2h0m0s) · approved by root" {
+	if got := bookingWindow(b, start.Add(-time.Hour)); got != "Mon Jun 1 09:00 – 11:00 (2h) · approved by root" {
 		t.Fatalf("ahead: %q", got)
 	}
 	b.End = start.Add(24 * time.Hour)
-	if got := bookingWindow(b, start.Add(time.Hour)); got != "Mon Jun 1 09:00 – Jun 2 09:00 (24h0m0s) · approved by root, running" {
+	if got := bookingWindow(b, start.Add(time.Hour)); got != "Mon Jun 1 09:00 – Jun 2 09:00 (24h) · approved by root, running" {
 		t.Fatalf("running, overnight: %q", got)
+	}
+	for d, want := range map[time.Duration]string{45 * time.Minute: "45m", 90 * time.Minute: "1h30m", 8 * time.Hour: "8h", 65 * time.Minute: "1h05m"} {
+		if got := length(d); got != want {
+			t.Errorf("length(%s) = %q, want %q", d, got, want)
+		}
 	}
 }
 

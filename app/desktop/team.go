@@ -267,10 +267,24 @@ func (c *Controller) Book(nb tray.NewBooking) (tray.Booking, error) {
 	ctx := c.teamCtx()
 	b, err := t.Bookings.Book(ctx, bookings.NewBooking{Lane: strings.TrimSpace(nb.Lane), Device: strings.TrimSpace(nb.Device),
 		Model: strings.TrimSpace(nb.Model), Start: start, End: start.Add(length)})
+	names := c.laneNames(ctx)
 	if err != nil {
-		return tray.Booking{}, bookingError(err)
+		return tray.Booking{}, namedLanes(bookingError(err), names)
 	}
-	return trayBooking(b, c.laneNames(ctx)), nil
+	return trayBooking(b, names), nil
+}
+
+// namedLanes is err with the lanes' ids in its message replaced by their names (a taken
+// window's message names the lane by the id the booking keeps).
+func namedLanes(err error, names map[string]string) error {
+	msg := err.Error()
+	for id, name := range names {
+		msg = strings.ReplaceAll(msg, id, name)
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return errors.New(msg)
 }
 
 // bookingStart reads a start as the command line takes it ("now", "+2h", RFC 3339), or as a

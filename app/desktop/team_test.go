@@ -188,7 +188,7 @@ func TestTeamBookingsThroughTheService(t *testing.T) {
 	}
 	// The window is taken (409 booking_conflict), also for the whole device.
 	for _, nb := range []tray.NewBooking{{Lane: "big", Start: "+30m", Length: "1h"}, {Device: "cuda:0", Start: "now", Length: "2h"}} {
-		if _, err := c.Book(nb); err == nil || !strings.Contains(err.Error(), "the window is taken: booking "+mine.ID) {
+		if _, err := c.Book(nb); err == nil || !strings.Contains(err.Error(), "the window is taken: booking "+mine.ID+" (approved) holds lane big from") {
 			t.Fatalf("overlapping %+v: %v", nb, err)
 		}
 	}
