@@ -11,7 +11,7 @@ import (
 
 // teamViews are the Server tab's team mode parts: in team mode the tab has three sub-tabs
 // (Status: the server as ever; Lanes; Bookings), refreshed as the Status sub-tab is; outside
-// it the tab is as ever, with a one-line hint at its foot.
+// it the tab is as ever, with a one-line hint beside Start and Stop.
 type teamViews struct {
 	app         *App
 	on          bool
@@ -25,7 +25,7 @@ type teamViews struct {
 }
 
 // teamOffHint is what the Server tab says outside team mode.
-const teamOffHint = "Lanes and bookings: team mode is off: start with --team (superfluid --team)"
+const teamOffHint = "Lanes and bookings: team mode is off: start with --team"
 
 // newServerTab is the Server tab's content around the server view.
 func newServerTab(a *App) (*teamViews, fyne.CanvasObject) {
@@ -33,8 +33,8 @@ func newServerTab(a *App) (*teamViews, fyne.CanvasObject) {
 	if !tv.on {
 		tv.hint = widget.NewLabel(teamOffHint)
 		tv.hint.Importance = widget.LowImportance
-		tv.hint.Truncation = fyne.TextTruncateEllipsis
-		return tv, container.NewBorder(nil, tv.hint, nil, nil, a.server.content)
+		a.server.buttons.Add(tv.hint) // beside Start and Stop: it takes no room from the request log
+		return tv, a.server.content
 	}
 	tv.lanes = newLanesView(a)
 	tv.bookings = newBookingsView(a)
