@@ -34,7 +34,8 @@ func newBookings(st *store.Store, policy bookings.Policy, audit bookings.AuditFu
 }
 
 // auditBookings records the bookings' steps in the audit log of p (nil: none), by the request's
-// person and key, or by the command line when cli is set; a booking ending on time by nobody.
+// person and key, by the command line when cli is set, or as made where ctx says (the desktop
+// app's people.WithVia); a booking ending on time by nobody.
 func auditBookings(p *people.Service, cli bool) bookings.AuditFunc {
 	if p == nil {
 		return nil
