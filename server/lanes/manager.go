@@ -201,11 +201,16 @@ func (m *Manager) Remove(ctx context.Context, nameOrID string) error {
 	}
 }
 
-// Close drains every lane and releases its engine, until ctx ends.
+// Close drains every lane and releases its engine, until ctx ends. Every lane is ended first,
+// so one lane's long drain does not leave the others' engines running past ctx.
 func (m *Manager) Close(ctx context.Context) error {
+	var ended []chan struct{}
 	for _, l := range m.Lanes() {
 		epoch, sctx, old, prev, done := l.end()
 		go l.run(epoch, sctx, old, prev, done, nil, nil)
+		ended = append(ended, done)
+	}
+	for _, done := range ended {
 		select {
 		case <-done:
 		case <-ctx.Done():
