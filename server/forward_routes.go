@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
@@ -27,7 +28,9 @@ import (
 func forwardOther(svc *core.Service, notFound gin.HandlerFunc) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		r := c.Request
-		if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/") {
+		// A path with dot or empty segments is no route: relayed as is, it would leave the
+		// upstream's /v1 (or, cleaned by a proxy there, be a route this server accounts itself).
+		if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/") || path.Clean(r.URL.Path) != r.URL.Path {
 			notFound(c)
 			return
 		}
