@@ -165,6 +165,9 @@ func Start(cfg Config) (*Process, error) {
 	if err := checkTemplate(words); err != nil {
 		return nil, err
 	}
+	if err := checkModel(cfg.Model); err != nil {
+		return nil, err
+	}
 	if _, err := exec.LookPath(words[0]); err != nil {
 		return nil, fmt.Errorf("command %q: %w", cfg.Command, err)
 	}
@@ -281,6 +284,9 @@ func (p *Process) Switch(model string) error {
 	case <-p.stop:
 		return errors.New("the server was stopped")
 	default:
+	}
+	if err := checkModel(model); err != nil {
+		return err
 	}
 	p.mu.Lock()
 	p.nextModel = &model
