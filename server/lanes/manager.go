@@ -250,6 +250,9 @@ func (m *Manager) checkModel(k Kind, model string) (string, error) {
 	if strings.TrimSpace(model) == "" || strings.ContainsAny(model, "\x00\n\r") {
 		return "", fmt.Errorf("%w: a lane needs a model", ErrUnknownModel)
 	}
+	if k == Command && strings.HasPrefix(model, "-") { // a word of the command line: no option
+		return "", fmt.Errorf("%w %q: a command lane's model may not begin with \"-\"", ErrUnknownModel, model)
+	}
 	if k == Local && m.cfg.Catalog != nil {
 		cm, err := m.cfg.Catalog.Model(model)
 		if err != nil {
