@@ -30,6 +30,9 @@ type Manager struct {
 	cfg   Config
 	mu    sync.Mutex
 	lanes []*Lane // in creation order
+	// switches orders Switch's store write with its start of the switch, so of two at once
+	// (a booking's and an admin's) the lane serves the one its row keeps.
+	switches sync.Mutex
 }
 
 // NewLane is a lane to add.
@@ -146,6 +149,8 @@ func (m *Manager) Switch(ctx context.Context, nameOrID, model string) (Status, e
 	if model, err = m.checkModel(Kind(row.Engine), model); err != nil {
 		return Status{}, err
 	}
+	m.switches.Lock()
+	defer m.switches.Unlock()
 	if err := m.cfg.Store.SetLaneModel(ctx, row.ID, model, time.Now()); err != nil {
 		return Status{}, err
 	}
