@@ -18,7 +18,7 @@ import (
 )
 
 // TestForwardOtherRoutesStayUnderV1: a path with dot segments (or an empty one) is not
-// forwarded: it would reach the upstream outside its /v1 (an admin route of vLLM or SGLang,
+// forwarded (a trailing slash is): it would reach the upstream outside its /v1 (an admin route of vLLM or SGLang,
 // /metrics) or, through a proxy that cleans paths, one of the routes the gateway serves and
 // accounts itself (/v1/./chat/completions), with the upstream's key.
 func TestForwardOtherRoutesStayUnderV1(t *testing.T) {
@@ -65,9 +65,12 @@ func TestForwardOtherRoutesStayUnderV1(t *testing.T) {
 			t.Errorf("POST %s: %d %s, want 404", p, resp.StatusCode, body)
 		}
 	}
+	if resp, body := servertest.Do(t, "POST", srv.URL+"/v1/score/", `{"model": "qwen"}`, "Content-Type", "application/json"); resp.StatusCode != http.StatusOK {
+		t.Errorf("POST /v1/score/: %d %s, want it forwarded", resp.StatusCode, body)
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(paths) != 0 {
-		t.Fatalf("the upstream was sent %q", paths)
+	if len(paths) != 1 || paths[0] != "/v1/score/" {
+		t.Fatalf("the upstream was sent %q, want only /v1/score/", paths)
 	}
 }
