@@ -30,6 +30,9 @@ type Manager struct {
 	cfg   Config
 	mu    sync.Mutex
 	lanes []*Lane // in creation order
+	// switches orders Switch's store write with its start of the switch, so of two at once
+	// (a booking's and an admin's) the lane serves the one its row keeps.
+	switches sync.Mutex
 }
 
 // NewLane is a lane to add.
@@ -146,6 +149,8 @@ func (m *Manager) Switch(ctx context.Context, nameOrID, model string) (Status, e
 	if model, err = m.checkModel(Kind(row.Engine), model); err != nil {
 		return Status{}, err
 	}
+	m.switches.Lock()
+	defer m.switches.Unlock()
 	if err := m.cfg.Store.SetLaneModel(ctx, row.ID, model, time.Now()); err != nil {
 		return Status{}, err
 	}
@@ -201,11 +206,16 @@ func (m *Manager) Remove(ctx context.Context, nameOrID string) error {
 	}
 }
 
-// Close drains every lane and releases its engine, until ctx ends.
+// Close drains every lane and releases its engine, until ctx ends. Every lane is ended first,
+// so one lane's long drain does not leave the others' engines running past ctx.
 func (m *Manager) Close(ctx context.Context) error {
+	var ended []chan struct{}
 	for _, l := range m.Lanes() {
 		epoch, sctx, old, prev, done := l.end()
 		go l.run(epoch, sctx, old, prev, done, nil, nil)
+		ended = append(ended, done)
+	}
+	for _, done := range ended {
 		select {
 		case <-done:
 		case <-ctx.Done():
@@ -244,6 +254,9 @@ func (m *Manager) lane(id string) *Lane {
 func (m *Manager) checkModel(k Kind, model string) (string, error) {
 	if strings.TrimSpace(model) == "" || strings.ContainsAny(model, "\x00\n\r") {
 		return "", fmt.Errorf("%w: a lane needs a model", ErrUnknownModel)
+	}
+	if k == Command && strings.HasPrefix(model, "-") { // a word of the command line: no option
+		return "", fmt.Errorf("%w %q: a command lane's model may not begin with \"-\"", ErrUnknownModel, model)
 	}
 	if k == Local && m.cfg.Catalog != nil {
 		cm, err := m.cfg.Catalog.Model(model)
