@@ -155,7 +155,7 @@ func (a *App) build() error {
 	}
 	a.bind = newBind(cfg)
 	a.metrics = metrics.New()
-	shared := teamPrefixes(cfg, st, a.people)
+	shared := teamPrefixes(cfg, st)
 	a.svc = core.NewCatalog(core.Config{MaxTokens: cfg.MaxTokens, Queue: cfg.Queue, CheckRuntime: a.checkRuntime, Observer: a.metrics,
 		QoS: qosConfig(cfg), IsolateCache: cfg.Team, SharedPrefixes: corePrefixes(shared)}, st, a.mgr, a.sources)
 	a.batches = batches.New(batches.Config{Owner: ownerLookup(a.keys),

@@ -69,8 +69,8 @@ lists it). The id is printed on standard output, alone on its line.`,
 			} else {
 				np.Text = args[0]
 			}
-			return withPrefixes(*cfg, func(s *prefixes.Service) error {
-				p, err := s.Add(context.Background(), people.CLI, np)
+			return withPrefixes(*cfg, func(s *prefixes.Service, by prefixes.By) error {
+				p, err := s.Add(context.Background(), by, np)
 				if err != nil {
 					return prefixesUsage(err)
 				}
@@ -92,7 +92,7 @@ func newPrefixesListCommand(cfg *Config) *cobra.Command {
 		Short: "list the shared prefixes",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withPrefixes(*cfg, func(s *prefixes.Service) error {
+			return withPrefixes(*cfg, func(s *prefixes.Service, _ prefixes.By) error {
 				all, err := s.List(context.Background())
 				if err != nil {
 					return err
@@ -115,8 +115,8 @@ func newPrefixesRemoveCommand(cfg *Config) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withPrefixes(*cfg, func(s *prefixes.Service) error {
-				p, err := s.Remove(context.Background(), people.CLI, args[0])
+			return withPrefixes(*cfg, func(s *prefixes.Service, by prefixes.By) error {
+				p, err := s.Remove(context.Background(), by, args[0])
 				if err != nil {
 					return prefixesUsage(err)
 				}
@@ -127,14 +127,19 @@ func newPrefixesRemoveCommand(cfg *Config) *cobra.Command {
 	}
 }
 
-// withPrefixes opens the store in cfg's data directory for fn, writes audited.
-func withPrefixes(cfg Config, fn func(*prefixes.Service) error) error {
+// withPrefixes opens the store in cfg's data directory for fn, with the CLI as the one who
+// changes it (audited).
+func withPrefixes(cfg Config, fn func(*prefixes.Service, prefixes.By) error) error {
 	st, err := store.Open(databasePath(cfg.DataDir))
 	if err != nil {
 		return fmt.Errorf("open the database in %s: %w", cfg.DataDir, err)
 	}
 	defer st.Close()
-	return fn(prefixes.New(prefixes.Config{Store: st, Audit: people.New(people.Config{Store: st})}))
+	ppl := people.New(people.Config{Store: st})
+	return fn(prefixes.New(prefixes.Config{Store: st}), prefixes.By{Name: people.CLI.Via,
+		Record: func(ctx context.Context, action, target string, detail map[string]any) error {
+			return ppl.Record(ctx, people.CLI, action, target, detail)
+		}})
 }
 
 // prefixesUsage makes the complaints about what the user typed exit with code 2.
@@ -171,12 +176,12 @@ func printPrefixes(w io.Writer, all []prefixes.Prefix) {
 	tw.Flush()
 }
 
-// teamPrefixes is team mode's shared prefixes over st, audited by ppl; nil outside team mode.
-func teamPrefixes(cfg Config, st *store.Store, ppl *people.Service) *prefixes.Service {
+// teamPrefixes is team mode's shared prefixes over st; nil outside team mode.
+func teamPrefixes(cfg Config, st *store.Store) *prefixes.Service {
 	if !cfg.Team {
 		return nil
 	}
-	return prefixes.New(prefixes.Config{Store: st, Audit: ppl})
+	return prefixes.New(prefixes.Config{Store: st})
 }
 
 // corePrefixes is s as the core's SharedPrefixes (nil, not a nil *prefixes.Service, when none).

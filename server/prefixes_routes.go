@@ -1,6 +1,8 @@
 package server
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -8,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/superfluid/superfluid/server/dialect"
+	"github.com/superfluid/superfluid/server/people"
 	"github.com/superfluid/superfluid/server/prefixes"
 )
 
@@ -20,14 +23,29 @@ import (
 //
 // A shared prefix is {"object": "shared_prefix", "id", "name", "model", "text", "created_by",
 // "created_at"} (Unix seconds); "model" "" is every model.
-func prefixRoutes(r *gin.Engine, s *prefixes.Service) {
-	h := prefixHandlers{s}
+func prefixRoutes(r *gin.Engine, s *prefixes.Service, ppl *people.Service) {
+	h := prefixHandlers{s, ppl}
 	r.GET("/v1/admin/shared-prefixes", h.wrap(h.list))
 	r.POST("/v1/admin/shared-prefixes", h.wrap(h.add))
 	r.DELETE("/v1/admin/shared-prefixes/:id", h.wrap(h.remove))
 }
 
-type prefixHandlers struct{ prefixes *prefixes.Service }
+type prefixHandlers struct {
+	prefixes *prefixes.Service
+	people   *people.Service // the audit log; nil audits nothing
+}
+
+// by is the request's sender as the shared prefixes see them: named, and audited as theirs.
+func (h prefixHandlers) by(c *gin.Context) prefixes.By {
+	a := actor(c)
+	by := prefixes.By{Name: cmp.Or(a.PersonName, a.Key, a.Via)}
+	if h.people != nil {
+		by.Record = func(ctx context.Context, action, target string, detail map[string]any) error {
+			return h.people.Record(ctx, a, action, target, detail)
+		}
+	}
+	return by
+}
 
 // wrap checks for an admin and renders the handler's error.
 func (h prefixHandlers) wrap(fn func(*gin.Context) error) gin.HandlerFunc {
@@ -83,7 +101,7 @@ func (h prefixHandlers) add(c *gin.Context) error {
 	if err := decodeStrict(c, &req, `{"text": "You are the team's assistant...", "name": "team", "model": "..."}`); err != nil {
 		return err
 	}
-	p, err := h.prefixes.Add(c.Request.Context(), actor(c), prefixes.NewPrefix{Text: req.Text, Name: req.Name, Model: req.Model})
+	p, err := h.prefixes.Add(c.Request.Context(), h.by(c), prefixes.NewPrefix{Text: req.Text, Name: req.Name, Model: req.Model})
 	if err != nil {
 		return err
 	}
@@ -92,7 +110,7 @@ func (h prefixHandlers) add(c *gin.Context) error {
 }
 
 func (h prefixHandlers) remove(c *gin.Context) error {
-	p, err := h.prefixes.Remove(c.Request.Context(), actor(c), strings.TrimSpace(c.Param("id")))
+	p, err := h.prefixes.Remove(c.Request.Context(), h.by(c), strings.TrimSpace(c.Param("id")))
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ func TestSharedPrefixRoutes(t *testing.T) {
 	}
 	tmpl, _ := chat.Parse("")
 	svc := core.New(core.Config{}, nil, &core.Model{ID: "fake", Path: "/m/fake.gguf", Engine: enginetest.New(64, "x"), Template: tmpl})
-	shared := prefixes.New(prefixes.Config{Store: st, Audit: ppl})
+	shared := prefixes.New(prefixes.Config{Store: st})
 	srv := httptest.NewServer(New(Config{Keys: keys, People: ppl, SharedPrefixes: shared}, svc))
 	t.Cleanup(srv.Close)
 	url := srv.URL + "/v1/admin/shared-prefixes"

@@ -90,8 +90,8 @@ type Config struct {
 	InstanceID string
 	// Bookings serves team mode's bookings (/v1/bookings, /v1/admin/bookings); nil serves none.
 	Bookings *bookings.Service
-	// SharedPrefixes serves team mode's shared prefixes (/v1/admin/shared-prefixes); nil serves
-	// none.
+	// SharedPrefixes serves team mode's shared prefixes (/v1/admin/shared-prefixes, audited in
+	// People's log); nil serves none.
 	SharedPrefixes *prefixes.Service
 }
 
@@ -144,7 +144,7 @@ func New(cfg Config, svc *core.Service) http.Handler {
 		bookingRoutes(r, cfg.Bookings)
 	}
 	if cfg.SharedPrefixes != nil {
-		prefixRoutes(r, cfg.SharedPrefixes)
+		prefixRoutes(r, cfg.SharedPrefixes, cfg.People)
 	}
 	unknownRoute := func(c *gin.Context) {
 		writeError(c, &dialect.Refusal{Status: http.StatusNotFound, Message: fmt.Sprintf("unknown route %s %s", c.Request.Method, c.Request.URL.Path)})

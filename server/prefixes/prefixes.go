@@ -5,13 +5,13 @@
 // compares tokens, not text).
 //
 // The Service is what the CLI (superfluid prefixes) and the admin API
-// (/v1/admin/shared-prefixes) call, every write audited; it is also the core's
+// (/v1/admin/shared-prefixes) call; each write is audited through the By its caller names (the
+// people's audit log: this package does not import package people). It is also the core's
 // core.SharedPrefixes, answering from a copy of the stored prefixes that it rereads every
 // Refresh, so a prefix added by the CLI reaches a running server within seconds.
 package prefixes
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -23,7 +23,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/superfluid/superfluid/server/people"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -68,16 +67,19 @@ type NewPrefix struct {
 	Model string
 }
 
-// Auditor appends to the audit log (people.Service.Record).
-type Auditor interface {
-	Record(ctx context.Context, by people.Actor, action, target string, detail map[string]any) error
+// By is who makes a change: the name a prefix records as its creator, and where the change's
+// audit entry goes (the router and the CLI bind people.Service.Record to the request's actor;
+// package people stays theirs alone).
+type By struct {
+	// Name is the person's name, or where the change came from ("cli").
+	Name string
+	// Record appends an audit entry: action on target, with detail; nil records none.
+	Record func(ctx context.Context, action, target string, detail map[string]any) error
 }
 
 // Config is what a Service needs.
 type Config struct {
 	Store *store.Store
-	// Audit records every write; nil records none.
-	Audit Auditor
 	// Refresh is how long SharedTexts trusts its copy (0: DefaultRefresh).
 	Refresh time.Duration
 }
@@ -100,7 +102,7 @@ func New(cfg Config) *Service {
 }
 
 // Add registers a shared prefix, audited as by's.
-func (s *Service) Add(ctx context.Context, by people.Actor, np NewPrefix) (Prefix, error) {
+func (s *Service) Add(ctx context.Context, by By, np NewPrefix) (Prefix, error) {
 	if err := check(np); err != nil {
 		return Prefix{}, err
 	}
@@ -112,7 +114,7 @@ func (s *Service) Add(ctx context.Context, by people.Actor, np NewPrefix) (Prefi
 		return Prefix{}, fmt.Errorf("%w: %d shared prefixes are registered, the most there may be; remove one first", ErrInvalid, len(all))
 	}
 	p := Prefix{ID: newID(), Name: np.Name, Model: strings.TrimSpace(np.Model), Text: np.Text,
-		CreatedBy: cmp.Or(by.PersonName, by.Via), CreatedAt: time.Now().UTC()}
+		CreatedBy: by.Name, CreatedAt: time.Now().UTC()}
 	if err := s.cfg.Store.InsertSharedPrefix(ctx, p); err != nil {
 		return Prefix{}, err
 	}
@@ -126,7 +128,7 @@ func (s *Service) List(ctx context.Context) ([]Prefix, error) {
 }
 
 // Remove unregisters the shared prefix id, audited as by's; ErrNotFound when there is none.
-func (s *Service) Remove(ctx context.Context, by people.Actor, id string) (Prefix, error) {
+func (s *Service) Remove(ctx context.Context, by By, id string) (Prefix, error) {
 	id = strings.TrimSpace(id)
 	all, err := s.cfg.Store.SharedPrefixes(ctx)
 	if err != nil {
@@ -179,12 +181,12 @@ func (s *Service) stale() {
 	s.mu.Unlock()
 }
 
-func (s *Service) record(ctx context.Context, by people.Actor, action string, p Prefix) error {
-	if s.cfg.Audit == nil {
+func (s *Service) record(ctx context.Context, by By, action string, p Prefix) error {
+	if by.Record == nil {
 		return nil
 	}
 	// The text itself is not secret, but may be long: the log keeps its size.
-	return s.cfg.Audit.Record(ctx, by, action, p.ID, map[string]any{"name": p.Name, "model": p.Model, "bytes": len(p.Text)})
+	return by.Record(ctx, action, p.ID, map[string]any{"name": p.Name, "model": p.Model, "bytes": len(p.Text)})
 }
 
 func check(np NewPrefix) error {

@@ -9,20 +9,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/superfluid/superfluid/server/people"
 	"github.com/superfluid/superfluid/server/store"
 )
 
-// audit is an Auditor that keeps what it is told.
+// audit keeps the entries it is told, as By.Record.
 type audit struct{ actions, targets []string }
 
-func (a *audit) Record(_ context.Context, by people.Actor, action, target string, detail map[string]any) error {
-	if _, ok := detail["bytes"]; !ok {
-		return errors.New("no size in the detail")
-	}
-	a.actions, a.targets = append(a.actions, action), append(a.targets, target)
-	return nil
+func (a *audit) by(name string) By {
+	return By{Name: name, Record: func(_ context.Context, action, target string, detail map[string]any) error {
+		if _, ok := detail["bytes"]; !ok {
+			return errors.New("no size in the detail")
+		}
+		a.actions, a.targets = append(a.actions, action), append(a.targets, target)
+		return nil
+	}}
 }
+
+var cli = By{Name: "cli"}
 
 func openStore(t *testing.T) *store.Store {
 	t.Helper()
@@ -39,13 +42,13 @@ func openStore(t *testing.T) *store.Store {
 func TestAddListRemove(t *testing.T) {
 	ctx := context.Background()
 	log := &audit{}
-	s := New(Config{Store: openStore(t), Audit: log})
-	by := people.Actor{PersonName: "root", Via: "api"}
+	s := New(Config{Store: openStore(t)})
+	by := log.by("root")
 	all, err := s.Add(ctx, by, NewPrefix{Text: "You are the team's assistant.", Name: "team"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	one, err := s.Add(ctx, people.CLI, NewPrefix{Text: " Answer in French.", Model: "qwen"})
+	one, err := s.Add(ctx, log.by("cli"), NewPrefix{Text: " Answer in French.", Model: "qwen"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,19 +92,19 @@ func TestInvalid(t *testing.T) {
 		{Text: "ok", Name: "two\nlines"},
 		{Text: "ok", Model: "a\nb"},
 	} {
-		if _, err := s.Add(ctx, people.CLI, np); !errors.Is(err, ErrInvalid) {
+		if _, err := s.Add(ctx, cli, np); !errors.Is(err, ErrInvalid) {
 			t.Errorf("Add(%.20q, name %.20q): %v, want ErrInvalid", np.Text, np.Name, err)
 		}
 	}
-	if _, err := s.Add(ctx, people.CLI, NewPrefix{Text: strings.Repeat("x", MaxText)}); err != nil {
+	if _, err := s.Add(ctx, cli, NewPrefix{Text: strings.Repeat("x", MaxText)}); err != nil {
 		t.Errorf("a text of exactly %d bytes: %v", MaxText, err)
 	}
 	for i := 1; i < MaxCount; i++ {
-		if _, err := s.Add(ctx, people.CLI, NewPrefix{Text: "p"}); err != nil {
+		if _, err := s.Add(ctx, cli, NewPrefix{Text: "p"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Add(ctx, people.CLI, NewPrefix{Text: "one too many"}); !errors.Is(err, ErrInvalid) {
+	if _, err := s.Add(ctx, cli, NewPrefix{Text: "one too many"}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("prefix %d: %v, want ErrInvalid", MaxCount+1, err)
 	}
 }
@@ -115,7 +118,7 @@ func TestRefresh(t *testing.T) {
 	if got := server.SharedTexts(ctx, "m"); len(got) != 0 {
 		t.Fatalf("texts before any: %q", got)
 	}
-	if _, err := New(Config{Store: st}).Add(ctx, people.CLI, NewPrefix{Text: "shared"}); err != nil {
+	if _, err := New(Config{Store: st}).Add(ctx, cli, NewPrefix{Text: "shared"}); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
