@@ -28,10 +28,10 @@ const (
 // benchFairShare measures fair share across people in team mode: a `superfluid serve --team`
 // process (from Options.Command) with one local lane of 4 lanes; person A holds 32 streams of
 // DecodeTokens tokens (each restarted as it ends), and person B sends single streams one after
-// another. B's median and p90 time to first token are printed as ratios of B's on the idle
-// server (each against the same percentile idle; target <= 1.5x), and, for contrast, the same requests sent with a second key of A's,
-// so that the gate's turns by person cannot help them (A's queue is served first come, first
-// served).
+// another. B's median and p90 time to first token are printed as ratios of the same
+// percentile of B's on the idle server (target <= 1.5x), and, for contrast, the same requests
+// sent with a second key of A's, so that the gate's turns by person cannot help them (A's queue
+// is served first come, first served).
 func benchFairShare(model string, o Options, w io.Writer) error {
 	if len(o.Command) == 0 {
 		return errors.New("the fairshare suite needs the program to start the server with (Options.Command is empty)")
