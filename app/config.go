@@ -102,6 +102,9 @@ type Config struct {
 	NonstreamKeepalive time.Duration
 	// QoSReserve is the lanes of each model background work leaves free (--qos-reserve).
 	QoSReserve int
+	// PersonReserve is the lanes of each model one person leaves free for others in team mode
+	// (--person-reserve).
+	PersonReserve int
 	// WorkerCommand starts a worker process: the program and its leading arguments.
 	WorkerCommand []string
 	// WorkerEnv is added to the worker's environment.
@@ -124,6 +127,7 @@ func DefaultConfig() Config {
 		CompletionBurst: 20,
 		RateLimitIP:     -1,
 		QoSReserve:      1,
+		PersonReserve:   1,
 		RecordsDays:     30,
 		FilesMaxBytes:   10_000_000_000,
 		CompletionRate:  10,

@@ -28,6 +28,8 @@ func qosFlags(fs *pflag.FlagSet, cfg *Config) {
 		"commit 200 when a non-streaming generation is admitted and send a space every SEC seconds until its JSON, for proxies that drop idle connections (0 = off)")
 	fs.IntVar(&cfg.QoSReserve, "qos-reserve", cfg.QoSReserve,
 		"lanes of each model that background work (x-superfluid-qos: background, batch lines) leaves free for interactive requests (0 = none)")
+	fs.IntVar(&cfg.PersonReserve, "person-reserve", cfg.PersonReserve,
+		"with --team: lanes of each model that one person's requests leave free, so another person's request starts at once instead of waiting for a whole reply (0 = none)")
 }
 
 // rateLimitIP is the per-address limit in force: --rate-limit-ip, or its default for the host.
@@ -41,13 +43,18 @@ func rateLimitIP(cfg Config) int {
 	return DefaultRateLimitIP
 }
 
-// qosConfig is the core's scheduling configuration: the gate on, --qos-reserve.
+// qosConfig is the core's scheduling configuration: the gate on, --qos-reserve, and
+// --person-reserve in team mode.
 func qosConfig(cfg Config) core.QoSConfig {
 	reserve := cfg.QoSReserve
 	if reserve <= 0 {
 		reserve = -1 // the core's 0 is its default
 	}
-	return core.QoSConfig{Gate: true, Reserve: reserve}
+	q := core.QoSConfig{Gate: true, Reserve: reserve}
+	if cfg.Team {
+		q.OwnerReserve = max(cfg.PersonReserve, 0)
+	}
+	return q
 }
 
 // serverLimits are the HTTP rate limits.

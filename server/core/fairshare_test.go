@@ -37,7 +37,7 @@ func TestQoSGateFairShare(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newGateRun(t, 1, 0)
-			hold, _, err := r.g.acquire(as(tt.holder), qos.Interactive, 1, r.lanes, r.reserve)
+			hold, _, err := r.g.acquire(as(tt.holder), qos.Interactive, 1, r.lanes, r.reserve, r.ownerReserve)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,6 +47,66 @@ func TestQoSGateFairShare(t *testing.T) {
 			}
 			if got := r.order(hold, len(tt.waiters)); !slices.Equal(got, tt.want) {
 				t.Fatalf("granted %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestQoSGateOwnerReserve: with an owner reserve of one (team mode), one person never holds
+// the last lane of a 4-lane model, so another person's request is granted at once instead of
+// waiting for a whole generation; the held-back request goes when a lane of its owner's comes
+// back. Without the reserve, and for requests without a key, the fourth lane is taken.
+func TestQoSGateOwnerReserve(t *testing.T) {
+	as := func(id string) context.Context {
+		if id == "" {
+			return context.Background()
+		}
+		return auth.NewContext(context.Background(), &auth.Identity{ID: id, Person: &auth.Person{ID: id}})
+	}
+	grantedNow := func(r *gateRun) (string, bool) {
+		select {
+		case g := <-r.granted:
+			return g.name, true
+		default:
+			return "", false
+		}
+	}
+	for _, tt := range []struct {
+		name         string
+		owner        string
+		ownerReserve int
+		heldBack     bool
+	}{
+		{"a person with the reserve", "alice", 1, true},
+		{"a person without it", "alice", 0, false},
+		{"no key", "", 1, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newGateRun(t, 4, 0)
+			r.ownerReserve = tt.ownerReserve
+			var held []func()
+			for range 3 {
+				rel, _, err := r.g.acquire(as(tt.owner), qos.Interactive, 1, r.lanes, r.reserve, r.ownerReserve)
+				if err != nil {
+					t.Fatal(err)
+				}
+				held = append(held, rel)
+			}
+			r.join(as(tt.owner), "fourth", qos.Interactive, 1)
+			name, ok := grantedNow(r)
+			if ok == tt.heldBack {
+				t.Fatalf("the owner's fourth request granted at once: %v (%q), want %v", ok, name, !tt.heldBack)
+			}
+			if !tt.heldBack {
+				return
+			}
+			r.join(as("bob"), "bob", qos.Interactive, 1)
+			if name, ok := grantedNow(r); !ok || name != "bob" {
+				t.Fatalf("another person's request: granted %v %q, want bob at once", ok, name)
+			}
+			held[0]()
+			if g := <-r.granted; g.name != "fourth" {
+				t.Fatalf("after the owner gave a lane back: %q granted, want fourth", g.name)
 			}
 		})
 	}

@@ -31,7 +31,10 @@ import (
 //     for the lanes to empty and, meanwhile, later requests of its class or below wait behind it.
 //
 // Within a class, owners take turns (the person in team mode, else the key; see head), and
-// one owner's requests go in arrival order; without keys that is arrival order.
+// one owner's requests go in arrival order; without keys that is arrival order. With
+// OwnerReserve (team mode), no owner holds the last OwnerReserve lanes of a model, so another
+// person's request finds a lane free instead of waiting for a whole generation of someone
+// else's.
 
 // FairShare is how often background work gets a lane while higher classes wait: at least one
 // grant in FairShare.
@@ -48,6 +51,10 @@ type QoSConfig struct {
 	// requests find one free (default 1; negative for none). A model keeps at least one lane
 	// for background work.
 	Reserve int
+	// OwnerReserve is how many lanes of a model one owner (a person, else a key) never takes,
+	// whatever their class, so a second person finds them free (team mode: 1). 0 for none; a
+	// model keeps at least one lane for each owner. Requests without a key are never held back.
+	OwnerReserve int
 }
 
 func (c QoSConfig) reserve() int {
@@ -121,6 +128,9 @@ type qosGate struct {
 	// served.
 	served map[string]uint64
 	seq    uint64
+	// held is the lanes each owner holds now, for ownerReserve.
+	held         map[string]int
+	ownerReserve int
 }
 
 type qosWaiter struct {
@@ -135,7 +145,7 @@ type qosWaiter struct {
 // acquire waits for units of the model's lanes (lanes in all; reserve of them kept from
 // background work) for a generation of class, or for ctx to end. It returns the function
 // that gives them back and how long it waited. With lanes unknown (0) it grants at once.
-func (g *qosGate) acquire(ctx context.Context, class qos.Class, units, lanes, reserve int) (release func(), waited time.Duration, err error) {
+func (g *qosGate) acquire(ctx context.Context, class qos.Class, units, lanes, reserve, ownerReserve int) (release func(), waited time.Duration, err error) {
 	if lanes <= 0 {
 		return func() {}, 0, nil
 	}
@@ -144,14 +154,14 @@ func (g *qosGate) acquire(ctx context.Context, class qos.Class, units, lanes, re
 	w := &qosWaiter{units: units, class: class, owner: fairOwner(ctx), ready: make(chan struct{})}
 	start := time.Now()
 	g.mu.Lock()
-	g.lanes = lanes
+	g.lanes, g.ownerReserve = lanes, ownerReserve
 	g.waiting[class] = append(g.waiting[class], w)
 	g.dispatch(reserve)
 	w.queued = !w.granted
 	g.mu.Unlock()
 	release = func() {
 		g.mu.Lock()
-		g.used -= w.units
+		g.giveBack(w)
 		g.dispatch(reserve)
 		g.mu.Unlock()
 	}
@@ -162,7 +172,7 @@ func (g *qosGate) acquire(ctx context.Context, class qos.Class, units, lanes, re
 	}
 	g.mu.Lock()
 	if w.granted { // granted while ctx ended: give the lanes back
-		g.used -= w.units
+		g.giveBack(w)
 	} else {
 		g.remove(w)
 	}
@@ -190,9 +200,35 @@ func (g *qosGate) dispatch(reserve int) {
 			g.skipped++
 		}
 		g.used += w.units
+		if w.owner != "" {
+			if g.held == nil {
+				g.held = map[string]int{}
+			}
+			g.held[w.owner] += w.units
+		}
 		w.granted = true
 		close(w.ready)
 	}
+}
+
+// giveBack returns a granted waiter's lanes. g.mu is held.
+func (g *qosGate) giveBack(w *qosWaiter) {
+	g.used -= w.units
+	if w.owner != "" {
+		if g.held[w.owner] -= w.units; g.held[w.owner] <= 0 {
+			delete(g.held, w.owner)
+		}
+	}
+}
+
+// capped reports whether granting w would have its owner hold more than the lanes less the
+// owner reserve (at least one lane always). g.mu is held.
+func (g *qosGate) capped(w *qosWaiter) bool {
+	if g.ownerReserve <= 0 || w.owner == "" {
+		return false
+	}
+	limit := max(g.lanes-g.ownerReserve, 1)
+	return g.held[w.owner] > 0 && g.held[w.owner]+w.units > limit
 }
 
 // next is the waiter to grant now, or nil. The head of the highest class waiting goes first
@@ -220,10 +256,14 @@ func (g *qosGate) next(reserve int) *qosWaiter {
 }
 
 // head is the next of class c's waiters: the first of the owner served longest ago (never
-// served counts as longest), so owners take turns; nil when none waits. g.mu is held.
+// served counts as longest), so owners take turns; owners at their cap (capped) wait; nil
+// when none waits. g.mu is held.
 func (g *qosGate) head(c qos.Class) *qosWaiter {
 	var best *qosWaiter
 	for _, w := range g.waiting[c] {
+		if g.capped(w) {
+			continue
+		}
 		if best == nil || g.served[w.owner] < g.served[best.owner] {
 			best = w
 		}
@@ -290,7 +330,7 @@ func (s *Service) grant(ctx context.Context, m *Model, engine interface{ Info() 
 	if sched.BatchInvariant {
 		units = lanes
 	}
-	return m.sched().gate.acquire(ctx, sched.QoS, units, lanes, s.cfg.QoS.reserve())
+	return m.sched().gate.acquire(ctx, sched.QoS, units, lanes, s.cfg.QoS.reserve(), s.cfg.QoS.OwnerReserve)
 }
 
 // Waiting is how many generations wait at the model's gate for a lane.

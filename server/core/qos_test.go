@@ -13,11 +13,12 @@ import (
 // gateRun drives a qosGate in a test: waiters join one at a time (each is queued before the
 // next starts), and grants are handed out one at a time as the test releases lanes.
 type gateRun struct {
-	t       *testing.T
-	g       *qosGate
-	lanes   int
-	reserve int
-	granted chan grantOf
+	t            *testing.T
+	g            *qosGate
+	lanes        int
+	reserve      int
+	ownerReserve int
+	granted      chan grantOf
 }
 
 type grantOf struct {
@@ -32,7 +33,7 @@ func newGateRun(t *testing.T, lanes, reserve int) *gateRun {
 // take acquires at once (the test knows there is room) and returns the release.
 func (r *gateRun) take(class qos.Class, units int) func() {
 	r.t.Helper()
-	rel, _, err := r.g.acquire(context.Background(), class, units, r.lanes, r.reserve)
+	rel, _, err := r.g.acquire(context.Background(), class, units, r.lanes, r.reserve, r.ownerReserve)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func (r *gateRun) join(ctx context.Context, name string, class qos.Class, units 
 	before := r.g.queued()[class]
 	got := make(chan struct{})
 	go func() {
-		rel, _, err := r.g.acquire(ctx, class, units, r.lanes, r.reserve)
+		rel, _, err := r.g.acquire(ctx, class, units, r.lanes, r.reserve, r.ownerReserve)
 		if err == nil {
 			r.granted <- grantOf{name, rel}
 		}
@@ -205,7 +206,7 @@ func TestQoSGateCancel(t *testing.T) {
 	if r.g.used != 0 {
 		t.Fatalf("%d lanes still used", r.g.used)
 	}
-	rel, _, err := (&qosGate{}).acquire(context.Background(), qos.Background, 3, 0, 1)
+	rel, _, err := (&qosGate{}).acquire(context.Background(), qos.Background, 3, 0, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
