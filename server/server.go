@@ -30,6 +30,7 @@ import (
 	"github.com/superfluid/superfluid/server/ollama"
 	"github.com/superfluid/superfluid/server/openai"
 	"github.com/superfluid/superfluid/server/people"
+	"github.com/superfluid/superfluid/server/quota"
 )
 
 // Config tunes the HTTP layer.
@@ -89,6 +90,9 @@ type Config struct {
 	InstanceID string
 	// Bookings serves team mode's bookings (/v1/bookings, /v1/admin/bookings); nil serves none.
 	Bookings *bookings.Service
+	// Quota, in team mode, is the token quotas the admin API sets and /v1/usage reports (the
+	// Limits enforce them); nil keeps none.
+	Quota *quota.Service
 }
 
 // DefaultWriteTimeout is how long one frame of a streamed reply may take to write when the
@@ -125,7 +129,7 @@ func New(cfg Config, svc *core.Service) http.Handler {
 		CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline,
 		AnthropicModels: anthropicModels, AnthropicModel: anthropicModel, AnthropicClient: anthropic.IsClient, Batches: cfg.Batches})
 	ollama.Routes(r, svc, ollama.Options{WriteTimeout: writeTimeout})
-	usageRoutes(r, svc)
+	usageRoutes(r, svc, cfg.Quota)
 	anthropic.Routes(r, svc, anthropic.Options{KeepAlive: cfg.KeepAlive, WriteTimeout: writeTimeout})
 	if cfg.Keys != nil && cfg.People == nil {
 		keyRoutes(r, cfg.Keys)
@@ -134,7 +138,7 @@ func New(cfg Config, svc *core.Service) http.Handler {
 		laneRoutes(r, cfg.Lanes, cfg.Devices)
 	}
 	if cfg.People != nil { // team mode: the keys routes too, audited
-		peopleRoutes(r, cfg.People, cfg.Keys)
+		peopleRoutes(r, cfg.People, cfg.Keys, cfg.Quota)
 	}
 	if cfg.Bookings != nil {
 		bookingRoutes(r, cfg.Bookings)

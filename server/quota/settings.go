@@ -80,3 +80,8 @@ func Detail(before, after store.TokenQuota) map[string]any {
 func sameTokens(a, b *int64) bool {
 	return a == nil && b == nil || a != nil && b != nil && *a == *b
 }
+
+// Settings are owner's own quota settings (both nil when none are stored).
+func (s *Service) Settings(ctx context.Context, o Owner) (store.TokenQuota, error) {
+	return s.st.TokenQuotaOf(ctx, o.Kind, o.ID)
+}
