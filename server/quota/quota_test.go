@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -260,5 +261,52 @@ func TestSetAndParse(t *testing.T) {
 	}
 	if err := (Policy{CachedFraction: 1.5}).Check(); !errors.Is(err, ErrInvalid) {
 		t.Errorf("fraction 1.5: %v", err)
+	}
+}
+
+// gatedSink holds the records writer until open is closed: records are queued, not
+// committed.
+type gatedSink struct {
+	next store.RequestSink
+	open chan struct{}
+}
+
+func (g gatedSink) RecordRequests(ctx context.Context, rs []store.RequestRecord) error {
+	<-g.open
+	return g.next.RecordRequests(ctx, rs)
+}
+
+// TestHoldUntilCommitted: a request that ended keeps holding its cost while its record waits
+// in the store's queue (the disk is slow), so the next request is refused on it; once the
+// record is committed the hold goes and the record counts instead, once.
+func TestHoldUntilCommitted(t *testing.T) {
+	open := make(chan struct{})
+	st, err := store.OpenWith(filepath.Join(t.TempDir(), "db.sqlite"), store.Options{
+		WrapRecordSink: func(next store.RequestSink) store.RequestSink { return gatedSink{next, open} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var opened sync.Once
+	release := func() { opened.Do(func() { close(open) }) }
+	t.Cleanup(release) // before Close, which waits for the writer
+	svc := New(Config{Store: st, Policy: Policy{DailyTokens: 100}})
+	m := &meter{}
+	done, err := svc.Admit(ctx, alice, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.tokens.Store(120) // the request ends past the quota; its record is queued, not written
+	st.Record(store.RequestRecord{ID: "r1", KeyID: alice.ID, PersonID: alice.Person.ID, PromptTokens: 20, CompletionTokens: 100})
+	done()
+	time.Sleep(20 * time.Millisecond) // settle is waiting for the gated flush
+	if _, err := svc.Admit(ctx, aliceTwo, nil); err == nil {
+		t.Fatal("admitted while the ended request's record waits to be written: its hold went too early")
+	}
+	release()
+	svc.Settled()
+	st2, err := svc.StatusOf(ctx, Owner{store.QuotaPerson, "person-a"})
+	if err != nil || st2.Daily.Used != 120 {
+		t.Fatalf("committed: used %d %v, want 120 (the record, once)", st2.Daily.Used, err)
 	}
 }
