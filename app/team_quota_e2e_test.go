@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 )
@@ -28,13 +29,22 @@ func TestTeamQuotaE2E(t *testing.T) {
 		t.Errorf("users quota for nobody: exit %d, want 2", code)
 	}
 	code, out, errOut := cli("users", "quota", "alice", "--daily", "10", "--data-dir", cfg.DataDir)
-	if code != 0 || !strings.Contains(out, "alice  day     10") || !strings.Contains(out, "unlimited (default)") {
+	if code != 0 || !strings.Contains(strings.Join(strings.Fields(out), " "), "alice day 10 0 10") || !strings.Contains(out, "unlimited (default)") {
 		t.Fatalf("users quota alice --daily 10: %d %q %s", code, out, errOut)
 	}
 	a, srv := startServer(t, cfg, false)
 	do := teamCaller(t, srv.URL, keys)
 	if code, _, body := do("root", "POST", "/v1/admin/lanes", `{"name": "main", "device": "cpu", "engine": "local", "model": "`+a.preload.ID+`"}`); code != 201 {
 		t.Fatalf("add lane: %d %s", code, body)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		_, v, body := do("root", "GET", "/v1/admin/lanes", "")
+		if data, _ := v["data"].([]any); len(data) == 1 && data[0].(map[string]any)["state"] == "serving" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lane did not serve: %s", body)
+		}
 	}
 	ctx := context.Background()
 	params := openai.ChatCompletionNewParams{Model: a.preload.ID, MaxTokens: openai.Int(16),
