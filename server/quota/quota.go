@@ -34,6 +34,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -233,7 +234,8 @@ func OwnersOf(id *auth.Identity) []Owner {
 // Admit admits a request of id whose tokens meter counts, or refuses it with a 429
 // quota_exceeded llm.StatusError (Retry-After: when the last of its exhausted quotas resets).
 // An admitted request must call done when it has ended (after its record is made): its hold
-// is released once its record is committed. See the package doc for the rule.
+// is released once its record is committed. See the package doc for the rule. A request none
+// of whose owners has a quota holds nothing (a quota set while it runs does not see it).
 func (s *Service) Admit(ctx context.Context, id *auth.Identity, meter Meter) (done func(), err error) {
 	owners := OwnersOf(id)
 	limits := make([]Limits, len(owners))
@@ -241,6 +243,9 @@ func (s *Service) Admit(ctx context.Context, id *auth.Identity, meter Meter) (do
 		if limits[i], err = s.LimitsOf(ctx, o); err != nil {
 			return nil, err
 		}
+	}
+	if !slices.ContainsFunc(limits, func(l Limits) bool { return l != Limits{} }) {
+		return func() {}, nil // nobody to hold tokens for: no lock, no wait for the record
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
