@@ -24,6 +24,7 @@ import (
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/metrics"
 	"github.com/superfluid/superfluid/server/people"
+	"github.com/superfluid/superfluid/server/quota"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -45,6 +46,7 @@ type App struct {
 	// the first admin, until teamNote prints it.
 	people     *people.Service
 	firstAdmin string
+	quota      *quota.Service // team mode's token quotas (team_quota.go); nil without --team
 
 	mu      sync.Mutex
 	workers map[string]*worker.Client // by model path (generation workers)
@@ -153,6 +155,9 @@ func (a *App) build() error {
 	if a.people, err = openPeople(cfg, st, a.keys); err != nil {
 		return err
 	}
+	if a.quota, err = openQuota(cfg, st); err != nil {
+		return err
+	}
 	a.bind = newBind(cfg)
 	a.metrics = metrics.New()
 	shared := teamPrefixes(cfg, st)
@@ -166,9 +171,9 @@ func (a *App) build() error {
 	a.handler = server.New(server.Config{KeepAlive: cfg.KeepAlive, WriteTimeout: cfg.WriteTimeout, TrustedProxies: cfg.TrustedProxies,
 		CompletionBurst: cfg.CompletionBurst, CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline,
 		Metrics: a.metrics, Keys: a.keys, Bind: a.bind, CORSOrigins: corsOrigins(cfg),
-		Limits: serverLimits(cfg), AllowBatchInvariant: cfg.AllowBatchInvariant, NonstreamKeepalive: cfg.NonstreamKeepalive, Batches: a.batches,
+		Limits: serverLimits(cfg, a.quota), AllowBatchInvariant: cfg.AllowBatchInvariant, NonstreamKeepalive: cfg.NonstreamKeepalive, Batches: a.batches,
 		Lanes: a.team.lanesManager(), Devices: a.team.laneDevices(), Bookings: a.team.bookingService(),
-		People: a.people, SharedPrefixes: shared}, a.svc)
+		People: a.people, SharedPrefixes: shared, Quota: a.quota}, a.svc)
 	return nil
 }
 

@@ -31,7 +31,8 @@ func newUsageCommand() *cobra.Command {
 		Long: `Show the requests answered and the tokens they used (prompt, cached, completion),
 summed by API key, model and day (UTC), from the request records in the data directory.
 Records are kept for --records-days (30 by default). GET /v1/usage answers the same with an
-admin key; other keys see their own.`,
+admin key; other keys see their own. In team mode what is left of each person's token
+quotas (per UTC day and month) follows the table.`,
 		Example: `  superfluid usage
   superfluid usage --from 2026-05-01 --to 2026-05-31 --by key
   superfluid usage --key alice --by model,day --json`,
@@ -63,12 +64,17 @@ admin key; other keys see their own.`,
 			if err != nil {
 				return err
 			}
+			uq, quotas, err := usageQuotas(context.Background(), st, rows) // team mode (team_quota.go)
+			if err != nil {
+				return err
+			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(server.UsageList(q, from, to, rows))
+				return enc.Encode(server.TeamUsageList(q, from, to, rows, uq))
 			}
 			printUsage(cmd.OutOrStdout(), q.GroupBy, rows)
+			printQuotaLines(cmd.OutOrStdout(), quotas)
 			return nil
 		},
 	}

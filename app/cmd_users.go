@@ -39,7 +39,7 @@ disabled: a running server refuses them within a few seconds. Every change is au
 	}
 	cmd.PersistentFlags().StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "where the server keeps its data")
 	cmd.AddCommand(newUsersAddCommand(&cfg), newUsersListCommand(&cfg), newUsersStateCommand(&cfg, "disable"),
-		newUsersStateCommand(&cfg, "enable"), newUsersPasswdCommand(&cfg))
+		newUsersStateCommand(&cfg, "enable"), newUsersPasswdCommand(&cfg), newUsersQuotaCommand(&cfg))
 	return cmd
 }
 

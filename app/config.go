@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/superfluid/superfluid/runtime/models"
+	"github.com/superfluid/superfluid/server/quota"
 )
 
 // Config is everything the program is told, built once from flags (and later settings).
@@ -89,6 +90,13 @@ type Config struct {
 	BookingApproval     bool
 	BookingMaxLength    time.Duration
 	BookingHoursPerWeek float64
+	// QuotaDailyTokens and QuotaMonthlyTokens are a person's token quotas unless they have
+	// their own (0: none); QuotaCachedFraction what a cached prompt token counts for;
+	// PersonConcurrency the model requests one person may have in flight (0: no limit).
+	// Team mode (team_quota.go).
+	QuotaDailyTokens, QuotaMonthlyTokens int64
+	QuotaCachedFraction                  float64
+	PersonConcurrency                    int
 	// CORSOrigins are browser origins answered besides the localhost ones (--cors-origins).
 	CORSOrigins []string
 	// RateLimitIP is the requests a minute one client address may send (--rate-limit-ip);
@@ -120,24 +128,25 @@ type Config struct {
 // DefaultConfig is the configuration before flags.
 func DefaultConfig() Config {
 	return Config{
-		Host:            "127.0.0.1",
-		Port:            8453,
-		Parallel:        4,
-		Queue:           64,
-		CompletionBurst: 20,
-		RateLimitIP:     -1,
-		QoSReserve:      1,
-		PersonReserve:   1,
-		RecordsDays:     30,
-		FilesMaxBytes:   10_000_000_000,
-		CompletionRate:  10,
-		KeepAlive:       5 * time.Second,
-		WriteTimeout:    30 * time.Second,
-		ModelKeepAlive:  5 * time.Minute,
-		HFEndpoint:      cmp.Or(os.Getenv("HF_ENDPOINT"), defaultHFEndpoint),
-		HFToken:         os.Getenv("HF_TOKEN"),
-		DataDir:         defaultDataDir(),
-		WorkerCommand:   selfCommand("worker"),
+		Host:                "127.0.0.1",
+		Port:                8453,
+		Parallel:            4,
+		Queue:               64,
+		CompletionBurst:     20,
+		RateLimitIP:         -1,
+		QoSReserve:          1,
+		PersonReserve:       1,
+		QuotaCachedFraction: quota.DefaultCachedFraction,
+		RecordsDays:         30,
+		FilesMaxBytes:       10_000_000_000,
+		CompletionRate:      10,
+		KeepAlive:           5 * time.Second,
+		WriteTimeout:        30 * time.Second,
+		ModelKeepAlive:      5 * time.Minute,
+		HFEndpoint:          cmp.Or(os.Getenv("HF_ENDPOINT"), defaultHFEndpoint),
+		HFToken:             os.Getenv("HF_TOKEN"),
+		DataDir:             defaultDataDir(),
+		WorkerCommand:       selfCommand("worker"),
 	}
 }
 
@@ -156,5 +165,6 @@ func teamFlags(fs *pflag.FlagSet, cfg *Config) {
 	fs.BoolVar(&cfg.BookingApproval, "booking-approval", cfg.BookingApproval, "with --team: members' bookings wait as pending until an admin approves or rejects them")
 	fs.DurationVar(&cfg.BookingMaxLength, "booking-max-length", cfg.BookingMaxLength, "with --team: the longest booking (e.g. 8h; 0 for no limit)")
 	fs.Float64Var(&cfg.BookingHoursPerWeek, "booking-hours-per-week", cfg.BookingHoursPerWeek, "with --team: the hours one person may book per UTC week (0 for no limit)")
+	quotaFlags(fs, cfg)
 	fs.StringVar(&cfg.AdminPasswordFile, "admin-password-file", cfg.AdminPasswordFile, "with --team: a file whose first line is the first admin's password (default: a one-time random password, printed once)")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/batches"
 	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/quota"
 )
 
 // DefaultRateLimitIP is the per-address limit of a server bound to a non-loopback address
@@ -58,8 +59,8 @@ func qosConfig(cfg Config) core.QoSConfig {
 }
 
 // serverLimits are the HTTP rate limits.
-func serverLimits(cfg Config) *server.Limits {
-	return server.NewLimits(server.LimitsConfig{PerIP: rateLimitIP(cfg)})
+func serverLimits(cfg Config, quotas *quota.Service) *server.Limits {
+	return server.NewLimits(server.LimitsConfig{PerIP: rateLimitIP(cfg), Quota: quotas, PersonConcurrency: cfg.PersonConcurrency})
 }
 
 // rateIPFlag is --rate-limit-ip: requests a minute, 0 or more; unset (-1) shows as "auto".

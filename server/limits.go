@@ -1,8 +1,10 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,8 +12,10 @@ import (
 	"github.com/gin-gonic/gin"
 	"golang.org/x/time/rate"
 
+	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/quota"
 	"github.com/superfluid/superfluid/server/ratelimit"
 )
 
@@ -23,6 +27,12 @@ type LimitsConfig struct {
 	PerIP int
 	// Now is the clock; nil is time.Now (tests move it).
 	Now func() time.Time
+	// Quota, in team mode, refuses a model request of a person or key past its token quotas
+	// (429 quota_exceeded, package quota); nil checks none.
+	Quota *quota.Service
+	// PersonConcurrency is how many model requests one person (team mode) may have in flight
+	// at once, over all their keys (--person-concurrency); 0 is no limit.
+	PersonConcurrency int
 }
 
 // Limits enforces the rate limits: per client address (429 rate_limit_exceeded) and, for a
@@ -36,14 +46,23 @@ type LimitsConfig struct {
 // is spent, until it refills. So the request that crosses the limit completes, and the next
 // ones wait for its tokens to be paid back.
 //
+// In team mode a model request (modelRequest: a generation, an embedding, a forwarded route)
+// is also held to its person's concurrency cap (429 concurrency_limit_exceeded) and to its
+// person's and key's token quotas (429 quota_exceeded; the rule is package quota's). Other
+// routes (listings, usage, the admin API) are not, so a person at a cap can still see why.
+//
 // Only keys that authenticated get limiters (the guard runs first), so requests with unknown
 // keys add nothing here; per-address limiters are bounded (ratelimit.Limiters).
 type Limits struct {
 	ip  *ratelimit.Limiters
 	now func() time.Time
 
-	mu   sync.Mutex
-	keys map[string]*keyLimits // by auth.Identity.ID
+	quota             *quota.Service
+	personConcurrency int
+
+	mu      sync.Mutex
+	keys    map[string]*keyLimits // by auth.Identity.ID
+	persons map[string]int        // model requests in flight by person id (only while > 0)
 }
 
 type keyLimits struct {
@@ -54,7 +73,8 @@ type keyLimits struct {
 
 // NewLimits returns the limits cfg describes.
 func NewLimits(cfg LimitsConfig) *Limits {
-	l := &Limits{ip: ratelimit.NewLimiters(cfg.PerIP), now: cfg.Now, keys: map[string]*keyLimits{}}
+	l := &Limits{ip: ratelimit.NewLimiters(cfg.PerIP), now: cfg.Now, keys: map[string]*keyLimits{},
+		quota: cfg.Quota, personConcurrency: cfg.PersonConcurrency, persons: map[string]int{}}
 	if l.now == nil {
 		l.now = time.Now
 	}
@@ -97,12 +117,15 @@ func (l *Limits) handle(c *gin.Context) {
 	}
 	now := l.now()
 	var taken [2]*rate.Reservation // given back when a later limit refuses
-	refuse := func(code, msg string, retry time.Duration) {
+	giveBack := func() {
 		for _, t := range taken {
 			if t != nil {
 				t.CancelAt(now)
 			}
 		}
+	}
+	refuse := func(code, msg string, retry time.Duration) {
+		giveBack()
 		reject(c, http.StatusTooManyRequests, code, msg, retry)
 	}
 	var ok bool
@@ -114,42 +137,115 @@ func (l *Limits) handle(c *gin.Context) {
 		}
 	}
 	id, ok := auth.FromContext(r.Context())
-	if !ok || id.Limits == (auth.Limits{}) {
+	if !ok {
 		c.Next()
 		return
 	}
-	k := l.key(id)
-	if k.rpm != nil {
-		if taken[1], ok, retry = ratelimit.Reserve(k.rpm, now); !ok {
-			refuse("rate_limit_exceeded", fmt.Sprintf("the API key %s may send %d requests a minute; retry in %s", quote(id.Name), id.Limits.RPM, seconds(retry)), retry)
-			return
-		}
-	}
-	if k.tpm != nil {
-		if t := k.tpm.TokensAt(now); t < 1 {
-			retry := time.Duration((1 - t) / float64(k.tpm.Limit()) * float64(time.Second))
-			refuse("rate_limit_exceeded", fmt.Sprintf("the API key %s may use %d tokens a minute and has used them; retry in %s", quote(id.Name), id.Limits.TPM, seconds(retry)), retry)
-			return
-		}
-	}
-	if most := int64(id.Limits.Concurrency); most > 0 {
-		if k.running.Add(1) > most {
-			k.running.Add(-1)
-			refuse("concurrency_limit_exceeded", fmt.Sprintf("the API key %s may run %d requests at once; wait for one to finish", quote(id.Name), most), time.Second)
-			return
-		}
-		defer k.running.Add(-1)
-	}
-	if k.tpm != nil {
-		meter := &core.TokenMeter{}
-		c.Request = r.WithContext(core.WithTokenMeter(r.Context(), meter))
-		defer func() {
-			if n := meter.Tokens(); n > 0 {
-				k.tpm.ReserveN(l.now(), int(min(n, int64(k.tpm.Burst())))) // into debt: later requests wait
+	var meter *core.TokenMeter // counts the request's tokens for the tpm limit and the quotas
+	if id.Limits != (auth.Limits{}) {
+		k := l.key(id)
+		if k.rpm != nil {
+			if taken[1], ok, retry = ratelimit.Reserve(k.rpm, now); !ok {
+				refuse("rate_limit_exceeded", fmt.Sprintf("the API key %s may send %d requests a minute; retry in %s", quote(id.Name), id.Limits.RPM, seconds(retry)), retry)
+				return
 			}
-		}()
+		}
+		if k.tpm != nil {
+			if t := k.tpm.TokensAt(now); t < 1 {
+				retry := time.Duration((1 - t) / float64(k.tpm.Limit()) * float64(time.Second))
+				refuse("rate_limit_exceeded", fmt.Sprintf("the API key %s may use %d tokens a minute and has used them; retry in %s", quote(id.Name), id.Limits.TPM, seconds(retry)), retry)
+				return
+			}
+		}
+		if most := int64(id.Limits.Concurrency); most > 0 {
+			if k.running.Add(1) > most {
+				k.running.Add(-1)
+				refuse("concurrency_limit_exceeded", fmt.Sprintf("the API key %s may run %d requests at once; wait for one to finish", quote(id.Name), most), time.Second)
+				return
+			}
+			defer k.running.Add(-1)
+		}
+		if k.tpm != nil {
+			meter = &core.TokenMeter{}
+			defer func() {
+				if n := meter.Tokens(); n > 0 {
+					k.tpm.ReserveN(l.now(), int(min(n, int64(k.tpm.Burst())))) // into debt: later requests wait
+				}
+			}()
+		}
+	}
+	if id.Person != nil && modelRequest(c) {
+		if !l.enterPerson(id.Person.ID) {
+			refuse("concurrency_limit_exceeded", fmt.Sprintf("%s may run %d requests at once over all their keys; wait for one to finish", id.Person.Name, l.personConcurrency), time.Second)
+			return
+		}
+		defer l.leavePerson(id.Person.ID)
+	}
+	if l.quota != nil && modelRequest(c) {
+		if meter == nil {
+			meter = &core.TokenMeter{}
+		}
+		done, err := l.quota.Admit(r.Context(), id, meter)
+		var se *llm.StatusError
+		switch {
+		case errors.As(err, &se):
+			refuse(se.Code, se.Message, se.RetryAfter)
+			return
+		case err != nil:
+			giveBack()
+			writeError(c, fmt.Errorf("check the token quotas: %w", err))
+			c.Abort()
+			return
+		}
+		defer done() // after the request's record is made; its hold goes once it is committed
+	}
+	if meter != nil {
+		c.Request = r.WithContext(core.WithTokenMeter(r.Context(), meter))
 	}
 	c.Next()
+}
+
+// enterPerson counts a model request of the person in, unless it would pass the cap.
+func (l *Limits) enterPerson(id string) bool {
+	if l.personConcurrency <= 0 {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.persons[id] >= l.personConcurrency {
+		return false
+	}
+	l.persons[id]++
+	return true
+}
+
+func (l *Limits) leavePerson(id string) {
+	if l.personConcurrency <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.persons[id]--; l.persons[id] <= 0 {
+		delete(l.persons, id)
+	}
+}
+
+// modelPaths are the routes whose requests run on a model (and are recorded with their
+// tokens).
+var modelPaths = map[string]bool{
+	"/v1/chat/completions": true, "/v1/completions": true, "/v1/embeddings": true, "/v1/rerank": true,
+	"/v1/responses": true, "/v1/messages": true,
+	"/api/generate": true, "/api/chat": true, "/api/embed": true, "/api/embeddings": true,
+}
+
+// modelRequest reports whether c is a request to a model: a POST to one of modelPaths, or
+// to a /v1 route no handler serves (team mode forwards it to the lane's server).
+func modelRequest(c *gin.Context) bool {
+	r := c.Request
+	if r.Method != http.MethodPost {
+		return false
+	}
+	return modelPaths[r.URL.Path] || c.FullPath() == "" && strings.HasPrefix(r.URL.Path, "/v1/")
 }
 
 // seconds shows a wait in whole seconds, as Retry-After has it.

@@ -13,6 +13,7 @@ import (
 	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/dialect"
 	"github.com/superfluid/superfluid/server/people"
+	"github.com/superfluid/superfluid/server/quota"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -22,20 +23,23 @@ import (
 //	GET    /v1/admin/users        {"object": "list", "data": [user...]}
 //	POST   /v1/admin/users        {"name", "password"?, "role"?} → 201 the user; with no password
 //	                              one is generated and returned once as "password"
-//	PATCH  /v1/admin/users/{id}   {"role"?, "state"?, "password"?} (id or name) → the user
+//	PATCH  /v1/admin/users/{id}   {"role"?, "state"?, "password"?, "daily_tokens"?,
+//	                              "monthly_tokens"?} (id or name) → the user (quotas:
+//	                              people_quota_routes.go)
 //	GET    /v1/admin/audit        {"object": "list", "data": [entry...]} newest first;
 //	                              ?limit=N (≤1000), ?before=ID (the next page), ?action=A
 //	GET    /v1/admin/keys         as GET /v1/keys
 //	POST   /v1/admin/keys         as POST /v1/keys, plus "user": the person the key is for
 //	DELETE /v1/admin/keys/{id}    as DELETE /v1/keys/{id}
+//	PATCH  /v1/admin/keys/{id}    {"daily_tokens"?, "monthly_tokens"?} → the key
 //
 // In team mode /v1/keys is served here too, by the same audited handlers.
 //
 // A user object is {"object": "user", "id", "name", "role", "state", "created_at",
 // "updated_at"} (Unix seconds); an entry {"object": "audit_entry", "id", "at", "actor":
 // {"user_id", "user", "key"}, "action", "target", "detail"}.
-func peopleRoutes(r *gin.Engine, ppl *people.Service, keys *auth.Keyring) {
-	h := peopleHandlers{ppl, keyHandlers{keys}}
+func peopleRoutes(r *gin.Engine, ppl *people.Service, keys *auth.Keyring, quotas *quota.Service) {
+	h := peopleHandlers{ppl, keyHandlers{keys}, quotas}
 	r.GET("/v1/admin/users", h.wrap(h.list))
 	r.POST("/v1/admin/users", h.wrap(h.create))
 	r.PATCH("/v1/admin/users/:id", h.wrap(h.update))
@@ -46,17 +50,19 @@ func peopleRoutes(r *gin.Engine, ppl *people.Service, keys *auth.Keyring) {
 			r.POST(base, h.wrap(h.createKey))
 			r.DELETE(base+"/:id", h.wrap(h.revokeKey))
 		}
+		r.PATCH("/v1/admin/keys/:id", h.wrap(h.updateKey))
 	}
 }
 
 type peopleHandlers struct {
 	people *people.Service
 	keys   keyHandlers
+	quota  *quota.Service // team mode's token quotas; nil keeps none
 }
 
 // wrap checks for an admin and renders the handler's error in OpenAI's shape.
 func (h peopleHandlers) wrap(fn func(*gin.Context) error) gin.HandlerFunc {
-	return adminOnly(peopleError, fn)
+	return adminOnly(quotaError, fn)
 }
 
 // peopleError maps the people's and the keyring's errors to refusals.
@@ -143,8 +149,9 @@ func (h peopleHandlers) update(c *gin.Context) error {
 		Role     *string `json:"role"`
 		State    *string `json:"state"`
 		Password *string `json:"password"`
+		quotaFields
 	}
-	if err := decodeStrict(c, &req, `{"role": "admin"|"member", "state": "active"|"disabled", "password": "..."}`); err != nil {
+	if err := decodeStrict(c, &req, `{"role": "admin"|"member", "state": "active"|"disabled", "password": "...", "daily_tokens": N|null, "monthly_tokens": N|null}`); err != nil {
 		return err
 	}
 	var ch people.Change
@@ -161,7 +168,11 @@ func (h peopleHandlers) update(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, wireUser(p))
+	o, err := h.userWithQuota(c, p, req.quotaFields)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, o)
 	return nil
 }
 

@@ -31,6 +31,7 @@ import (
 	"github.com/superfluid/superfluid/server/openai"
 	"github.com/superfluid/superfluid/server/people"
 	"github.com/superfluid/superfluid/server/prefixes"
+	"github.com/superfluid/superfluid/server/quota"
 )
 
 // Config tunes the HTTP layer.
@@ -93,6 +94,9 @@ type Config struct {
 	// SharedPrefixes serves team mode's shared prefixes (/v1/admin/shared-prefixes, audited in
 	// People's log); nil serves none.
 	SharedPrefixes *prefixes.Service
+	// Quota, in team mode, is the token quotas the admin API sets and /v1/usage reports (the
+	// Limits enforce them); nil keeps none.
+	Quota *quota.Service
 }
 
 // DefaultWriteTimeout is how long one frame of a streamed reply may take to write when the
@@ -129,7 +133,7 @@ func New(cfg Config, svc *core.Service) http.Handler {
 		CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline,
 		AnthropicModels: anthropicModels, AnthropicModel: anthropicModel, AnthropicClient: anthropic.IsClient, Batches: cfg.Batches})
 	ollama.Routes(r, svc, ollama.Options{WriteTimeout: writeTimeout})
-	usageRoutes(r, svc)
+	usageRoutes(r, svc, cfg.Quota)
 	anthropic.Routes(r, svc, anthropic.Options{KeepAlive: cfg.KeepAlive, WriteTimeout: writeTimeout})
 	if cfg.Keys != nil && cfg.People == nil {
 		keyRoutes(r, cfg.Keys)
@@ -138,7 +142,7 @@ func New(cfg Config, svc *core.Service) http.Handler {
 		laneRoutes(r, cfg.Lanes, cfg.Devices)
 	}
 	if cfg.People != nil { // team mode: the keys routes too, audited
-		peopleRoutes(r, cfg.People, cfg.Keys)
+		peopleRoutes(r, cfg.People, cfg.Keys, cfg.Quota)
 	}
 	if cfg.Bookings != nil {
 		bookingRoutes(r, cfg.Bookings)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/dialect"
+	"github.com/superfluid/superfluid/server/quota"
 )
 
 // usageRoutes serves GET /v1/usage: the request records summed by key, model and day, in the
@@ -36,9 +37,13 @@ import (
 // are there only when grouped by person ("" for requests made without a person's key); key_id and key_name are ""
 // for requests made while no key was configured. Rows come by date, key name and model.
 // errors counts requests answered with a status of 400 or more (499: the client hung up).
-func usageRoutes(r gin.IRouter, svc *core.Service) {
+//
+// In team mode (quotas set) the answer also says what is left of the token quotas (see
+// quotaObject): "quota" the asking person's, "key_quota" the asking key's own (when it has
+// one), and each row grouped by person its person's "quota".
+func usageRoutes(r gin.IRouter, svc *core.Service, quotas *quota.Service) {
 	r.GET("/v1/usage", func(c *gin.Context) {
-		if err := usage(c, svc); err != nil {
+		if err := usage(c, svc, quotas); err != nil {
 			writeError(c, usageError(err))
 		}
 	})
@@ -50,6 +55,9 @@ type usageList struct {
 	EndDate   *string    `json:"end_date"`
 	GroupBy   []string   `json:"group_by"`
 	Data      []usageRow `json:"data"`
+	// Quota and KeyQuota, in team mode: the asking person's and key's (usage_quota.go).
+	Quota    *quotaObject `json:"quota,omitempty"`
+	KeyQuota *quotaObject `json:"key_quota,omitempty"`
 }
 
 type usageRow struct {
@@ -67,9 +75,11 @@ type usageRow struct {
 	CompletionTokens int64   `json:"completion_tokens"`
 	TotalTokens      int64   `json:"total_tokens"`
 	DurationMS       int64   `json:"duration_ms"`
+	// Quota is the row's person's, in team mode when grouped by person.
+	Quota *quotaObject `json:"quota,omitempty"`
 }
 
-func usage(c *gin.Context, svc *core.Service) error {
+func usage(c *gin.Context, svc *core.Service, quotas *quota.Service) error {
 	var q core.UsageQuery
 	var err error
 	start, end := c.Query("start_date"), c.Query("end_date")
@@ -90,14 +100,23 @@ func usage(c *gin.Context, svc *core.Service) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, UsageList(q, start, end, rows))
+	uq, err := callerQuotas(c, quotas, q, rows)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, TeamUsageList(q, start, end, rows, uq))
 	return nil
 }
 
 // UsageList is the JSON of GET /v1/usage (see usageRoutes) for the query q, whose dates were
 // given as start and end ("" for none), and its rows; superfluid usage --json prints it too.
 func UsageList(q core.UsageQuery, start, end string, rows []core.UsageRow) any {
-	out := usageList{Object: "list", GroupBy: q.GroupBy, Data: make([]usageRow, len(rows))}
+	return TeamUsageList(q, start, end, rows, UsageQuotas{})
+}
+
+// TeamUsageList is UsageList with what is left of the token quotas in uq (team mode).
+func TeamUsageList(q core.UsageQuery, start, end string, rows []core.UsageRow, uq UsageQuotas) any {
+	out := usageList{Quota: wireQuota(uq.Caller), KeyQuota: wireQuota(uq.Key), Object: "list", GroupBy: q.GroupBy, Data: make([]usageRow, len(rows))}
 	if out.GroupBy == nil {
 		out.GroupBy = []string{}
 	}
@@ -122,6 +141,9 @@ func UsageList(q core.UsageQuery, start, end string, rows []core.UsageRow) any {
 		}
 		if grouped(core.GroupPerson) {
 			w.PersonID, w.PersonName = &r.PersonID, &r.PersonName
+			if st, ok := uq.People[r.PersonID]; ok {
+				w.Quota = wireQuota(&st)
+			}
 		}
 		out.Data[i] = w
 	}

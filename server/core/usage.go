@@ -48,11 +48,16 @@ func keyOf(ctx context.Context) (id, name string) {
 }
 
 // TokenMeter counts the tokens (prompt and completion) of the requests made with a context
-// that carries it: the HTTP layer charges them to the key's tokens-per-minute limit.
-type TokenMeter struct{ n atomic.Int64 }
+// that carries it: the HTTP layer charges them to the key's tokens-per-minute limit and to
+// team mode's token quotas. They are counted when a request's record is made, before a
+// stream's last event is sent.
+type TokenMeter struct{ n, cached atomic.Int64 }
 
 // Tokens is the count so far.
 func (m *TokenMeter) Tokens() int64 { return m.n.Load() }
+
+// Cached is how many of the prompt tokens counted in Tokens came from the prefix cache.
+func (m *TokenMeter) Cached() int64 { return m.cached.Load() }
 
 type meterKey struct{}
 
@@ -67,6 +72,7 @@ func meterTokens(ctx context.Context, res *Result) {
 		return
 	}
 	u := res.Usage()
+	m.cached.Add(int64(u.CachedTokens))
 	m.n.Add(int64(u.PromptTokens + u.CompletionTokens))
 }
 
