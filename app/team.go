@@ -54,7 +54,7 @@ func (a *App) buildTeam() {
 		}})
 	var booked lanes.Reservations // bookings reach the router as lanes.Reservations (team_bookings.go)
 	if svc, err := newBookings(a.store, bookings.Policy{NeedsApproval: a.cfg.BookingApproval,
-		MaxLength: a.cfg.BookingMaxLength, MaxHoursPerWeek: a.cfg.BookingHoursPerWeek}, auditBookings(a.people, false)); err != nil {
+		MaxLength: a.cfg.BookingMaxLength, MaxHoursPerWeek: a.cfg.BookingHoursPerWeek}, auditBookings(a.people, false), a.svc); err != nil {
 		slog.Error("team mode without bookings", "err", err)
 	} else {
 		bl := &bookedLanes{svc: svc, st: a.store}

@@ -18,9 +18,18 @@ import (
 )
 
 // newBookings is team mode's bookings over the data directory's lanes (a lane is booked by
-// name or id and the booking keeps its id and device), audited in the people's audit log.
-func newBookings(st *store.Store, policy bookings.Policy, audit bookings.AuditFunc) (*bookings.Service, error) {
-	return bookings.New(bookings.Config{Store: st, Policy: policy, Audit: audit, ResolveLane: func(ctx context.Context, nameOrID string) (bookings.LaneRef, error) {
+// name or id and the booking keeps its id and device), audited in the people's audit log. A
+// booking's model must be one its lane can load (lanes.CheckModel: a local lane's, one of
+// catalog's).
+func newBookings(st *store.Store, policy bookings.Policy, audit bookings.AuditFunc, catalog lanes.Catalog) (*bookings.Service, error) {
+	checkModel := func(ctx context.Context, laneID, model string) (string, error) {
+		l, err := st.Lane(ctx, laneID)
+		if err != nil {
+			return "", err
+		}
+		return lanes.CheckModel(catalog, lanes.Kind(l.Engine), model)
+	}
+	return bookings.New(bookings.Config{Store: st, Policy: policy, Audit: audit, CheckModel: checkModel, ResolveLane: func(ctx context.Context, nameOrID string) (bookings.LaneRef, error) {
 		l, err := st.Lane(ctx, nameOrID)
 		if errors.Is(err, store.ErrNotFound) {
 			return bookings.LaneRef{}, &llm.StatusError{Status: http.StatusNotFound, Code: "lane_not_found",

@@ -238,15 +238,21 @@ func (m *Manager) lane(id string) *Lane {
 	return nil
 }
 
-// checkModel is model as a lane of kind k serves it (a local one by its catalog id, so the
-// router matches the name clients see), or the refusal: no model, or (local) one the catalog
-// does not have.
+// checkModel is model as a lane of kind k serves it (CheckModel over the manager's catalog).
 func (m *Manager) checkModel(k Kind, model string) (string, error) {
+	return CheckModel(m.cfg.Catalog, k, model)
+}
+
+// CheckModel is model as a lane of kind k serves it (a local one by its catalog id, so the
+// router matches the name clients see), or the refusal (ErrUnknownModel): no model, or (local)
+// one catalog does not have. An openai or command lane's model is whatever its server serves,
+// which superfluid keeps no list of, so any name is taken. A nil catalog takes any name.
+func CheckModel(catalog Catalog, k Kind, model string) (string, error) {
 	if strings.TrimSpace(model) == "" || strings.ContainsAny(model, "\x00\n\r") {
 		return "", fmt.Errorf("%w: a lane needs a model", ErrUnknownModel)
 	}
-	if k == Local && m.cfg.Catalog != nil {
-		cm, err := m.cfg.Catalog.Model(model)
+	if k == Local && catalog != nil {
+		cm, err := catalog.Model(model)
 		if err != nil {
 			return "", fmt.Errorf("%w %q: %v", ErrUnknownModel, model, err)
 		}
