@@ -21,7 +21,9 @@ func TestBookModelChecked(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	svc, err := New(Config{Store: st, Now: func() time.Time { return t0 },
-		ResolveLane: func(_ context.Context, lane string) (LaneRef, error) { return LaneRef{ID: "lane-" + lane, Device: "gpu0"}, nil },
+		ResolveLane: func(_ context.Context, lane string) (LaneRef, error) {
+			return LaneRef{ID: "lane-" + lane, Device: "gpu0"}, nil
+		},
 		CheckModel: func(_ context.Context, laneID, model string) (string, error) {
 			if laneID == "lane-a" && model == "qwen3" {
 				return "qwen3-4b-q4_k_m", nil
