@@ -59,6 +59,7 @@ func (a *App) buildTeam() {
 	} else {
 		bl := &bookedLanes{svc: svc, st: a.store}
 		t.bookings, booked, t.clock = svc, bl, bl
+		endBookingsOnDisable(a.people, svc)
 	}
 	a.svc.SetRouter(lanes.NewRouter(t.lanes, booked, a.svc))
 	a.team, t.people = t, a.people

@@ -42,6 +42,20 @@ func newBookings(st *store.Store, policy bookings.Policy, audit bookings.AuditFu
 	}})
 }
 
+// endBookingsOnDisable makes disabling a person in p end their bookings in svc (a running one
+// now, the ones ahead cancelled; audited), so a disabled person's bookings hold no lane: the
+// other people stop getting gpu_reserved and the lane is free at once.
+func endBookingsOnDisable(p *people.Service, svc *bookings.Service) {
+	if p == nil || svc == nil {
+		return
+	}
+	p.OnDisable(func(ctx context.Context, who people.Person) {
+		if ended, err := svc.EndPerson(ctx, who.ID); err != nil {
+			slog.Error("end a disabled person's bookings", "person", who.Name, "ended", len(ended), "err", err)
+		}
+	})
+}
+
 // auditBookings records the bookings' steps in the audit log of p (nil: none), by the request's
 // person and key, or by the command line when cli is set; a booking ending on time by nobody.
 func auditBookings(p *people.Service, cli bool) bookings.AuditFunc {
