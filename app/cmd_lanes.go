@@ -12,6 +12,7 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/backends"
 	"github.com/superfluid/superfluid/server/lanes"
+	"github.com/superfluid/superfluid/server/people"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -174,7 +175,8 @@ func newLanesRemoveCommand(cfg *Config) *cobra.Command {
 // models against the catalog.
 func withLanes(cfg Config, fn func(*lanes.Manager) error) error {
 	return withLibrary(cfg, func(l *library) error {
-		return fn(lanes.NewManager(lanes.Config{Store: l.store, Devices: lanes.Devices(backends.Detect()), Catalog: l.svc}))
+		return fn(lanes.NewManager(lanes.Config{Store: l.store, Devices: lanes.Devices(backends.Detect()), Catalog: l.svc,
+			Audit: auditLanes(people.New(people.Config{Store: l.store}), true)})) // audited as the CLI's (team_follow.go)
 	})
 }
 

@@ -44,7 +44,7 @@ func (a *App) buildTeam() {
 	for kind, newFactory := range laneEngines {
 		factories[kind] = newFactory(a)
 	}
-	t.lanes = lanes.NewManager(lanes.Config{Store: a.store, Devices: t.devices, Catalog: a.svc,
+	t.lanes = lanes.NewManager(lanes.Config{Store: a.store, Devices: t.devices, Catalog: a.svc, Audit: auditLanes(a.people, false),
 		Factory: func(ctx context.Context, spec lanes.Spec) (*core.Model, func(), error) {
 			build := factories[lanes.Kind(spec.Lane.Engine)]
 			if build == nil {
