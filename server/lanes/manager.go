@@ -128,6 +128,10 @@ func (m *Manager) Add(ctx context.Context, n NewLane) (Status, error) {
 		return Status{}, fmt.Errorf("%w: a command lane needs --command, the server's command line", ErrInvalidLane)
 	case kind != OpenAI && n.UpstreamKey != "":
 		return Status{}, fmt.Errorf("%w: only an openai lane sends an upstream key", ErrInvalidLane)
+	case n.Config.HeaderTimeout < 0 || n.Config.IdleTimeout < 0:
+		return Status{}, fmt.Errorf("%w: a timeout is a number of seconds, 0 for the default", ErrInvalidLane)
+	case kind == Local && (n.Config.HeaderTimeout > 0 || n.Config.IdleTimeout > 0):
+		return Status{}, fmt.Errorf("%w: only an openai or command lane forwards, with timeouts", ErrInvalidLane)
 	}
 	now := time.Now().UTC()
 	row := store.Lane{ID: newID(), Name: n.Name, Device: device, Engine: string(kind), Model: n.Model, Config: n.Config,
