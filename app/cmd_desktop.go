@@ -18,7 +18,7 @@ import (
 )
 
 // desktopFlags declares the desktop app's flags on the root command: the address and data dir
-// as serve takes them, and --hidden.
+// as serve takes them, team mode's, and --hidden.
 func desktopFlags(cmd *cobra.Command, cfg *Config, hidden *bool) {
 	fs := cmd.Flags()
 	fs.StringVar(&cfg.Host, "host", cfg.Host, "address the server listens on")
@@ -27,6 +27,7 @@ func desktopFlags(cmd *cobra.Command, cfg *Config, hidden *bool) {
 	accessFlags(fs, cfg)
 	qosFlags(fs, cfg)
 	libraryFlags(fs, cfg)
+	teamFlags(fs, cfg)
 }
 
 // hasDisplay reports whether a window can be opened (on Linux: an X11 or Wayland display).
@@ -52,6 +53,10 @@ func runDesktop(cmd *cobra.Command, cfg Config, hidden bool) error {
 		return err
 	}
 	defer a.Close()
+	if err := a.startTeam(); err != nil {
+		return err
+	}
+	a.teamNote(cmd.ErrOrStderr())
 	if err := a.startBackground(); err != nil {
 		return err
 	}
@@ -83,7 +88,8 @@ func runDesktop(cmd *cobra.Command, cfg Config, hidden bool) error {
 func newController(a *App) *desktop.Controller {
 	return desktop.New(desktop.Deps{Service: a.svc, Store: a.store, Keys: a.keys, Handler: a.handler,
 		Host: a.cfg.Host, Port: a.cfg.Port, Expose: a.expose,
-		StopBackground: a.batches.StopBackground, StartBackground: a.startBackground, Runtimes: a.runtimes})
+		StopBackground: a.batches.StopBackground, StartBackground: a.startBackground, Runtimes: a.runtimes,
+		Team: a.team.desktop(a.people)})
 }
 
 func trayIcons() tray.Icons {

@@ -28,7 +28,7 @@ func commandLane(a *App) lanes.EngineFactory {
 			model = m.Path
 		}
 		p, err := supervise.Start(supervise.Config{Command: spec.Lane.Config.Command, Model: model,
-			LogDir: filepath.Join(a.cfg.DataDir, "logs", "lanes"), Name: spec.Lane.Name})
+			LogDir: filepath.Join(a.cfg.DataDir, "logs", "lanes"), Name: spec.Lane.Name, KeepPort: true}) // forwarded to its URL
 		if err != nil {
 			return nil, nil, err
 		}
@@ -55,7 +55,8 @@ func commandLane(a *App) lanes.EngineFactory {
 }
 
 // supervised is a command lane's engine: unhealthy (the lane answers model_unavailable) while
-// its process restarts, or when it came back on another port than the one forwarded to.
+// its process restarts (on its own port: KeepPort), or when it came back on another port than
+// the one forwarded to.
 type supervised struct {
 	llm.Engine
 	p   *supervise.Process

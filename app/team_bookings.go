@@ -57,7 +57,8 @@ func endBookingsOnDisable(p *people.Service, svc *bookings.Service) {
 }
 
 // auditBookings records the bookings' steps in the audit log of p (nil: none), by the request's
-// person and key, or by the command line when cli is set; a booking ending on time by nobody.
+// person and key, by the command line when cli is set, or as made where ctx says (the desktop
+// app's people.WithVia); a booking ending on time by nobody.
 func auditBookings(p *people.Service, cli bool) bookings.AuditFunc {
 	if p == nil {
 		return nil
@@ -70,6 +71,8 @@ func auditBookings(p *people.Service, cli bool) bookings.AuditFunc {
 			by = people.Actor{Via: "serve"}
 		case cli:
 			by = people.CLI
+		case people.ViaFrom(ctx) != "": // the desktop app, as this machine's admin
+			by.Via = people.ViaFrom(ctx)
 		}
 		var fields map[string]any
 		if b, ok := detail.(bookings.Booking); ok {

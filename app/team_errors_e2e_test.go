@@ -198,7 +198,7 @@ func TestTeamSpecErrorsE2E(t *testing.T) {
 
 	// Lane writes are audited by who made them, without the upstream key.
 	_, _, audit := do("root", "GET", "/v1/admin/audit", "")
-	for _, want := range []string{`"lane.add"`, `"lane.switch"`, `"has_key":true`} {
+	for _, want := range []string{`"lane.create"`, `"lane.switch"`, `"has_key":true`} {
 		if !strings.Contains(audit, want) {
 			t.Errorf("the audit log lacks %s: %s", want, audit)
 		}

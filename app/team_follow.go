@@ -38,8 +38,9 @@ func (t *team) followBookings(clock lanes.BookingClock, p *people.Service) {
 	}()
 }
 
-// auditLanes records the lanes' writes (add, switch, remove) in p's audit log (nil: none), by
-// the request's person and key, or by the command line when cli is set.
+// auditLanes records the lanes' writes (create, switch, remove) in p's audit log (nil: none),
+// by the request's person and key, by the command line when cli is set, or by where ctx's
+// mark says (people.WithVia: the desktop app, as this machine's admin).
 func auditLanes(p *people.Service, cli bool) lanes.AuditFunc {
 	if p == nil {
 		return nil
@@ -47,8 +48,11 @@ func auditLanes(p *people.Service, cli bool) lanes.AuditFunc {
 	return func(ctx context.Context, action, lane string, detail map[string]any) error {
 		id, _ := auth.FromContext(ctx)
 		by := people.ActorOf(id)
-		if cli {
+		switch {
+		case cli:
 			by = people.CLI
+		case people.ViaFrom(ctx) != "":
+			by.Via = people.ViaFrom(ctx)
 		}
 		return p.Record(ctx, by, action, lane, detail)
 	}

@@ -13,6 +13,9 @@ import (
 // openPeople is team mode's people over st, reloading keys on a change of state or role; nil
 // without --team (single-user mode has no people).
 func openPeople(cfg Config, st *store.Store, keys *auth.Keyring) (*people.Service, error) {
+	if err := checkBookingPolicy(cfg); err != nil {
+		return nil, err
+	}
 	if !cfg.Team {
 		if cfg.AdminPasswordFile != "" {
 			return nil, &UsageError{"--admin-password-file is the first admin's password in team mode: add --team"}

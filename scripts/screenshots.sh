@@ -2,7 +2,7 @@
 # make screenshots: runs the real desktop app (bin/superfluid, no command) under Xvfb inside a
 # D-Bus session, opens each tab, streams a playground reply from the bundled model, starts a
 # download from a local fake Hugging Face Hub (bin/fakehub, paused at 40% so the bar shows mid-way),
-# writes PNGs to docs/screenshots/, then quits with SIGTERM and checks the exit code is 0, with and
+# opens team mode's Lanes and Bookings (scripts/screenshots_team.sh), writes PNGs to docs/screenshots/, then quits with SIGTERM and checks the exit code is 0, with and
 # without a session D-Bus.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,6 +75,10 @@ code=0
 wait "$app_pid" || code=$?
 echo "the app exited with code $code after SIGTERM"
 [ "$code" -eq 0 ]
+
+# Team mode (superfluid --team): the Server tab's Lanes and Bookings (scripts/screenshots_team.sh).
+source scripts/screenshots_team.sh
+team_screenshots
 
 # No session D-Bus (so no tray host): the app still runs and quits cleanly.
 env -u DBUS_SESSION_BUS_ADDRESS bin/superfluid --port "$port" --data-dir "$work/data" > "$work/nodbus.log" 2>&1 &

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
@@ -28,7 +29,11 @@ import (
 func forwardOther(svc *core.Service, notFound gin.HandlerFunc) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		r := c.Request
-		if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/") {
+		// A path with dot or empty segments is no route (a trailing slash is kept): relayed as
+		// is, it would leave the upstream's /v1 (or, cleaned by a proxy there, be a route this
+		// server accounts itself).
+		p := r.URL.Path
+		if r.Method != http.MethodPost || !strings.HasPrefix(p, "/v1/") || path.Clean(p) != strings.TrimSuffix(p, "/") {
 			notFound(c)
 			return
 		}

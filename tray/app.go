@@ -30,6 +30,7 @@ type App struct {
 	server     *serverView
 	playground *playgroundView
 	keys       *keysView
+	team       *teamViews // the Server tab's Lanes and Bookings in team mode (team_view.go)
 	playTab    *container.TabItem
 	serverTab  *container.TabItem
 	keysTab    *container.TabItem
@@ -53,8 +54,10 @@ func New(a fyne.App, c Controller, icons Icons, onQuit func()) *App {
 	t.server = newServerView(t)
 	t.playground = newPlaygroundView(t)
 	t.keys = newKeysView(t)
+	var serverContent fyne.CanvasObject
+	t.team, serverContent = newServerTab(t)
 	t.playTab = container.NewTabItemWithIcon("Playground", theme.MailComposeIcon(), t.playground.content)
-	t.serverTab = container.NewTabItemWithIcon("Server", theme.ComputerIcon(), t.server.content)
+	t.serverTab = container.NewTabItemWithIcon("Server", theme.ComputerIcon(), serverContent)
 	t.keysTab = container.NewTabItemWithIcon("Keys", theme.AccountIcon(), t.keys.content)
 	t.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon("Models", theme.StorageIcon(), t.models.content),
@@ -67,6 +70,8 @@ func New(a fyne.App, c Controller, icons Icons, onQuit func()) *App {
 			t.keys.refresh() // keys created or revoked with superfluid keys meanwhile
 		}
 		if item == t.serverTab {
+			shown := t.team.shown()
+			go t.team.poll(shown)
 			go func() {
 				a := t.c.Activity()
 				t.do(func() { t.server.refreshActivity(a) })
@@ -124,12 +129,16 @@ func (t *App) Window() fyne.Window { return t.win }
 // Tabs is the window's tab bar (tests pick tabs with it).
 func (t *App) Tabs() *container.AppTabs { return t.tabs }
 
-// Show opens the window on a tab: "models", "server", "playground" or "keys".
+// Show opens the window on a tab: "models", "server", "playground" or "keys" (in team mode
+// also "lanes" and "bookings", the Server tab's).
 func (t *App) Show(tab string) {
 	for _, item := range t.tabs.Items {
 		if strings.EqualFold(item.Text, tab) {
 			t.tabs.Select(item)
 		}
+	}
+	if t.team.selectSub(tab) {
+		t.tabs.Select(t.serverTab)
 	}
 	t.win.Show()
 	t.win.RequestFocus()
@@ -162,7 +171,8 @@ func (t *App) Quit() {
 }
 
 // watch applies the controller's events to the UI, inside fyne.Do, and polls the server's
-// activity (lanes, request log) once a second while the Server tab is shown.
+// activity (lanes, request log; in team mode the Lanes or Bookings shown) once a second while
+// the Server tab is shown.
 func (t *App) watch() {
 	events, stop := t.c.Subscribe()
 	done := make(chan struct{})
@@ -179,9 +189,10 @@ func (t *App) watch() {
 				return
 			case <-tick.C:
 			}
-			showing := false
-			t.doAndWait(func() { showing = t.tabs.Selected() == t.serverTab })
+			showing, sub := false, ""
+			t.doAndWait(func() { showing, sub = t.tabs.Selected() == t.serverTab, t.team.shown() })
 			if showing {
+				t.team.poll(sub)
 				a := t.c.Activity()
 				t.do(func() { t.server.refreshActivity(a) })
 			}

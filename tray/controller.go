@@ -197,4 +197,6 @@ type Controller interface {
 	Generating() int
 	// Subscribe returns the event stream and a function that ends it.
 	Subscribe() (<-chan Event, func())
+	// TeamController is team mode's lanes and bookings (team.go).
+	TeamController
 }

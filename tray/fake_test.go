@@ -30,6 +30,7 @@ type fakeController struct {
 	hidden   bool
 	keys     []APIKey // fake_keys_test.go
 	keySeq   int
+	team     *fakeTeam // fake_team_test.go; nil: team mode off
 }
 
 func (f *fakeController) Conversations() []Conversation {

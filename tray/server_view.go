@@ -29,6 +29,7 @@ type serverView struct {
 	requests    *widget.Table
 	log         []Request
 	hidden      *widget.Check
+	buttons     *fyne.Container // Start and Stop (and, outside team mode, its hint: team_view.go)
 	content     fyne.CanvasObject
 }
 
@@ -75,9 +76,10 @@ func newServerView(a *App) *serverView {
 	help := widget.NewLabel("OpenAI SDKs take the base URL; Anthropic SDKs and Ollama clients take it without /v1. " +
 		"Without API keys (Keys tab) none is needed and SDKs that insist on one accept any text; with keys, give them one.")
 	help.Wrapping = fyne.TextWrapWord
+	v.buttons = container.NewHBox(v.start, v.stop)
 	top := container.NewVBox(
 		widget.NewLabelWithStyle("Server", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
-		widget.NewSeparator(), form, container.NewHBox(v.start, v.stop), help,
+		widget.NewSeparator(), form, v.buttons, help,
 		widget.NewLabelWithStyle("Recent requests", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
 	v.content = container.NewBorder(top, nil, nil, nil, v.requests)
 	return v

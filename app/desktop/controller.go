@@ -1,6 +1,7 @@
 // Package desktop is the desktop app's side of tray.Controller: what the window and the tray
 // menu ask for (start and stop the server, list, load, pull and delete models, their
-// settings, the playground, keys, activity), done over the core like the three APIs do.
+// settings, the playground, keys, activity, team mode's lanes and bookings), done over the
+// core, the lanes manager and the bookings service like the APIs do.
 // Package app builds it from Deps; tray knows only the interface.
 package desktop
 
@@ -48,6 +49,8 @@ type Deps struct {
 	StartBackground func() error
 	// Runtimes are the runtimes this machine has (the CPU and those installed).
 	Runtimes func() []backends.Backend
+	// Team is team mode's lanes and bookings (team.go); nil outside team mode.
+	Team *Team
 }
 
 // Controller is what the desktop app drives: the core, its HTTP server (started and stopped

@@ -122,6 +122,16 @@ func checkTemplate(words []string) error {
 	return fmt.Errorf("command %q has no {port}: superfluid picks the port the server listens on", strings.Join(words, " "))
 }
 
+// checkModel refuses a model that would read as an option where {model} is a word of its own
+// (vllm serve {model}): a lane's model may come from a member's booking, and no model name,
+// Hub repository or file path begins with "-".
+func checkModel(model string) error {
+	if strings.HasPrefix(model, "-") {
+		return fmt.Errorf("the model %q begins with \"-\": the server would read it as an option", model)
+	}
+	return nil
+}
+
 // expandArgs replaces {model} and {port} in each word; other braces (a JSON argument) are kept.
 func expandArgs(words []string, model string, port int) []string {
 	out := make([]string, len(words))

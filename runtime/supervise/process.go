@@ -58,6 +58,11 @@ type Config struct {
 	Dir string
 	// Host is the address the server is reached at; default 127.0.0.1.
 	Host string
+	// KeepPort keeps a restarted server on the port it first had: when that port is taken (a
+	// process that bound it meanwhile), the start fails and backs off until it is free, for
+	// whoever holds the URL (a forwarding engine) would never find the server elsewhere.
+	// Without it the server moves to a free port.
+	KeepPort bool
 	// StartTimeout bounds how long a start may take to answer its first health check; default
 	// 10 minutes (a large model on vLLM loads for minutes).
 	StartTimeout time.Duration
@@ -163,6 +168,9 @@ func Start(cfg Config) (*Process, error) {
 		return nil, err
 	}
 	if err := checkTemplate(words); err != nil {
+		return nil, err
+	}
+	if err := checkModel(cfg.Model); err != nil {
 		return nil, err
 	}
 	if _, err := exec.LookPath(words[0]); err != nil {
@@ -282,6 +290,9 @@ func (p *Process) Switch(model string) error {
 		return errors.New("the server was stopped")
 	default:
 	}
+	if err := checkModel(model); err != nil {
+		return err
+	}
 	p.mu.Lock()
 	p.nextModel = &model
 	p.mu.Unlock()
@@ -330,12 +341,16 @@ func (p *Process) setStatus(change func(*Status)) {
 }
 
 // pickPort keeps the last port when it is still free (a client that cached the URL finds the
-// server again), else asks the kernel for a free one.
+// server again), else asks the kernel for a free one (with KeepPort: fails, to try again).
 func (p *Process) pickPort() (int, error) {
 	if p.port != 0 {
-		if l, err := net.Listen("tcp", net.JoinHostPort(p.cfg.Host, strconv.Itoa(p.port))); err == nil {
+		l, err := net.Listen("tcp", net.JoinHostPort(p.cfg.Host, strconv.Itoa(p.port)))
+		if err == nil {
 			l.Close()
 			return p.port, nil
+		}
+		if p.cfg.KeepPort {
+			return 0, fmt.Errorf("the server's port %d is taken (%v); waiting for it to be free", p.port, err)
 		}
 	}
 	l, err := net.Listen("tcp", net.JoinHostPort(p.cfg.Host, "0"))

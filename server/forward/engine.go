@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -71,7 +72,8 @@ const (
 // core.RequestEngine.
 type Engine struct {
 	cfg  Config
-	base string // the URL up to and including /v1
+	base string        // the URL up to and including /v1, without its user and password
+	user *url.Userinfo // the URL's user and password (basic auth), put back on each request
 	info llm.ModelInfo
 }
 
@@ -113,7 +115,12 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		cfg.Parallel = DefaultParallel
 	}
 	e := &Engine{cfg: cfg, base: base}
-	e.info = llm.ModelInfo{Path: base + "#" + cfg.Model, Architecture: "forwarded", ContextLength: cfg.ContextLength,
+	// A password in the URL goes with the requests only: base is quoted in errors clients see.
+	if u, err := url.Parse(base); err == nil && u.User != nil {
+		e.user, u.User = u.User, nil
+		e.base = u.String()
+	}
+	e.info = llm.ModelInfo{Path: e.base + "#" + cfg.Model, Architecture: "forwarded", ContextLength: cfg.ContextLength,
 		TrainContextLength: cfg.ContextLength, Parallel: cfg.Parallel, Runtime: "openai", Embedding: cfg.Embedding}
 	window, err := e.probe(ctx)
 	if errors.Is(err, ErrSelf) || err != nil && cfg.MustAnswer {
@@ -174,6 +181,9 @@ func (e *Engine) Capabilities() core.Capabilities {
 
 // header sets what every upstream request carries: the key and the Via chain.
 func (e *Engine) header(req *http.Request) {
+	if e.user != nil {
+		req.URL.User = e.user
+	}
 	if e.cfg.Key != "" {
 		req.Header.Set("Authorization", "Bearer "+e.cfg.Key)
 	}

@@ -47,7 +47,7 @@ func TestLaneWritesAudited(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(log) != 3 || !strings.HasPrefix(log[0], "lane.add up ") || !strings.HasPrefix(log[1], "lane.switch up ") ||
+	if len(log) != 3 || !strings.HasPrefix(log[0], "lane.create up ") || !strings.HasPrefix(log[1], "lane.switch up ") ||
 		!strings.HasPrefix(log[2], "lane.remove up ") {
 		t.Fatalf("audited %q, want add, switch and remove of up (a failed write is not audited)", log)
 	}

@@ -149,9 +149,17 @@ func TestBookingSwitchSkipsServedModelAndWholeDevice(t *testing.T) {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if n != 1 {
-		t.Fatalf("%d switches audited, want 1", n)
+	// The switch is audited once Switch returns, a moment after the lane names its model.
+	audited := func() int { mu.Lock(); defer mu.Unlock(); return n }
+	for wait := time.After(2 * time.Second); audited() == 0; {
+		select {
+		case <-wait:
+			t.Fatal("the switch was never audited")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // room for a second audit, which must not come
+	if got := audited(); got != 1 {
+		t.Fatalf("%d switches audited, want 1", got)
 	}
 }

@@ -38,7 +38,7 @@ type AuditFunc func(ctx context.Context, action, lane string, detail map[string]
 
 // Audited lane writes.
 const (
-	ActionAdd    = "lane.add"
+	ActionAdd    = "lane.create"
 	ActionSwitch = "lane.switch"
 	ActionRemove = "lane.remove"
 )
@@ -48,6 +48,9 @@ type Manager struct {
 	cfg   Config
 	mu    sync.Mutex
 	lanes []*Lane // in creation order
+	// switches orders Switch's store write with its start of the switch, so of two at once
+	// (a booking's and an admin's) the lane serves the one its row keeps.
+	switches sync.Mutex
 }
 
 // NewLane is a lane to add.
@@ -175,6 +178,8 @@ func (m *Manager) switchModel(ctx context.Context, nameOrID, model string, audit
 	if model, err = m.checkModel(Kind(row.Engine), model); err != nil {
 		return Status{}, err
 	}
+	m.switches.Lock()
+	defer m.switches.Unlock()
 	if err := m.cfg.Store.SetLaneModel(ctx, row.ID, model, time.Now()); err != nil {
 		return Status{}, err
 	}
@@ -234,11 +239,16 @@ func (m *Manager) Remove(ctx context.Context, nameOrID string) error {
 	}
 }
 
-// Close drains every lane and releases its engine, until ctx ends.
+// Close drains every lane and releases its engine, until ctx ends. Every lane is ended first,
+// so one lane's long drain does not leave the others' engines running past ctx.
 func (m *Manager) Close(ctx context.Context) error {
+	var ended []chan struct{}
 	for _, l := range m.Lanes() {
 		epoch, sctx, old, prev, done := l.end()
 		go l.run(epoch, sctx, old, prev, done, nil, nil)
+		ended = append(ended, done)
+	}
+	for _, done := range ended {
 		select {
 		case <-done:
 		case <-ctx.Done():
@@ -297,11 +307,15 @@ func (m *Manager) checkModel(k Kind, model string) (string, error) {
 
 // CheckModel is model as a lane of kind k serves it (a local one by its catalog id, so the
 // router matches the name clients see), or the refusal (ErrUnknownModel): no model, or (local)
-// one catalog does not have. An openai or command lane's model is whatever its server serves,
-// which superfluid keeps no list of, so any name is taken. A nil catalog takes any name.
+// one catalog does not have, or (command) one beginning with "-", which the command line would
+// take as an option. An openai or command lane's model is otherwise whatever its server
+// serves, which superfluid keeps no list of, so any name is taken. A nil catalog takes any.
 func CheckModel(catalog Catalog, k Kind, model string) (string, error) {
 	if strings.TrimSpace(model) == "" || strings.ContainsAny(model, "\x00\n\r") {
 		return "", fmt.Errorf("%w: a lane needs a model", ErrUnknownModel)
+	}
+	if k == Command && strings.HasPrefix(model, "-") { // a word of the command line: no option
+		return "", fmt.Errorf("%w %q: a command lane's model may not begin with \"-\"", ErrUnknownModel, model)
 	}
 	if k == Local && catalog != nil {
 		cm, err := catalog.Model(model)
