@@ -1,11 +1,13 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -18,7 +20,7 @@ import (
 // accessFlags declares the flags of who may use the server: keys, the non-loopback guard and
 // CORS (serve, bench and the desktop app).
 func accessFlags(fs *pflag.FlagSet, cfg *Config) {
-	fs.StringVar(&cfg.APIKey, "api-key", cfg.APIKey, "an admin API key every request must send (Authorization: Bearer KEY or x-api-key: KEY); /health needs none")
+	fs.StringVar(&cfg.APIKey, "api-key", cfg.APIKey, "an admin API key every request must send (Authorization: Bearer KEY or x-api-key: KEY); /health needs none; default $"+apiKeyEnv)
 	fs.StringVar(&cfg.KeyPolicy, "key-policy", cfg.KeyPolicy, `a JSON file of API keys with names, admin, models, qos, rpm, tpm, concurrency and origins: {"keys": [{"name": "alice", "key": "sk-sf-...", "admin": true}]}`)
 	fs.BoolVar(&cfg.InsecureOpen, "insecure-open", cfg.InsecureOpen, "serve on a non-loopback --host without any API key (anyone who can reach the address can use the server)")
 	fs.Var(originsFlag{&cfg.CORSOrigins}, "cors-origins", `browser origins allowed besides localhost's, comma-separated: "https://app.example.com,http://10.0.0.5:*" ("*" allows every origin)`)
@@ -47,11 +49,16 @@ func (f originsFlag) Set(v string) error {
 
 func (f originsFlag) Type() string { return "origins" }
 
-// openKeys builds the keyring: --api-key, the --key-policy file and the keys stored in st.
+// apiKeyEnv holds the --api-key of a server started without the flag: how a command lane hands
+// the superfluid it runs its key (runtime/supervise.APIKeyEnv), off the command line.
+const apiKeyEnv = "SUPERFLUID_API_KEY"
+
+// openKeys builds the keyring: --api-key (or $SUPERFLUID_API_KEY), the --key-policy file and
+// the keys stored in st.
 func openKeys(cfg Config, st *store.Store) (*auth.Keyring, error) {
 	var keys []auth.Key
-	if cfg.APIKey != "" {
-		k, err := auth.APIKey(cfg.APIKey)
+	if apiKey := cmp.Or(cfg.APIKey, os.Getenv(apiKeyEnv)); apiKey != "" {
+		k, err := auth.APIKey(apiKey)
 		if err != nil {
 			return nil, &UsageError{err.Error()}
 		}

@@ -155,8 +155,9 @@ func (a *App) build() error {
 	}
 	a.bind = newBind(cfg)
 	a.metrics = metrics.New()
+	shared := teamPrefixes(cfg, st)
 	a.svc = core.NewCatalog(core.Config{MaxTokens: cfg.MaxTokens, Queue: cfg.Queue, CheckRuntime: a.checkRuntime, Observer: a.metrics,
-		QoS: qosConfig(cfg), IsolateCache: cfg.Team}, st, a.mgr, a.sources)
+		QoS: qosConfig(cfg), IsolateCache: cfg.Team, SharedPrefixes: corePrefixes(shared)}, st, a.mgr, a.sources)
 	a.batches = batches.New(batches.Config{Owner: ownerLookup(a.keys),
 		Files: batches.FilesConfig{Dir: filesDir(cfg.DataDir), MaxBytes: cfg.FilesMaxBytes, Expiry: cfg.FilesExpiry}}, a.svc, st)
 	a.metrics.WatchService(a.svc)
@@ -167,7 +168,7 @@ func (a *App) build() error {
 		Metrics: a.metrics, Keys: a.keys, Bind: a.bind, CORSOrigins: corsOrigins(cfg),
 		Limits: serverLimits(cfg), AllowBatchInvariant: cfg.AllowBatchInvariant, NonstreamKeepalive: cfg.NonstreamKeepalive, Batches: a.batches,
 		Lanes: a.team.lanesManager(), Devices: a.team.laneDevices(), Bookings: a.team.bookingService(),
-		People: a.people}, a.svc)
+		People: a.people, SharedPrefixes: shared}, a.svc)
 	return nil
 }
 

@@ -75,6 +75,7 @@ the server alone.`,
 		newUsersCommand(),
 		newUsageCommand(),
 		newBookingsCommand(),
+		newPrefixesCommand(),
 	)
 	return root
 }

@@ -45,6 +45,11 @@ func TestBenchSuites(t *testing.T) {
 			o.Repeat, o.Streams, o.Command, o.Env = 1, []int{1, 2}, []string{os.Args[0]}, []string{cliEnv + "=1"}
 		}, []string{"== gateway:", "upstream: `superfluid serve` process", "2 lanes", "TTFT p50", "CPU ms/1k",
 			"       1   direct ", "       1  gateway ", "       2  gateway ", "  gw/dir ", "gateway's own"}},
+		// A `superfluid serve --team` process of this binary's command line, people made by its CLI.
+		{"fairshare", func(o *bench.Options) {
+			o.Repeat, o.DecodeTokens, o.Command, o.Env = 1, 16, []string{os.Args[0]}, []string{cliEnv + "=1"}
+		}, []string{"== fairshare:", "`superfluid serve --team` process", "4 lanes; A holds 32 streams of 16 tokens", "idle server",
+			"while A holds 32 streams (fair share)", "B as A's second key (no fair share)", "p90/idle", "target: B's TTFT within 1.5x"}},
 		// The soak's 30-second version: a server process of this binary's command line.
 		{"soak", func(o *bench.Options) {
 			o.Duration, o.Command, o.Env = 30*time.Second, []string{os.Args[0]}, []string{cliEnv + "=1"}

@@ -3,6 +3,7 @@ package app
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"path/filepath"
 	"time"
 
@@ -27,7 +28,11 @@ func commandLane(a *App) lanes.EngineFactory {
 		if m, err := a.svc.Model(model); err == nil && m.Path != "" {
 			model = m.Path
 		}
-		p, err := supervise.Start(supervise.Config{Command: spec.Lane.Config.Command, Model: model,
+		// The server asks every client for a key of its own (supervise.APIKeyEnv, {api_key}) that
+		// only this lane's engine sends: nothing else on the machine reaches it around the
+		// gateway's keys, bookings and accounting.
+		key := "sk-lane-" + rand.Text()
+		p, err := supervise.Start(supervise.Config{Command: spec.Lane.Config.Command, Model: model, APIKey: key,
 			LogDir: filepath.Join(a.cfg.DataDir, "logs", "lanes"), Name: spec.Lane.Name, KeepPort: true}) // forwarded to its URL
 		if err != nil {
 			return nil, nil, err
@@ -42,7 +47,7 @@ func commandLane(a *App) lanes.EngineFactory {
 			return nil, nil, err
 		}
 		url := p.URL()
-		m, err := forward.NewModel(ctx, spec.Lane.Model, forward.Config{URL: url,
+		m, err := forward.NewModel(ctx, spec.Lane.Model, forward.Config{URL: url, Key: key,
 			Model: cmp.Or(spec.Lane.Config.ServedModel, spec.Lane.Model), MustAnswer: true,
 			HeaderTimeout: seconds(spec.Lane.Config.HeaderTimeout), IdleTimeout: seconds(spec.Lane.Config.IdleTimeout)})
 		if err != nil {

@@ -1,10 +1,12 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"testing"
 	"time"
 
@@ -52,10 +54,22 @@ func TestCommandLaneE2E(t *testing.T) {
 	if code != 200 || v["model"] != model || usage["completion_tokens"] == nil {
 		t.Fatalf("chat through the command lane: %d %s", code, body)
 	}
+	// The lane's server asks for the lane's own key: a client on this machine calling it
+	// directly (around the gateway's keys, bookings and accounting) is refused.
+	log := cfg.DataDir + "/logs/lanes/sup.log"
+	raw, _ := os.ReadFile(log)
+	port := regexp.MustCompile(`"--port" "(\d+)"`).FindSubmatch(raw)
+	if port == nil || bytes.Contains(raw, []byte("sk-lane-")) {
+		t.Fatalf("the lane's log names no port, or names the lane's key:\n%s", raw)
+	}
+	direct, _ := servertest.Do(t, "POST", "http://127.0.0.1:"+string(port[1])+"/v1/chat/completions",
+		`{"model": "`+model+`", "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]}`)
+	if direct.StatusCode != 401 {
+		t.Errorf("the lane's server called directly without its key: %d, want 401", direct.StatusCode)
+	}
 	if code, _, body := do("DELETE", "/v1/admin/lanes/sup", ""); code != 200 {
 		t.Fatalf("remove: %d %s", code, body)
 	}
-	log := cfg.DataDir + "/logs/lanes/sup.log"
 	if st, err := os.Stat(log); err != nil || st.Size() == 0 {
 		t.Errorf("the lane's process log %s: %v", log, err)
 	}

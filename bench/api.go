@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -94,11 +95,16 @@ func (b *apiClient) stream(body map[string]any) (sample, error) {
 
 // streamWith is stream with extra request headers (x-superfluid-qos).
 func (b *apiClient) streamWith(body map[string]any, headers map[string]string) (sample, error) {
+	return b.streamContext(context.Background(), body, headers)
+}
+
+// streamContext is streamWith that hangs up when ctx ends.
+func (b *apiClient) streamContext(ctx context.Context, body map[string]any, headers map[string]string) (sample, error) {
 	body["model"], body["stream"] = b.model, true
 	body["stream_options"] = map[string]any{"include_usage": true, "continuous_usage_stats": true}
 	data, _ := json.Marshal(body)
 	s := sample{start: time.Now()}
-	req, err := http.NewRequest(http.MethodPost, b.url+"/v1/chat/completions", bytes.NewReader(data))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.url+"/v1/chat/completions", bytes.NewReader(data))
 	if err != nil {
 		return s, err
 	}

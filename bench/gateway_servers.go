@@ -37,7 +37,14 @@ func startUpstream(o Options, model string, lanes int) (*upstream, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"serve", "--data-dir", dir, "--port", "0", "--parallel", strconv.Itoa(lanes)}
+	return startServe(o, model, lanes, dir)
+}
+
+// startServe starts `superfluid serve MODEL` with lanes lanes and the extra flags on the data
+// folder dir (removed when it stops, or fails to start), from o.Command, and waits until it
+// says where it listens.
+func startServe(o Options, model string, lanes int, dir string, extra ...string) (*upstream, error) {
+	args := append([]string{"serve", "--data-dir", dir, "--port", "0", "--parallel", strconv.Itoa(lanes)}, extra...)
 	if o.ContextLength > 0 {
 		args = append(args, "--ctx", strconv.Itoa(o.ContextLength))
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/superfluid/superfluid/server/ollama"
 	"github.com/superfluid/superfluid/server/openai"
 	"github.com/superfluid/superfluid/server/people"
+	"github.com/superfluid/superfluid/server/prefixes"
 )
 
 // Config tunes the HTTP layer.
@@ -89,6 +90,9 @@ type Config struct {
 	InstanceID string
 	// Bookings serves team mode's bookings (/v1/bookings, /v1/admin/bookings); nil serves none.
 	Bookings *bookings.Service
+	// SharedPrefixes serves team mode's shared prefixes (/v1/admin/shared-prefixes, audited in
+	// People's log); nil serves none.
+	SharedPrefixes *prefixes.Service
 }
 
 // DefaultWriteTimeout is how long one frame of a streamed reply may take to write when the
@@ -141,6 +145,9 @@ func New(cfg Config, svc *core.Service) http.Handler {
 	}
 	if cfg.Bookings != nil {
 		bookingRoutes(r, cfg.Bookings)
+	}
+	if cfg.SharedPrefixes != nil {
+		prefixRoutes(r, cfg.SharedPrefixes, cfg.People)
 	}
 	unknownRoute := func(c *gin.Context) {
 		writeError(c, &dialect.Refusal{Status: http.StatusNotFound, Message: fmt.Sprintf("unknown route %s %s", c.Request.Method, c.Request.URL.Path)})

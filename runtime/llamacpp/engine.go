@@ -305,6 +305,7 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	j := newJob(ctx, req, prompt, e)
+	j.shared = e.sharedTokens(ctx, req, prompt)
 	if grammar != nil {
 		j.grammar = grammar
 		defer grammar.Free()

@@ -43,6 +43,9 @@ type job struct {
 	expired   bool
 	// placed reports whether assign has put the job on a lane (it leaves the queue).
 	placed bool
+	// shared is how many leading prompt tokens another cache partition's lanes may serve: those
+	// the prompt has in common with llm.Request.SharedPrefix (0 without one).
+	shared int
 
 	submitted, started, firstToken time.Time
 }

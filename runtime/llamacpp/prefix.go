@@ -1,6 +1,7 @@
 package llamacpp
 
 import (
+	"context"
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/llm"
@@ -91,12 +92,30 @@ func (e *Engine) place(j *job) bool {
 }
 
 // reusable is how much of j's prompt lane l's tokens (its cache, or its job's prompt) may
-// serve: their common prefix, or nothing when l works for another cache partition.
+// serve: their common prefix, or when l works for another cache partition, no more of it than
+// the shared prefix's tokens (j.shared; usually 0).
 func reusable(l *lane, tokens []int, j *job) int {
 	if l.partition != j.req.CachePartition {
-		return 0
+		if j.shared == 0 {
+			return 0
+		}
+		return min(j.shared, commonPrefix(tokens, j.prompt))
 	}
 	return commonPrefix(tokens, j.prompt)
+}
+
+// sharedTokens is how many of prompt's leading tokens are req.SharedPrefix's: the tokens
+// compared, not the text, and 0 when there is no shared prefix or it cannot be tokenized (the
+// request then shares nothing across partitions, as without one).
+func (e *Engine) sharedTokens(ctx context.Context, req *llm.Request, prompt []int) int {
+	if req.SharedPrefix == "" || req.NoCache {
+		return 0
+	}
+	tokens, err := e.Tokenize(ctx, req.SharedPrefix, req.AddSpecial, true)
+	if err != nil {
+		return 0
+	}
+	return commonPrefix(tokens, prompt)
 }
 
 // evictable is the free lane whose cache was used least recently.

@@ -73,6 +73,12 @@ type Request struct {
 	// tell one tenant that another sent the same prompt (team mode partitions by person).
 	// "" is one partition, as before.
 	CachePartition string `json:"cache_partition,omitempty"`
+	// SharedPrefix is the one exception to CachePartition: a text (a team system prompt an
+	// admin marked shared) whose tokens any partition's cache may serve. The engine tokenizes it
+	// as it does Prompt and reuses another partition's cache only for the tokens the prompt has
+	// in common with it, so a prompt that merely starts with the same characters but tokenizes
+	// differently shares no more than the matching tokens, and nothing past the shared text.
+	SharedPrefix string `json:"shared_prefix,omitempty"`
 	// Deadline, when set, cuts the generation: past it the engine finishes with "length" and
 	// Done.Expired (the completion scheduling class, --completion-deadline-ms).
 	Deadline time.Time `json:"deadline,omitzero"`

@@ -10,8 +10,9 @@ import (
 // The placeholders a command template may hold. They are replaced inside each word after the
 // template is split, so a model path with spaces or quotes stays one argument.
 const (
-	modelPlaceholder = "{model}"
-	portPlaceholder  = "{port}"
+	modelPlaceholder  = "{model}"
+	portPlaceholder   = "{port}"
+	apiKeyPlaceholder = "{api_key}"
 )
 
 // SplitCommand splits a command template into words the way a POSIX shell splits a simple
@@ -132,10 +133,11 @@ func checkModel(model string) error {
 	return nil
 }
 
-// expandArgs replaces {model} and {port} in each word; other braces (a JSON argument) are kept.
-func expandArgs(words []string, model string, port int) []string {
+// expandArgs replaces {model}, {port} and {api_key} in each word; other braces (a JSON
+// argument) are kept.
+func expandArgs(words []string, model string, port int, apiKey string) []string {
 	out := make([]string, len(words))
-	r := strings.NewReplacer(modelPlaceholder, model, portPlaceholder, strconv.Itoa(port))
+	r := strings.NewReplacer(modelPlaceholder, model, portPlaceholder, strconv.Itoa(port), apiKeyPlaceholder, apiKey)
 	for i, w := range words {
 		out[i] = r.Replace(w)
 	}

@@ -48,7 +48,7 @@ func TestTemplateChecksAndExpansion(t *testing.T) {
 	}
 	// A model name full of shell syntax stays one literal argument.
 	model := `/models/my model; rm -rf ~ $(id).gguf`
-	got := expandArgs(words, model, 8123)
+	got := expandArgs(words, model, 8123, "")
 	want := []string{"llama-server", "-m", model, "--port", "8123", "--alias", model + " at 8123", "--json", `{"a":1}`}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("expandArgs = %q\nwant %q", got, want)

@@ -21,7 +21,8 @@ import (
 // helperEnv makes the test binary act as a server to supervise; its value is the behaviour:
 //
 //	serve   serves /health and /v1/models (listing --model) on --port; both answer 503
-//	        while the file in $SUPERVISE_TEST_SICK exists
+//	        while the file in $SUPERVISE_TEST_SICK exists; /v1/keys answers --key and the
+//	        API key variables it was given
 //	exit    prints a fatal error and exits with status 3
 //	hang    never listens, ignores SIGTERM and starts a grandchild that sleeps
 //	sleep   sleeps (the grandchild)
@@ -38,6 +39,7 @@ func helperMain(mode string, args []string) int {
 	fs := flag.NewFlagSet("helper", flag.ContinueOnError)
 	port := fs.Int("port", 0, "")
 	model := fs.String("model", "", "")
+	key := fs.String("key", "", "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -84,6 +86,9 @@ func helperMain(mode string, args []string) int {
 			if !sick(w) {
 				fmt.Fprintf(w, `{"object":"list","data":[{"id":%q}]}`, *model)
 			}
+		})
+		mux.HandleFunc("/v1/keys", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "%s %s %s", *key, os.Getenv("LLAMA_API_KEY"), os.Getenv("VLLM_API_KEY"))
 		})
 		fmt.Println("listening on", l.Addr())
 		http.Serve(l, mux)

@@ -55,7 +55,12 @@ type Config struct {
 	Name string
 	// Env is added to superfluid's own environment for the server; Dir is its working folder.
 	Env []string
-	Dir string
+	// APIKey, when set, is the key the server must ask of its clients, so that nothing on this
+	// machine reaches it around the gateway's keys, bookings and accounting: it replaces
+	// {api_key} in the template, is put in the environment variables the known servers read
+	// (APIKeyEnv), and goes with every health check.
+	APIKey string
+	Dir    string
 	// Host is the address the server is reached at; default 127.0.0.1.
 	Host string
 	// KeepPort keeps a restarted server on the port it first had: when that port is taken (a

@@ -103,9 +103,14 @@ func (p *Process) launch() (*child, error) {
 		return nil, err
 	}
 	p.port = port
-	args := expandArgs(p.words, model, port)
+	args := expandArgs(p.words, model, port, p.cfg.APIKey)
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), p.cfg.Env...)
+	if p.cfg.APIKey != "" {
+		for _, name := range APIKeyEnv {
+			cmd.Env = append(cmd.Env, name+"="+p.cfg.APIKey) // the last of a name wins
+		}
+	}
 	cmd.Dir = p.cfg.Dir
 	cmd.SysProcAttr = serverProcAttr()
 	r, w, err := os.Pipe()
@@ -113,7 +118,7 @@ func (p *Process) launch() (*child, error) {
 		return nil, fmt.Errorf("start %s: %w", args[0], err)
 	}
 	cmd.Stdout, cmd.Stderr = w, w
-	p.log.Printf("starting %q", args)
+	p.log.Printf("starting %q", expandArgs(p.words, model, port, "<api key>")) // the log may be shown
 	if err := cmd.Start(); err != nil {
 		r.Close()
 		w.Close()
@@ -188,6 +193,11 @@ func (p *Process) watch(c *child) (end runEnd, healthyFor time.Duration, err err
 	}
 }
 
+// APIKeyEnv are the environment variables in which the servers a command lane runs read the key
+// they ask of clients: llama-server's, vLLM's and superfluid's own. A server that reads none
+// (SGLang) takes it as {api_key} on its command line (visible to local users in its argv).
+var APIKeyEnv = []string{"LLAMA_API_KEY", "VLLM_API_KEY", "SUPERFLUID_API_KEY"}
+
 // check asks GET /health, then /v1/models (the one that answered last goes first); any 200
 // is healthy. vLLM, SGLang, llama-server and superfluid have /health; Ollama has /v1/models.
 func (p *Process) check(base string) bool {
@@ -199,6 +209,9 @@ func (p *Process) check(base string) bool {
 		req, err := http.NewRequestWithContext(p.ctx, http.MethodGet, base+path, nil)
 		if err != nil {
 			return false
+		}
+		if p.cfg.APIKey != "" {
+			req.Header.Set("Authorization", "Bearer "+p.cfg.APIKey) // Ollama-style /v1/models asks for it
 		}
 		res, err := p.client.Do(req)
 		if err != nil {

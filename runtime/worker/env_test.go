@@ -17,7 +17,8 @@ func TestWorkerEnvironmentHasNoHubToken(t *testing.T) {
 		t.Skip("no /proc here to read a process's environment")
 	}
 	parent := append(os.Environ(), "HF_TOKEN=hf_secret", "HF_ENDPOINT=http://hub.example", "HF_HOME=/srv/hf",
-		"HUGGING_FACE_HUB_TOKEN=hf_legacy", "hf_token=lower", "KEEP_ME=1", "NOT_HF_TOKEN=kept")
+		"HUGGING_FACE_HUB_TOKEN=hf_legacy", "hf_token=lower", "KEEP_ME=1", "NOT_HF_TOKEN=kept",
+		"SUPERFLUID_API_KEY=sk-sf-admin")
 	c, _ := started(t, "ok", func(o *Options) {
 		o.BaseEnv = parent
 		o.Env = append(o.Env, "HF_HUB_OFFLINE=1", "ADDED=yes")
@@ -33,7 +34,7 @@ func TestWorkerEnvironmentHasNoHubToken(t *testing.T) {
 	env := strings.Split(string(bytes.TrimRight(raw, "\x00")), "\x00")
 	for _, kv := range env {
 		key, _, _ := strings.Cut(kv, "=")
-		if up := strings.ToUpper(key); strings.HasPrefix(up, "HF_") || strings.HasPrefix(up, "HUGGING_FACE_") {
+		if up := strings.ToUpper(key); strings.HasPrefix(up, "HF_") || strings.HasPrefix(up, "HUGGING_FACE_") || up == "SUPERFLUID_API_KEY" {
 			t.Errorf("the worker's environment holds %s", kv)
 		}
 	}

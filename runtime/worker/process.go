@@ -32,7 +32,8 @@ func (o Options) environ() []string {
 	out := make([]string, 0, len(base)+len(o.Env))
 	for _, kv := range append(slices.Clip(base), o.Env...) {
 		key, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(strings.ToUpper(key), "HF_") || strings.HasPrefix(strings.ToUpper(key), "HUGGING_FACE_") {
+		if upper := strings.ToUpper(key); strings.HasPrefix(upper, "HF_") || strings.HasPrefix(upper, "HUGGING_FACE_") ||
+			upper == "SUPERFLUID_API_KEY" { // the server's admin key, when given this way
 			continue
 		}
 		out = append(out, kv)

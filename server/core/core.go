@@ -116,6 +116,9 @@ type Config struct {
 	// else the key; llm.Request.CachePartition), so cached_tokens and x-superfluid-warm never
 	// reveal that someone else sent the same prompt.
 	IsolateCache bool
+	// SharedPrefixes, with IsolateCache, are the texts whose cached tokens every caller may
+	// reuse (shared.go); nil shares nothing.
+	SharedPrefixes SharedPrefixes
 }
 
 // Service is the core.
@@ -130,6 +133,8 @@ type Service struct {
 	// shutdown can wait for their records before closing the store.
 	running sync.WaitGroup
 	router  Router // resolves names instead of lib when set (route.go)
+	// sharedForms are the shared prefixes as the models' templates render them (shared.go).
+	sharedForms sharedForms
 }
 
 // Wait blocks until every generation request has been recorded, or ctx ends.

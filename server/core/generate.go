@@ -162,6 +162,7 @@ func (s *Service) generate(ctx context.Context, m *Model, g *generation, n int, 
 	}
 	if s.cfg.IsolateCache {
 		gen.CachePartition = fairOwner(ctx)
+		gen.SharedPrefix = s.sharedPrefix(ctx, m, gen)
 	}
 	release, err := s.prepare(ctx, m, gen, n)
 	if err != nil {
