@@ -15,7 +15,6 @@ import (
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/server/bookings"
 	"github.com/superfluid/superfluid/server/people"
-	"github.com/superfluid/superfluid/server/store"
 )
 
 // newBookingsCommand is `superfluid bookings add|list|approve|reject|cancel`: team mode's
@@ -140,27 +139,25 @@ func newBookingsDecideCommand(cfg *Config, verb string, fn func(*bookings.Servic
 	}
 }
 
-// withBookings opens the database alone and runs fn on a bookings service over it, with the
-// lanes' names by id for what it prints.
+// withBookings opens the catalog (a booking's model must be registered) and runs fn on a
+// bookings service over its database, with the lanes' names by id for what it prints.
 func withBookings(cfg Config, fn func(*bookings.Service, laneNames) error) error {
-	st, err := store.Open(databasePath(cfg.DataDir))
-	if err != nil {
-		return fmt.Errorf("open the database in %s: %w", cfg.DataDir, err)
-	}
-	defer st.Close()
-	svc, err := newBookings(st, bookings.Policy{}, auditBookings(people.New(people.Config{Store: st}), true))
-	if err != nil {
-		return err
-	}
-	stored, err := st.Lanes(context.Background())
-	if err != nil {
-		return err
-	}
-	names := laneNames{}
-	for _, l := range stored {
-		names[l.ID] = l.Name
-	}
-	return fn(svc, names)
+	return withLibrary(cfg, func(l *library) error {
+		st := l.store
+		svc, err := newBookings(st, bookings.Policy{}, auditBookings(people.New(people.Config{Store: st}), true), l.svc)
+		if err != nil {
+			return err
+		}
+		stored, err := st.Lanes(context.Background())
+		if err != nil {
+			return err
+		}
+		names := laneNames{}
+		for _, l := range stored {
+			names[l.ID] = l.Name
+		}
+		return fn(svc, names)
+	})
 }
 
 // laneNames are the lanes' names by id (a booking keeps the id; a removed lane shows its id).

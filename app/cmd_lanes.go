@@ -7,11 +7,13 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/superfluid/superfluid/runtime/backends"
 	"github.com/superfluid/superfluid/server/lanes"
+	"github.com/superfluid/superfluid/server/people"
 	"github.com/superfluid/superfluid/server/store"
 )
 
@@ -47,6 +49,7 @@ server's lanes change through its admin API (/v1/admin/lanes).`,
 func newLanesAddCommand(cfg *Config) *cobra.Command {
 	var n lanes.NewLane
 	var engine, keyFile string
+	var headerTimeout, idleTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "add NAME --device D --engine local|openai|command --model M",
 		Short: "add a lane",
@@ -62,6 +65,7 @@ command template's {model} becomes for command (with --command).`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n.Name, n.Engine = args[0], lanes.Kind(engine)
+			n.Config.HeaderTimeout, n.Config.IdleTimeout = wholeSeconds(headerTimeout), wholeSeconds(idleTimeout)
 			if keyFile != "" {
 				b, err := os.ReadFile(keyFile)
 				if err != nil {
@@ -87,6 +91,8 @@ command template's {model} becomes for command (with --command).`,
 	fs.StringVar(&keyFile, "upstream-key-file", "", "a file holding the key an openai engine is sent (stored write-only)")
 	fs.StringVar(&n.Config.Command, "command", "", `a command engine's command line, with {model} and {port} ("vllm serve {model} --port {port}")`)
 	fs.StringVar(&n.Config.ServedModel, "served-model", "", "the name the engine serves the model by, when it is not the model's")
+	fs.DurationVar(&headerTimeout, "header-timeout", 0, "how long an openai or command engine may take to start a reply (default 10m: a long prefill)")
+	fs.DurationVar(&idleTimeout, "idle-timeout", 0, "how long an openai or command engine may send nothing once a reply started (default 1m)")
 	return cmd
 }
 
@@ -174,8 +180,21 @@ func newLanesRemoveCommand(cfg *Config) *cobra.Command {
 // models against the catalog.
 func withLanes(cfg Config, fn func(*lanes.Manager) error) error {
 	return withLibrary(cfg, func(l *library) error {
-		return fn(lanes.NewManager(lanes.Config{Store: l.store, Devices: lanes.Devices(backends.Detect()), Catalog: l.svc}))
+		return fn(lanes.NewManager(lanes.Config{Store: l.store, Devices: lanes.Devices(backends.Detect()), Catalog: l.svc,
+			Audit: auditLanes(people.New(people.Config{Store: l.store}), true)})) // audited as the CLI's (team_follow.go)
 	})
+}
+
+// wholeSeconds is d in seconds as a lane keeps its timeouts, rounded up (1ms is 1s, not the
+// default); a negative d stays negative, for the manager to refuse.
+func wholeSeconds(d time.Duration) int {
+	switch {
+	case d < 0:
+		return -1
+	case d == 0:
+		return 0
+	}
+	return int((d + time.Second - 1) / time.Second)
 }
 
 // lanesUsage makes complaints about what the user typed exit with code 2.

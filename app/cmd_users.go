@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/superfluid/superfluid/server/auth"
+	"github.com/superfluid/superfluid/server/bookings"
 	"github.com/superfluid/superfluid/server/people"
 	"github.com/superfluid/superfluid/server/store"
 )
@@ -182,7 +183,11 @@ func withPeople(cfg Config, fn func(*people.Service) error) error {
 		return fmt.Errorf("open the database in %s: %w", cfg.DataDir, err)
 	}
 	defer st.Close()
-	return fn(people.New(people.Config{Store: st}))
+	p := people.New(people.Config{Store: st})
+	if b, err := newBookings(st, bookings.Policy{}, auditBookings(p, true), nil); err == nil {
+		endBookingsOnDisable(p, b) // a disabled person's bookings end (team_bookings.go)
+	}
+	return fn(p)
 }
 
 // auditKeyCreate records, from the CLI, the creation of a key for a person.

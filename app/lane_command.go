@@ -48,7 +48,8 @@ func commandLane(a *App) lanes.EngineFactory {
 		}
 		url := p.URL()
 		m, err := forward.NewModel(ctx, spec.Lane.Model, forward.Config{URL: url, Key: key,
-			Model: cmp.Or(spec.Lane.Config.ServedModel, spec.Lane.Model), MustAnswer: true})
+			Model: cmp.Or(spec.Lane.Config.ServedModel, spec.Lane.Model), MustAnswer: true,
+			HeaderTimeout: seconds(spec.Lane.Config.HeaderTimeout), IdleTimeout: seconds(spec.Lane.Config.IdleTimeout)})
 		if err != nil {
 			stop()
 			return nil, nil, err

@@ -44,7 +44,7 @@ func (a *App) buildTeam() {
 	for kind, newFactory := range laneEngines {
 		factories[kind] = newFactory(a)
 	}
-	t.lanes = lanes.NewManager(lanes.Config{Store: a.store, Devices: t.devices, Catalog: a.svc,
+	t.lanes = lanes.NewManager(lanes.Config{Store: a.store, Devices: t.devices, Catalog: a.svc, Audit: auditLanes(a.people, false),
 		Factory: func(ctx context.Context, spec lanes.Spec) (*core.Model, func(), error) {
 			build := factories[lanes.Kind(spec.Lane.Engine)]
 			if build == nil {
@@ -54,11 +54,12 @@ func (a *App) buildTeam() {
 		}})
 	var booked lanes.Reservations // bookings reach the router as lanes.Reservations (team_bookings.go)
 	if svc, err := newBookings(a.store, bookings.Policy{NeedsApproval: a.cfg.BookingApproval,
-		MaxLength: a.cfg.BookingMaxLength, MaxHoursPerWeek: a.cfg.BookingHoursPerWeek}, auditBookings(a.people, false)); err != nil {
+		MaxLength: a.cfg.BookingMaxLength, MaxHoursPerWeek: a.cfg.BookingHoursPerWeek}, auditBookings(a.people, false), a.svc); err != nil {
 		slog.Error("team mode without bookings", "err", err)
 	} else {
 		bl := &bookedLanes{svc: svc, st: a.store}
 		t.bookings, booked, t.clock = svc, bl, bl
+		endBookingsOnDisable(a.people, svc)
 	}
 	a.svc.SetRouter(lanes.NewRouter(t.lanes, booked, a.svc))
 	a.team, t.people = t, a.people

@@ -18,9 +18,18 @@ import (
 )
 
 // newBookings is team mode's bookings over the data directory's lanes (a lane is booked by
-// name or id and the booking keeps its id and device), audited in the people's audit log.
-func newBookings(st *store.Store, policy bookings.Policy, audit bookings.AuditFunc) (*bookings.Service, error) {
-	return bookings.New(bookings.Config{Store: st, Policy: policy, Audit: audit, ResolveLane: func(ctx context.Context, nameOrID string) (bookings.LaneRef, error) {
+// name or id and the booking keeps its id and device), audited in the people's audit log. A
+// booking's model must be one its lane can load (lanes.CheckModel: a local lane's, one of
+// catalog's).
+func newBookings(st *store.Store, policy bookings.Policy, audit bookings.AuditFunc, catalog lanes.Catalog) (*bookings.Service, error) {
+	checkModel := func(ctx context.Context, laneID, model string) (string, error) {
+		l, err := st.Lane(ctx, laneID)
+		if err != nil {
+			return "", err
+		}
+		return lanes.CheckModel(catalog, lanes.Kind(l.Engine), model)
+	}
+	return bookings.New(bookings.Config{Store: st, Policy: policy, Audit: audit, CheckModel: checkModel, ResolveLane: func(ctx context.Context, nameOrID string) (bookings.LaneRef, error) {
 		l, err := st.Lane(ctx, nameOrID)
 		if errors.Is(err, store.ErrNotFound) {
 			return bookings.LaneRef{}, &llm.StatusError{Status: http.StatusNotFound, Code: "lane_not_found",
@@ -31,6 +40,20 @@ func newBookings(st *store.Store, policy bookings.Policy, audit bookings.AuditFu
 		}
 		return bookings.LaneRef{ID: l.ID, Device: l.Device}, nil
 	}})
+}
+
+// endBookingsOnDisable makes disabling a person in p end their bookings in svc (a running one
+// now, the ones ahead cancelled; audited), so a disabled person's bookings hold no lane: the
+// other people stop getting gpu_reserved and the lane is free at once.
+func endBookingsOnDisable(p *people.Service, svc *bookings.Service) {
+	if p == nil || svc == nil {
+		return
+	}
+	p.OnDisable(func(ctx context.Context, who people.Person) {
+		if ended, err := svc.EndPerson(ctx, who.ID); err != nil {
+			slog.Error("end a disabled person's bookings", "person", who.Name, "ended", len(ended), "err", err)
+		}
+	})
 }
 
 // auditBookings records the bookings' steps in the audit log of p (nil: none), by the request's

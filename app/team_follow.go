@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/lanes"
 	"github.com/superfluid/superfluid/server/people"
 )
@@ -35,6 +36,26 @@ func (t *team) followBookings(clock lanes.BookingClock, p *people.Service) {
 		defer close(done)
 		t.lanes.FollowBookings(ctx, clock, auditSwitch(p))
 	}()
+}
+
+// auditLanes records the lanes' writes (create, switch, remove) in p's audit log (nil: none),
+// by the request's person and key, by the command line when cli is set, or by where ctx's
+// mark says (people.WithVia: the desktop app, as this machine's admin).
+func auditLanes(p *people.Service, cli bool) lanes.AuditFunc {
+	if p == nil {
+		return nil
+	}
+	return func(ctx context.Context, action, lane string, detail map[string]any) error {
+		id, _ := auth.FromContext(ctx)
+		by := people.ActorOf(id)
+		switch {
+		case cli:
+			by = people.CLI
+		case people.ViaFrom(ctx) != "":
+			by.Via = people.ViaFrom(ctx)
+		}
+		return p.Record(ctx, by, action, lane, detail)
+	}
 }
 
 // auditSwitch records a booking's lane switch in p's audit log.

@@ -23,8 +23,9 @@ import (
 // body's model field picks the lane as chat's does (core.ModelFor, the lanes router, with its
 // refusals), and a lane forwarding to an OpenAI-compatible server relays the request there
 // as is (forward.Proxy: the served model's name put in, the reply streamed back). The request
-// counts as running on the lane, so a switch drains it. Any other request, or a lane of the
-// built-in worker (which has no such route), gets notFound.
+// counts as running on the lane, so a switch drains it, and is recorded like any routed one.
+// Any other request, or a lane of the built-in worker (which has no such route), gets
+// notFound.
 func forwardOther(svc *core.Service, notFound gin.HandlerFunc) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		r := c.Request
@@ -36,6 +37,7 @@ func forwardOther(svc *core.Service, notFound gin.HandlerFunc) gin.HandlerFunc {
 			notFound(c)
 			return
 		}
+		start := time.Now()
 		body, err := io.ReadAll(io.LimitReader(r.Body, forward.MaxProxyBody+1))
 		if err != nil {
 			writeError(c, fmt.Errorf("%w: reading the request body: %v", llm.ErrInvalidInput, err))
@@ -47,9 +49,11 @@ func forwardOther(svc *core.Service, notFound gin.HandlerFunc) gin.HandlerFunc {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		m, err := svc.ModelFor(r.Context(), modelField(body))
+		fields := fieldsOf(body)
+		m, err := svc.ModelFor(r.Context(), fields.Model)
 		if err != nil {
 			writeError(c, err)
+			recordForwarded(c, svc, fields, nil, err, nil, start)
 			return
 		}
 		upstream, ok := m.Requests.(*forward.Engine)
@@ -57,16 +61,83 @@ func forwardOther(svc *core.Service, notFound gin.HandlerFunc) gin.HandlerFunc {
 			notFound(c) // the built-in worker serves only the routes the dialects have
 			return
 		}
-		done, err := enterLane(c, m)
-		if err != nil {
-			writeError(c, err)
+		relay(c, svc, fields, m, upstream, start)
+	}
+}
+
+// forwardedRoutes are the /v1 routes a dialect serves for local models that, in team mode, a
+// lane forwarding to another server serves by relaying them there (its server has them).
+var forwardedRoutes = map[string]bool{"/v1/rerank": true, "/v1/tokenize": true}
+
+// forwardOwnRoutes, in team mode, sends a POST to one of forwardedRoutes whose model routes to
+// a lane of another server (openai or command) there, under the same rules as forwardOther;
+// for a local lane, or a refusal, the dialect's own handler serves it as without lanes.
+func forwardOwnRoutes(svc *core.Service) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		r := c.Request
+		if r.Method != http.MethodPost || !forwardedRoutes[r.URL.Path] || r.Body == nil {
+			c.Next()
 			return
 		}
-		defer done(nil)
-		if err := forward.Proxy(c.Writer, r, upstream); err != nil {
-			writeError(c, err)
+		start := time.Now()
+		body, err := io.ReadAll(io.LimitReader(r.Body, forward.MaxProxyBody+1))
+		// The handler reads the body as if nothing had: what was read, then the rest.
+		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+		if err != nil || len(body) > forward.MaxProxyBody {
+			c.Next() // the handler meets the same fault and says so in its own words
+			return
 		}
+		fields := fieldsOf(body)
+		m, err := svc.ModelFor(r.Context(), fields.Model)
+		if err != nil {
+			c.Next()
+			return
+		}
+		upstream, ok := m.Requests.(*forward.Engine)
+		if !ok {
+			c.Next()
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		relay(c, svc, fields, m, upstream, start)
+		c.Abort()
 	}
+}
+
+// readCloser reads from one reader and closes another.
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// relay sends the request to upstream, counted on the lane serving m, and records it.
+func relay(c *gin.Context, svc *core.Service, fields bodyFields, m *core.Model, upstream *forward.Engine, start time.Time) {
+	done, err := enterLane(c, m)
+	if err != nil {
+		writeError(c, err)
+		recordForwarded(c, svc, fields, m, err, nil, start)
+		return
+	}
+	defer done(nil)
+	tap := &usageTap{ResponseWriter: c.Writer}
+	if err = forward.Proxy(tap, c.Request, upstream); err != nil {
+		writeError(c, err)
+	}
+	recordForwarded(c, svc, fields, m, err, tap, start)
+}
+
+// recordForwarded records a forwarded request with the status sent and, from tap, the
+// tokens the upstream's reply named.
+func recordForwarded(c *gin.Context, svc *core.Service, fields bodyFields, m *core.Model, err error, tap *usageTap, start time.Time) {
+	f := core.Forwarded{Endpoint: c.Request.URL.Path, Name: fields.Model, Model: m, Stream: fields.Stream,
+		Status: c.Writer.Status(), Err: err, Start: start}
+	if c.Request.Context().Err() != nil && err == nil {
+		f.Err = c.Request.Context().Err() // the client hung up mid-reply
+	}
+	if tap != nil {
+		f.Usage, _ = tap.Usage()
+	}
+	svc.RecordForwarded(c.Request.Context(), f)
 }
 
 // laneAcquirer is a lane's gated engine: acquiring it counts a request on the lane.
@@ -85,13 +156,21 @@ func enterLane(c *gin.Context, m *core.Model) (func(*time.Duration), error) {
 	return done, err
 }
 
-// modelField is a JSON object body's "model" string; "" for any other body.
-func modelField(body []byte) string {
-	var v struct {
-		Model string `json:"model"`
+// bodyFields are the fields of a JSON object body routing and records read.
+type bodyFields struct {
+	Model  string
+	Stream bool
+}
+
+// fieldsOf is a JSON object body's model and stream fields, each read on its own (a field of
+// another type is left zero, the upstream judges it); zero for any other body.
+func fieldsOf(body []byte) bodyFields {
+	var obj map[string]json.RawMessage
+	var f bodyFields
+	if json.Unmarshal(body, &obj) != nil {
+		return f
 	}
-	if json.Unmarshal(body, &v) != nil {
-		return ""
-	}
-	return v.Model
+	_ = json.Unmarshal(obj["model"], &f.Model)
+	_ = json.Unmarshal(obj["stream"], &f.Stream)
+	return f
 }

@@ -15,7 +15,8 @@ import (
 // laneRoutes serves team mode's lanes, admin only, in OpenAI's error shape:
 //
 //	GET    /v1/admin/lanes            {"object": "list", "data": [lane...], "devices": [{"name", "gpu"}...]}
-//	POST   /v1/admin/lanes            {"name", "device", "engine", "model", "url"?, "command"?, "served_model"?, "upstream_key"?}
+//	POST   /v1/admin/lanes            {"name", "device", "engine", "model", "url"?, "command"?, "served_model"?, "upstream_key"?,
+//	                                   "header_timeout"?, "idle_timeout"? (seconds; an openai/command engine's reply bounds)}
 //	                                  → 201 the lane
 //	PATCH  /v1/admin/lanes/{id|name}  {"model"} → 200 the lane, switching (running requests drain first)
 //	DELETE /v1/admin/lanes/{id|name}  drains, then → {"id", "object": "lane.deleted", "deleted": true}
@@ -65,26 +66,30 @@ func laneError(err error) error {
 
 // laneObject is a lane on the wire.
 type laneObject struct {
-	Object      string      `json:"object"`
-	ID          string      `json:"id"`
-	Name        string      `json:"name"`
-	Device      string      `json:"device"`
-	Engine      string      `json:"engine"`
-	Model       string      `json:"model"`
-	URL         string      `json:"url,omitempty"`
-	Command     string      `json:"command,omitempty"`
-	ServedModel string      `json:"served_model,omitempty"`
-	HasKey      bool        `json:"has_key"`
-	State       lanes.State `json:"state"`
-	Inflight    int         `json:"inflight"`
-	Error       string      `json:"error,omitempty"`
-	CreatedAt   int64       `json:"created_at"`
-	UpdatedAt   int64       `json:"updated_at"`
+	Object      string `json:"object"`
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Device      string `json:"device"`
+	Engine      string `json:"engine"`
+	Model       string `json:"model"`
+	URL         string `json:"url,omitempty"`
+	Command     string `json:"command,omitempty"`
+	ServedModel string `json:"served_model,omitempty"`
+	// HeaderTimeout and IdleTimeout are seconds, 0 (left out) for the engine's defaults.
+	HeaderTimeout int         `json:"header_timeout,omitempty"`
+	IdleTimeout   int         `json:"idle_timeout,omitempty"`
+	HasKey        bool        `json:"has_key"`
+	State         lanes.State `json:"state"`
+	Inflight      int         `json:"inflight"`
+	Error         string      `json:"error,omitempty"`
+	CreatedAt     int64       `json:"created_at"`
+	UpdatedAt     int64       `json:"updated_at"`
 }
 
 func wireLane(s lanes.Status) laneObject {
 	return laneObject{Object: "lane", ID: s.ID, Name: s.Name, Device: s.Device, Engine: s.Engine, Model: s.Model,
 		URL: s.Config.URL, Command: s.Config.Command, ServedModel: s.Config.ServedModel, HasKey: s.HasKey,
+		HeaderTimeout: s.Config.HeaderTimeout, IdleTimeout: s.Config.IdleTimeout,
 		State: s.State, Inflight: s.Inflight, Error: s.Error, CreatedAt: s.CreatedAt.Unix(), UpdatedAt: s.UpdatedAt.Unix()}
 }
 
@@ -115,6 +120,9 @@ type addLaneRequest struct {
 	Command     string `json:"command"`
 	ServedModel string `json:"served_model"`
 	UpstreamKey string `json:"upstream_key"`
+	// HeaderTimeout and IdleTimeout are seconds (store.LaneConfig).
+	HeaderTimeout int `json:"header_timeout"`
+	IdleTimeout   int `json:"idle_timeout"`
 }
 
 func (h laneHandlers) add(c *gin.Context) error {
@@ -124,7 +132,8 @@ func (h laneHandlers) add(c *gin.Context) error {
 	}
 	st, err := h.lanes.Add(c.Request.Context(), lanes.NewLane{Name: req.Name, Device: req.Device, Engine: lanes.Kind(req.Engine),
 		Model: req.Model, UpstreamKey: req.UpstreamKey,
-		Config: store.LaneConfig{URL: req.URL, Command: req.Command, ServedModel: req.ServedModel}})
+		Config: store.LaneConfig{URL: req.URL, Command: req.Command, ServedModel: req.ServedModel,
+			HeaderTimeout: req.HeaderTimeout, IdleTimeout: req.IdleTimeout}})
 	if err != nil {
 		return err
 	}

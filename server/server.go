@@ -123,6 +123,9 @@ func New(cfg Config, svc *core.Service) http.Handler {
 	r.Use(viaCheck(cmp.Or(cfg.InstanceID, forward.ProcessInstance())))
 	r.Use(newGuard(cfg).handle)
 	r.Use(policies(cfg)...) // scheduling headers, rate limits, keep-alive (qos.go)
+	if cfg.Lanes != nil {
+		r.Use(forwardOwnRoutes(svc)) // team mode: rerank and tokenize of a forwarded lane (forward_routes.go)
+	}
 	if cfg.Metrics != nil {
 		h := gin.WrapH(cfg.Metrics.Handler())
 		r.GET("/metrics", h)

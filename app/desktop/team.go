@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -23,21 +22,13 @@ type Team struct {
 	Lanes    *lanes.Manager
 	Devices  []lanes.Device
 	Bookings *bookings.Service
-	// People keeps the audit log the desktop's lane changes are recorded in (its bookings are
-	// recorded by the bookings service's own audit hook); nil records nothing.
+	// People keeps the audit log. The desktop's lane changes are recorded by the lanes
+	// manager's audit hook and its bookings by the bookings service's, both marked via Via.
 	People *people.Service
 }
 
 // Via is the audit log's "via" of the desktop's changes.
 const Via = "desktop"
-
-// The audit log's actions for the desktop's lane changes (the bookings service audits the
-// bookings' own steps).
-const (
-	ActionLaneAdd    = "lane.create"
-	ActionLaneSwitch = "lane.switch"
-	ActionLaneRemove = "lane.remove"
-)
 
 // removeWait bounds how long RemoveLane waits for a lane's running requests (the lane serves
 // nothing more meanwhile, and is removed once they finish even after the wait).
@@ -110,38 +101,30 @@ func (c *Controller) LaneDevices() []string {
 	return append(out, lanes.Remote)
 }
 
-// AddLane adds a lane through the lanes manager (its engine starts in the background) and
-// audits it.
+// AddLane adds a lane through the lanes manager (its engine starts in the background; the
+// manager audits it).
 func (c *Controller) AddLane(n tray.NewTeamLane) error {
 	t, err := c.team()
 	if err != nil {
 		return err
 	}
 	ctx := c.teamCtx()
-	st, err := t.Lanes.Add(ctx, lanes.NewLane{Name: n.Name, Device: strings.TrimSpace(n.Device), Engine: lanes.Kind(n.Engine),
+	_, err = t.Lanes.Add(ctx, lanes.NewLane{Name: n.Name, Device: strings.TrimSpace(n.Device), Engine: lanes.Kind(n.Engine),
 		Model: strings.TrimSpace(n.Model), UpstreamKey: strings.TrimSpace(n.UpstreamKey),
 		Config: store.LaneConfig{URL: strings.TrimSpace(n.URL), Command: strings.TrimSpace(n.Command)}})
-	if err != nil {
-		return err
-	}
-	c.audit(ctx, ActionLaneAdd, st.Name, map[string]any{"id": st.ID, "device": st.Device, "engine": st.Engine,
-		"model": st.Model, "url": st.Config.URL, "command": st.Config.Command, "has_key": st.HasKey})
-	return nil
+	return err
 }
 
-// SwitchLane begins a lane's switch to model (running requests drain first) and audits it.
+// SwitchLane begins a lane's switch to model (running requests drain first; the manager audits
+// it).
 func (c *Controller) SwitchLane(lane, model string) error {
 	t, err := c.team()
 	if err != nil {
 		return err
 	}
 	ctx := c.teamCtx()
-	st, err := t.Lanes.Switch(ctx, lane, strings.TrimSpace(model))
-	if err != nil {
-		return err
-	}
-	c.audit(ctx, ActionLaneSwitch, st.Name, map[string]any{"id": st.ID, "model": st.Model, "reason": "desktop"})
-	return nil
+	_, err = t.Lanes.Switch(ctx, lane, strings.TrimSpace(model))
+	return err
 }
 
 // RemoveLane drains a lane and removes it. A lane with a booking not ended yet is refused:
@@ -189,22 +172,7 @@ func (c *Controller) RemoveLane(lane string) error {
 	}
 	rctx, cancel := context.WithTimeout(ctx, removeWait)
 	defer cancel()
-	err = t.Lanes.Remove(rctx, target.ID)
-	if err == nil || errors.Is(err, context.DeadlineExceeded) { // past the wait it is removed once its requests finish
-		c.audit(ctx, ActionLaneRemove, target.Name, map[string]any{"id": target.ID, "model": target.Model})
-	}
-	return err
-}
-
-// audit records one of the desktop's lane changes in the audit log, as done from the desktop.
-// The change is made, so a failing audit is logged, not turned into a failure of the change.
-func (c *Controller) audit(ctx context.Context, action, target string, detail map[string]any) {
-	if c.d.Team == nil || c.d.Team.People == nil {
-		return
-	}
-	if err := c.d.Team.People.Record(ctx, people.Actor{Via: Via}, action, target, detail); err != nil {
-		slog.Error("audit a lane change", "action", action, "lane", target, "err", err)
-	}
+	return t.Lanes.Remove(rctx, target.ID) // past the wait it is removed once its requests finish
 }
 
 // Bookings lists everyone's bookings not ended yet, by start, lanes by name.

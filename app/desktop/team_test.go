@@ -34,7 +34,15 @@ func teamController(t *testing.T) (*desktop.Controller, *servertest.Catalog, *bo
 	cat.AddModel(t, "m2", gguftest.TinyLlamaOptions{})
 	st := cat.Store
 	ppl := people.New(people.Config{Store: st})
+	audit := func(ctx context.Context, action, target string, detail map[string]any) error {
+		by := people.ActorOf(nil)
+		if v := people.ViaFrom(ctx); v != "" {
+			by.Via = v
+		}
+		return ppl.Record(ctx, by, action, target, detail)
+	}
 	mgr := lanes.NewManager(lanes.Config{Store: st, Devices: []lanes.Device{{Name: "cpu"}, {Name: "cuda:0", GPU: true}}, Catalog: cat.Svc,
+		Audit: audit, // the lanes' writes audited as serve --team's hook does (app/team_follow.go)
 		Factory: func(ctx context.Context, spec lanes.Spec) (*core.Model, func(), error) {
 			if spec.Lane.Engine != string(lanes.Local) {
 				return nil, nil, errors.New("dial tcp 127.0.0.1:1: connection refused")
@@ -50,13 +58,7 @@ func teamController(t *testing.T) (*desktop.Controller, *servertest.Catalog, *bo
 	}
 	t.Cleanup(func() { _ = mgr.Close(context.Background()) })
 	bk, err := bookings.New(bookings.Config{Store: st, Policy: bookings.Policy{NeedsApproval: true},
-		Audit: func(ctx context.Context, action, target string, _ any) error {
-			by := people.ActorOf(nil)
-			if v := people.ViaFrom(ctx); v != "" {
-				by.Via = v
-			}
-			return ppl.Record(ctx, by, action, target, nil)
-		},
+		Audit: func(ctx context.Context, action, target string, _ any) error { return audit(ctx, action, target, nil) },
 		ResolveLane: func(ctx context.Context, nameOrID string) (bookings.LaneRef, error) {
 			l, err := st.Lane(ctx, nameOrID)
 			return bookings.LaneRef{ID: l.ID, Device: l.Device}, err

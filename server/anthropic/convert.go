@@ -15,8 +15,8 @@ const Endpoint = "/v1/messages"
 // what it dropped or ignored. A max_tokens beyond what the window leaves after the prompt is
 // not refused: the engine stops where the window ends (the spec's "fill the context"), with
 // stop_reason max_tokens.
-func toCore(req *messagesRequest) (*core.ChatRequest, warnings, error) {
-	if err := req.conversation.check(); err != nil {
+func toCore(req *messagesRequest, modelOptional bool) (*core.ChatRequest, warnings, error) {
+	if err := req.conversation.check(modelOptional); err != nil {
 		return nil, nil, err
 	}
 	if req.MaxTokens == nil {
@@ -102,9 +102,10 @@ func (c *conversation) toCore() (*core.ChatRequest, warnings, error) {
 	}, warn, nil
 }
 
-// check validates what both routes need: a model, messages, and a thinking config.
-func (c *conversation) check() error {
-	if c.Model == nil || *c.Model == "" {
+// check validates what both routes need: a model (which modelOptional lets be empty, team mode:
+// needsModel), messages, and a thinking config.
+func (c *conversation) check(modelOptional bool) error {
+	if needsModel(&c.Model, modelOptional) {
 		return invalid("model: Field required; GET /v1/models lists the served models")
 	}
 	if c.Messages == nil {

@@ -62,7 +62,7 @@ func (h *handlers) messages(c *gin.Context) error {
 	if err := decode(c.Request, &req); err != nil {
 		return err
 	}
-	creq, warn, err := toCore(&req)
+	creq, warn, err := toCore(&req, h.svc.ModelOptional())
 	if err != nil {
 		return err
 	}
@@ -184,7 +184,7 @@ func (h *handlers) countTokens(c *gin.Context) error {
 	if err := decode(c.Request, &req); err != nil {
 		return err
 	}
-	if err := req.check(); err != nil {
+	if err := req.check(h.svc.ModelOptional()); err != nil {
 		return err
 	}
 	creq, _, err := req.toCore() // warnings are a reply's; a count has none

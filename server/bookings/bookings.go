@@ -80,6 +80,10 @@ type Config struct {
 	// is on; it fails for a lane that does not exist (its error is returned as it is). nil takes
 	// the lane as given and the device given with the booking ("" when none).
 	ResolveLane func(ctx context.Context, nameOrID string) (LaneRef, error)
+	// CheckModel says whether the lane with id laneID can load model (a registered model, for a
+	// lane of the built-in worker): the name the booking keeps (the catalog's id), or why not.
+	// nil takes any name.
+	CheckModel func(ctx context.Context, laneID, model string) (string, error)
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 }
@@ -100,6 +104,7 @@ type Service struct {
 	st          *store.Store
 	audit       AuditFunc
 	resolveLane func(context.Context, string) (LaneRef, error)
+	checkModel  func(ctx context.Context, laneID, model string) (string, error)
 	now         func() time.Time
 
 	mu      sync.Mutex
@@ -115,7 +120,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Service{st: cfg.Store, audit: cfg.Audit, resolveLane: cfg.ResolveLane, now: cfg.Now, policy: cfg.Policy,
+	return &Service{st: cfg.Store, audit: cfg.Audit, resolveLane: cfg.ResolveLane, checkModel: cfg.CheckModel, now: cfg.Now, policy: cfg.Policy,
 		changed: make(chan struct{})}, nil
 }
 
@@ -167,7 +172,7 @@ type NewBooking struct {
 }
 
 // Book books nb for the person in ctx. It refuses (400) a booking naming neither a lane nor a
-// device, a model on a whole-device booking, end ≤ start, a window in the past or ending after
+// device, a model on a whole-device booking, a model the lane cannot load (Config.CheckModel), end ≤ start, a window in the past or ending after
 // LastTime, one longer than the policy's MaxLength; (409 booking_conflict) one overlapping a pending or approved
 // booking of the same lane or device; (429 quota_exceeded, Retry-After the week's reset) one
 // past the person's hours per week.
@@ -188,7 +193,15 @@ func (s *Service) Book(ctx context.Context, nb NewBooking) (Booking, error) {
 		}
 		lane, device = ref.ID, ref.Device
 	}
-	b := Booking{ID: newID(), PersonID: p.ID, PersonName: p.Name, Lane: lane, Device: device, Model: nb.Model,
+	model := nb.Model
+	if model != "" && s.checkModel != nil {
+		m, err := s.checkModel(ctx, lane, model)
+		if err != nil {
+			return Booking{}, fmt.Errorf("%w: lane %s cannot load the model %q: %v", llm.ErrInvalidInput, nb.Lane, model, err)
+		}
+		model = m
+	}
+	b := Booking{ID: newID(), PersonID: p.ID, PersonName: p.Name, Lane: lane, Device: device, Model: model,
 		Start: nb.Start.UTC(), End: nb.End.UTC(), State: Approved, CreatedAt: now}
 	if policy.NeedsApproval && !p.Admin {
 		b.State = Pending

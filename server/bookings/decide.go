@@ -2,6 +2,7 @@ package bookings
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -164,4 +165,36 @@ func (s *Service) endDue(ctx context.Context, now time.Time) error {
 		s.notify()
 	}
 	return nil
+}
+
+// EndPerson ends the bookings of the person with id personID (one disabled: their bookings
+// must not keep holding lanes): a running one ends now, one ahead (pending or approved) is
+// cancelled, each audited as a cancellation by whoever is in ctx. It returns the bookings it
+// changed; one that changed meanwhile (ended on time, cancelled) is skipped.
+func (s *Service) EndPerson(ctx context.Context, personID string) ([]Booking, error) {
+	now := s.now()
+	held, err := s.st.Bookings(ctx, store.BookingFilter{PersonID: personID, States: []string{Pending, Approved}, EndAfter: now})
+	if err != nil {
+		return nil, err
+	}
+	var out []Booking
+	for _, b := range held {
+		ch := store.BookingChange{From: []string{Pending, Approved}, To: Cancelled}
+		if b.State == Approved && !b.Start.After(now) {
+			ch = store.BookingChange{From: []string{Approved}, To: Ended, End: now}
+		}
+		changed, err := s.st.ChangeBooking(ctx, b.ID, ch)
+		if errors.Is(err, store.ErrBookingState) || errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		s.record(ctx, ActionCancel, changed)
+		out = append(out, changed)
+	}
+	if len(out) > 0 {
+		s.notify()
+	}
+	return out, nil
 }

@@ -214,9 +214,12 @@ func addSpecial(m *Model, prompt string) bool {
 
 // statusOf is the HTTP status a request record gets for err (dialects agree on these).
 func statusOf(err error) int {
+	var se *llm.StatusError
 	switch {
 	case err == nil:
 		return 200
+	case errors.As(err, &se) && se.Status != 0:
+		return se.Status // a routing refusal (403 gpu_reserved, 503 model_switching, ...)
 	case errors.Is(err, context.Canceled):
 		return 499 // client closed the request
 	case errors.Is(err, llm.ErrModelNotFound):

@@ -22,7 +22,7 @@ func (s *Service) serve(ctx context.Context, key recordKey, run func(context.Con
 	if err == nil {
 		res, err = run(ctx, m)
 	}
-	s.record(ctx, key, res, err, start)
+	s.record(ctx, key, m, res, err, start)
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +35,8 @@ type recordKey struct {
 	stream              bool
 }
 
-func (s *Service) record(ctx context.Context, key recordKey, res *Result, err error, start time.Time) {
+// record queues the request's record; m is the model it was routed to (nil when none was).
+func (s *Service) record(ctx context.Context, key recordKey, m *Model, res *Result, err error, start time.Time) {
 	s.observeTokens(res)
 	meterTokens(ctx, res)
 	if s.store == nil {
@@ -48,6 +49,7 @@ func (s *Service) record(ctx context.Context, key recordKey, res *Result, err er
 	}
 	rec.KeyID, rec.KeyName = keyOf(ctx)
 	rec.PersonID, rec.PersonName = personOf(ctx)
+	rec.LaneName, rec.Engine = LaneOf(m)
 	if err != nil {
 		rec.Error = err.Error()
 	}

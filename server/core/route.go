@@ -16,3 +16,25 @@ type Router interface {
 // SetRouter makes r resolve every model name (ModelFor) and listing (VisibleModels). It is set
 // once, before the service serves requests.
 func (s *Service) SetRouter(r Router) { s.router = r }
+
+// LaneReporter is implemented by the engine of a model a lane serves (team mode): the lane's
+// name and its engine kind (local, openai, command), which the request records carry.
+type LaneReporter interface {
+	ServingLane() (lane, engine string)
+}
+
+// LaneOf is the lane serving m and its engine kind; "" for a model no lane serves (or nil).
+func LaneOf(m *Model) (lane, engine string) {
+	if m == nil {
+		return "", ""
+	}
+	if r, ok := m.Engine.(LaneReporter); ok {
+		return r.ServingLane()
+	}
+	return "", ""
+}
+
+// ModelOptional reports whether a request may leave its model field empty: in team mode the
+// router picks the caller's booked lane, else a free one (the spec's "The model field");
+// without a router a request must name its model.
+func (s *Service) ModelOptional() bool { return s.router != nil }

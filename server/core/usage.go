@@ -82,6 +82,7 @@ const (
 	GroupModel  = "model"
 	GroupDay    = "day"
 	GroupPerson = "person" // team mode: the person whose key made the requests
+	GroupLane   = "lane"   // team mode: the lane that served the requests (and its engine kind)
 )
 
 // UsageQuery is what a usage report sums.
@@ -92,14 +93,16 @@ type UsageQuery struct {
 	Key string
 	// Model keeps one model's requests ("" for all).
 	Model string
-	// GroupBy lists GroupKey, GroupModel, GroupDay and GroupPerson, in any order; empty sums
-	// everything.
+	// GroupBy lists GroupKey, GroupModel, GroupDay, GroupPerson and GroupLane, in any order;
+	// empty sums everything.
 	GroupBy []string
 }
 
-// UsageRow is one group of a usage report; the fields not grouped by are "".
+// UsageRow is one group of a usage report; the fields not grouped by are "". LaneName and
+// Engine (the lane's engine kind) come with GroupLane.
 type UsageRow struct {
 	KeyID, KeyName, Model, Day, PersonID, PersonName    string
+	LaneName, Engine                                    string
 	Requests, Errors                                    int64
 	PromptTokens, CachedTokens, CompletionTokens, Total int64
 	Duration                                            time.Duration
@@ -124,12 +127,12 @@ func ParseGroupBy(s string) ([]string, error) {
 		g = strings.TrimSpace(strings.ToLower(g))
 		switch g {
 		case "":
-		case GroupKey, GroupModel, GroupDay, GroupPerson:
+		case GroupKey, GroupModel, GroupDay, GroupPerson, GroupLane:
 			if !slices.Contains(out, g) {
 				out = append(out, g)
 			}
 		default:
-			return nil, fmt.Errorf("%w: group_by takes key, model and day (and person, in team mode), comma-separated; got %q", llm.ErrInvalidInput, g)
+			return nil, fmt.Errorf("%w: group_by takes key, model and day (and person and lane, in team mode), comma-separated; got %q", llm.ErrInvalidInput, g)
 		}
 	}
 	return out, nil
@@ -164,7 +167,7 @@ func (s *Service) Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 		}
 	}
 	sq.ByKey, sq.ByModel, sq.ByDay = slices.Contains(q.GroupBy, GroupKey), slices.Contains(q.GroupBy, GroupModel), slices.Contains(q.GroupBy, GroupDay)
-	sq.ByPerson = slices.Contains(q.GroupBy, GroupPerson)
+	sq.ByPerson, sq.ByLane = slices.Contains(q.GroupBy, GroupPerson), slices.Contains(q.GroupBy, GroupLane)
 	rows, err := s.store.Usage(ctx, sq)
 	if err != nil {
 		return nil, err
@@ -172,7 +175,7 @@ func (s *Service) Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 	out := make([]UsageRow, len(rows))
 	for i, r := range rows {
 		out[i] = UsageRow{KeyID: r.KeyID, KeyName: r.KeyName, Model: r.Model, Day: r.Day, PersonID: r.PersonID, PersonName: r.PersonName,
-			Requests: r.Requests, Errors: r.Errors,
+			LaneName: r.LaneName, Engine: r.Engine, Requests: r.Requests, Errors: r.Errors,
 			PromptTokens: r.PromptTokens, CachedTokens: r.CachedTokens, CompletionTokens: r.CompletionTokens,
 			Total: r.PromptTokens + r.CompletionTokens, Duration: r.Duration}
 	}

@@ -29,7 +29,8 @@ func (e *Engine) Embed(ctx context.Context, req *core.EmbedRequest) (*llm.EmbedR
 	if req.Dimensions > 0 {
 		body["dimensions"] = req.Dimensions
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, e.cfg.IdleTimeout, broken(e.base, fmt.Sprintf("did not answer within %s", e.cfg.IdleTimeout)))
+	// One JSON reply, sent when the work is done: the header timeout bounds it all.
+	ctx, cancel := context.WithTimeoutCause(ctx, e.cfg.HeaderTimeout, broken(e.base, fmt.Sprintf("did not answer within %s", e.cfg.HeaderTimeout)))
 	defer cancel()
 	resp, err := e.post(ctx, "/embeddings", body)
 	if err != nil {

@@ -33,8 +33,12 @@ type Config struct {
 	// Embedding, when set, says the upstream model embeds (served on /v1/embeddings) rather
 	// than generates.
 	Embedding *llm.Embedding
-	// IdleTimeout ends a reply whose upstream sends nothing for that long (a stalled stream,
-	// or no headers); 0 is DefaultIdleTimeout.
+	// HeaderTimeout ends a request whose upstream has not started its reply within it: no
+	// headers, or (a stream) no first event, which waits for the prompt's prefill, minutes on a
+	// long prompt and a big model; 0 is DefaultHeaderTimeout.
+	HeaderTimeout time.Duration
+	// IdleTimeout ends a reply whose upstream, once it started, sends nothing for that long (a
+	// stalled stream); 0 is DefaultIdleTimeout.
 	IdleTimeout time.Duration
 	// Instance is this server's instance id, appended to the Via chain of every request sent;
 	// an upstream that answers with it is this server, refused by New. "" is
@@ -50,8 +54,13 @@ type Config struct {
 	Client *http.Client
 }
 
-// DefaultIdleTimeout is how long an upstream may send nothing before its reply is given up.
-const DefaultIdleTimeout = 60 * time.Second
+// How long an upstream may take to start its reply (DefaultHeaderTimeout: a prefill of a long
+// prompt, a whole non-streamed reply) and then send nothing (DefaultIdleTimeout) before it is
+// given up as a 502 upstream_error.
+const (
+	DefaultHeaderTimeout = 10 * time.Minute
+	DefaultIdleTimeout   = 60 * time.Second
+)
 
 // Defaults of a Config.
 const (
@@ -92,6 +101,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.HeaderTimeout <= 0 {
+		cfg.HeaderTimeout = DefaultHeaderTimeout
 	}
 	if cfg.ContextLength <= 0 {
 		cfg.ContextLength = DefaultContextLength

@@ -52,7 +52,7 @@ func upstream(t *testing.T, handle http.HandlerFunc) *httptest.Server {
 
 func newEngine(t *testing.T, url string, idle time.Duration) *Engine {
 	t.Helper()
-	e, err := New(context.Background(), Config{URL: url, Key: "up-key", Model: "served", IdleTimeout: idle, Instance: "sf-self"})
+	e, err := New(context.Background(), Config{URL: url, Key: "up-key", Model: "served", IdleTimeout: idle, HeaderTimeout: idle, Instance: "sf-self"})
 	if err != nil {
 		t.Fatal(err)
 	}

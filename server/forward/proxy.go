@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/superfluid/superfluid/runtime/llm"
 )
@@ -28,7 +27,8 @@ var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy
 // and its reply back to w as is: status, headers and body, each piece flushed as it arrives (an
 // SSE stream event by event). A JSON object body's "model" becomes the served model's name;
 // the client's key is replaced by the upstream's. The upstream request ends when the client
-// goes (r's context) or the upstream sends nothing for the engine's IdleTimeout.
+// goes (r's context), the upstream does not start its reply within the engine's HeaderTimeout,
+// or sends nothing for its IdleTimeout after.
 //
 // A non-nil error means nothing was written to w: the caller renders it (a 502
 // upstream_error, or the upstream's 4xx is not an error at all but relayed). Once the reply
@@ -39,10 +39,8 @@ func Proxy(w http.ResponseWriter, r *http.Request, upstream *Engine) error {
 	if err != nil {
 		return err
 	}
-	stalled := broken(e.base, fmt.Sprintf("sent nothing for %s (stalled)", e.cfg.IdleTimeout))
-	ctx, cancel := context.WithCancelCause(r.Context())
+	ctx, watchdog, cancel := e.watch(r.Context())
 	defer cancel(nil)
-	watchdog := time.AfterFunc(e.cfg.IdleTimeout, func() { cancel(stalled) })
 	defer watchdog.Stop()
 
 	target := e.base + strings.TrimPrefix(r.URL.Path, "/v1")
@@ -77,7 +75,7 @@ func Proxy(w http.ResponseWriter, r *http.Request, upstream *Engine) error {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := resp.Body.Read(buf)
-		watchdog.Reset(e.cfg.IdleTimeout)
+		watchdog.started()
 		if n > 0 {
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				return nil // the client is gone; the deferred cancel ends the upstream request

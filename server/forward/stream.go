@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/server/core"
@@ -28,15 +27,13 @@ func (e *Engine) Complete(ctx context.Context, req *core.CompletionRequest, emit
 // an upstream gone wrong.
 const maxLine = 4 << 20
 
-// stream posts body to path and relays its SSE reply. The upstream has IdleTimeout for its
-// headers and for each line after them; past it the reply ends with a 502, as does a
-// malformed chunk or a stream cut before its end. A client gone (ctx done, or emit failing)
-// cancels the upstream request.
+// stream posts body to path and relays its SSE reply. The upstream has HeaderTimeout for its
+// headers and first line, and IdleTimeout for each line after; past either the reply ends with
+// a 502, as does a malformed chunk or a stream cut before its end. A client gone (ctx done, or
+// emit failing) cancels the upstream request.
 func (e *Engine) stream(ctx context.Context, path string, body any, emit func(llm.Event) error) error {
-	stalled := broken(e.base, fmt.Sprintf("sent nothing for %s (stalled)", e.cfg.IdleTimeout))
-	ctx, cancel := context.WithCancelCause(ctx)
+	ctx, watchdog, cancel := e.watch(ctx)
 	defer cancel(nil)
-	watchdog := time.AfterFunc(e.cfg.IdleTimeout, func() { cancel(stalled) })
 	defer watchdog.Stop()
 	resp, err := e.post(ctx, path, body)
 	if err != nil {
@@ -51,7 +48,7 @@ func (e *Engine) stream(ctx context.Context, path string, body any, emit func(ll
 	var data []string // the data lines of the event being read
 	for {
 		line, err := readLine(lines)
-		watchdog.Reset(e.cfg.IdleTimeout)
+		watchdog.started()
 		if err != nil {
 			if cause := context.Cause(ctx); cause != nil {
 				return cause // stalled, or the client is gone

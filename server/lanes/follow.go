@@ -83,7 +83,7 @@ func (m *Manager) applyBookings(ctx context.Context, active []Reservation, appli
 		if m.serving(r.Lane, r.Model) {
 			continue
 		}
-		if _, err := m.Switch(ctx, r.Lane, r.Model); err != nil {
+		if _, err := m.switchModel(ctx, r.Lane, r.Model, false); err != nil { // audited below, as the booking's
 			slog.Error("lanes: a booking's model switch failed", "lane", r.Lane, "model", r.Model, "err", err)
 			continue
 		}

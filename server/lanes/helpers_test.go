@@ -81,7 +81,10 @@ var catalogModels = []string{"alpha", "beta", "gamma"}
 
 var testDevices = []lanes.Device{{Name: "cpu"}, {Name: "cuda:0", GPU: true}, {Name: "cuda:1", GPU: true}}
 
-func newBench(t *testing.T) *bench {
+func newBench(t *testing.T) *bench { return newBenchRecording(t, false) }
+
+// newBenchRecording is a bench whose core records its requests in the store when record is set.
+func newBenchRecording(t *testing.T, record bool) *bench {
 	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "superfluid.db"))
 	if err != nil {
@@ -96,7 +99,11 @@ func newBench(t *testing.T) *bench {
 	for _, id := range catalogModels {
 		fixed = append(fixed, &core.Model{ID: id, Engine: enginetest.New(4096, "catalog"), Template: tmpl})
 	}
-	b.svc = core.New(core.Config{}, nil, fixed...)
+	var recorder *store.Store
+	if record {
+		recorder = st
+	}
+	b.svc = core.New(core.Config{}, recorder, fixed...)
 	b.mgr = lanes.NewManager(lanes.Config{Store: st, Devices: testDevices, Catalog: b.svc, Factory: b.build})
 	b.router = lanes.NewRouter(b.mgr, b.booked, b.svc)
 	b.svc.SetRouter(b.router)

@@ -311,6 +311,12 @@ type gatedEngine struct {
 	inner  llm.Engine // nil for a placeholder
 }
 
+var _ core.LaneReporter = (*gatedEngine)(nil)
+
+// ServingLane is the lane's name and engine kind, for the request records. Both are fixed
+// when the lane is made (a switch changes only its model), so no lock is needed.
+func (g *gatedEngine) ServingLane() (lane, engine string) { return g.lane.row.Name, g.lane.row.Engine }
+
 // acquirer is the core's on-demand engine (a catalog model's handle).
 type acquirer interface {
 	Acquire(ctx context.Context) (llm.Engine, func(keepAlive *time.Duration), error)

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -23,7 +25,23 @@ type Config struct {
 	// Factory builds lanes' engines. nil manages the rows only (the CLI, with no server
 	// running): nothing is started or drained.
 	Factory EngineFactory
+	// Audit records every lane written through Add, Switch and Remove (the admin API, the
+	// CLI), by whoever ctx says; nil records nothing. A booking's switches are audited by the
+	// booking's follower (FollowBookings) instead.
+	Audit AuditFunc
 }
+
+// AuditFunc records one lane write: action one of the Action constants, lane the lane's name,
+// detail what changed (never an upstream key). The write is done already, so an error is
+// logged, not returned.
+type AuditFunc func(ctx context.Context, action, lane string, detail map[string]any) error
+
+// Audited lane writes.
+const (
+	ActionAdd    = "lane.create"
+	ActionSwitch = "lane.switch"
+	ActionRemove = "lane.remove"
+)
 
 // Manager keeps the lanes: their rows in the store and, with a Factory, their engines.
 type Manager struct {
@@ -113,6 +131,10 @@ func (m *Manager) Add(ctx context.Context, n NewLane) (Status, error) {
 		return Status{}, fmt.Errorf("%w: a command lane needs --command, the server's command line", ErrInvalidLane)
 	case kind != OpenAI && n.UpstreamKey != "":
 		return Status{}, fmt.Errorf("%w: only an openai lane sends an upstream key", ErrInvalidLane)
+	case n.Config.HeaderTimeout < 0 || n.Config.IdleTimeout < 0:
+		return Status{}, fmt.Errorf("%w: a timeout is a number of seconds, 0 for the default", ErrInvalidLane)
+	case kind == Local && (n.Config.HeaderTimeout > 0 || n.Config.IdleTimeout > 0):
+		return Status{}, fmt.Errorf("%w: only an openai or command lane forwards, with timeouts", ErrInvalidLane)
 	}
 	now := time.Now().UTC()
 	row := store.Lane{ID: newID(), Name: n.Name, Device: device, Engine: string(kind), Model: n.Model, Config: n.Config,
@@ -124,6 +146,8 @@ func (m *Manager) Add(ctx context.Context, n NewLane) (Status, error) {
 		return Status{}, err
 	}
 	row.HasKey, row.UpstreamKey = row.UpstreamKey != "", ""
+	m.audit(ctx, ActionAdd, row.Name, map[string]any{"id": row.ID, "device": row.Device, "engine": row.Engine, "model": row.Model,
+		"url": redactURL(row.Config.URL), "command": row.Config.Command, "served_model": row.Config.ServedModel, "has_key": row.HasKey})
 	l := newLane(row)
 	if m.cfg.Factory == nil {
 		return Status{Lane: row, State: Unavailable}, nil
@@ -139,6 +163,11 @@ func (m *Manager) Add(ctx context.Context, n NewLane) (Status, error) {
 // ones get model_switching until the old model is released, then model_unavailable until the
 // new one serves. It returns once the switch has begun (Lane.Settled tells when it is over).
 func (m *Manager) Switch(ctx context.Context, nameOrID, model string) (Status, error) {
+	return m.switchModel(ctx, nameOrID, model, true)
+}
+
+// switchModel is Switch, audited when audit is set.
+func (m *Manager) switchModel(ctx context.Context, nameOrID, model string, audit bool) (Status, error) {
 	row, err := m.cfg.Store.Lane(ctx, nameOrID)
 	if errors.Is(err, store.ErrNotFound) {
 		return Status{}, fmt.Errorf("%w: %s", ErrLaneNotFound, nameOrID)
@@ -153,6 +182,9 @@ func (m *Manager) Switch(ctx context.Context, nameOrID, model string) (Status, e
 	defer m.switches.Unlock()
 	if err := m.cfg.Store.SetLaneModel(ctx, row.ID, model, time.Now()); err != nil {
 		return Status{}, err
+	}
+	if audit {
+		m.audit(ctx, ActionSwitch, row.Name, map[string]any{"id": row.ID, "from": row.Model, "model": model})
 	}
 	l := m.lane(row.ID)
 	if l == nil {
@@ -175,6 +207,7 @@ func (m *Manager) Remove(ctx context.Context, nameOrID string) error {
 	if err != nil {
 		return err
 	}
+	m.audit(ctx, ActionRemove, row.Name, map[string]any{"id": row.ID, "device": row.Device, "engine": row.Engine, "model": row.Model})
 	l := m.lane(row.ID)
 	if l == nil {
 		return m.cfg.Store.DeleteLane(ctx, row.ID)
@@ -225,6 +258,25 @@ func (m *Manager) Close(ctx context.Context) error {
 	return nil
 }
 
+// audit records one write through the Config's Audit.
+func (m *Manager) audit(ctx context.Context, action, lane string, detail map[string]any) {
+	if m.cfg.Audit == nil {
+		return
+	}
+	if err := m.cfg.Audit(ctx, action, lane, detail); err != nil {
+		slog.Error("audit a lane write", "action", action, "lane", lane, "err", err)
+	}
+}
+
+// redactURL is u with any password in it masked, for the audit log ("" stays "").
+func redactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.User == nil {
+		return u
+	}
+	return p.Redacted()
+}
+
 // switchLane begins l's switch to model ("" for its row's) and runs it in the background.
 func (m *Manager) switchLane(l *Lane, model string) {
 	epoch, ctx, old, prev, done := l.begin(model)
@@ -248,18 +300,25 @@ func (m *Manager) lane(id string) *Lane {
 	return nil
 }
 
-// checkModel is model as a lane of kind k serves it (a local one by its catalog id, so the
-// router matches the name clients see), or the refusal: no model, or (local) one the catalog
-// does not have.
+// checkModel is model as a lane of kind k serves it (CheckModel over the manager's catalog).
 func (m *Manager) checkModel(k Kind, model string) (string, error) {
+	return CheckModel(m.cfg.Catalog, k, model)
+}
+
+// CheckModel is model as a lane of kind k serves it (a local one by its catalog id, so the
+// router matches the name clients see), or the refusal (ErrUnknownModel): no model, or (local)
+// one catalog does not have, or (command) one beginning with "-", which the command line would
+// take as an option. An openai or command lane's model is otherwise whatever its server
+// serves, which superfluid keeps no list of, so any name is taken. A nil catalog takes any.
+func CheckModel(catalog Catalog, k Kind, model string) (string, error) {
 	if strings.TrimSpace(model) == "" || strings.ContainsAny(model, "\x00\n\r") {
 		return "", fmt.Errorf("%w: a lane needs a model", ErrUnknownModel)
 	}
 	if k == Command && strings.HasPrefix(model, "-") { // a word of the command line: no option
 		return "", fmt.Errorf("%w %q: a command lane's model may not begin with \"-\"", ErrUnknownModel, model)
 	}
-	if k == Local && m.cfg.Catalog != nil {
-		cm, err := m.cfg.Catalog.Model(model)
+	if k == Local && catalog != nil {
+		cm, err := catalog.Model(model)
 		if err != nil {
 			return "", fmt.Errorf("%w %q: %v", ErrUnknownModel, model, err)
 		}

@@ -83,7 +83,7 @@ func (h *handlers) chatCompletions(c *gin.Context) error {
 	if err := decode(c.Request, &req); err != nil {
 		return err
 	}
-	creq, err := toCore(&req)
+	creq, err := toCore(&req, h.svc.ModelOptional())
 	if err != nil {
 		return err
 	}
@@ -205,9 +205,10 @@ func endStream(s *sse.Stream, err error) error {
 	return nil
 }
 
-// toCore validates the request and converts it to the core's form.
-func toCore(req *chatRequest) (*core.ChatRequest, error) {
-	if req.Model == nil || *req.Model == "" {
+// toCore validates the request and converts it to the core's form; modelOptional lets the model
+// field be empty (team mode: needsModel).
+func toCore(req *chatRequest, modelOptional bool) (*core.ChatRequest, error) {
+	if needsModel(&req.Model, modelOptional) {
 		return nil, invalid("model", "you must provide a model parameter; GET /v1/models lists the served models")
 	}
 	if len(req.Messages) == 0 {

@@ -95,7 +95,7 @@ func (h *handlers) completions(c *gin.Context) error {
 	if err := decode(c.Request, &req); err != nil {
 		return err
 	}
-	prompt, err := completionPrompt(&req)
+	prompt, err := completionPrompt(&req, h.svc.ModelOptional())
 	if err != nil {
 		return err
 	}
@@ -181,9 +181,10 @@ func withPrompt(gen llm.Request, prompt string) llm.Request {
 	return gen
 }
 
-// completionPrompt validates the request shape and returns the prompt string.
-func completionPrompt(req *completionRequest) (string, error) {
-	if req.Model == nil || *req.Model == "" {
+// completionPrompt validates the request shape and returns the prompt string; modelOptional
+// lets the model field be empty (team mode: needsModel).
+func completionPrompt(req *completionRequest, modelOptional bool) (string, error) {
+	if needsModel(&req.Model, modelOptional) {
 		return "", invalid("model", "you must provide a model parameter; GET /v1/models lists the served models")
 	}
 	p := bytes.TrimSpace(req.Prompt)

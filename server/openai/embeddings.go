@@ -67,7 +67,7 @@ func (h *handlers) embeddings(c *gin.Context) error {
 	if err := decode(c.Request, &req); err != nil {
 		return err
 	}
-	if req.Model == nil || *req.Model == "" {
+	if needsModel(&req.Model, h.svc.ModelOptional()) {
 		return invalid("model", "you must provide a model parameter")
 	}
 	inputs, err := embeddingInputs(req.Input)

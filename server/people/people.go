@@ -111,7 +111,13 @@ type Service struct {
 	// dummy is a hash Verify checks an unknown name's password against, so an unknown name
 	// costs what a wrong password does.
 	dummy string
+	// disabled hears of each person disabled (OnDisable); nil: nobody.
+	disabled func(ctx context.Context, p Person)
 }
+
+// OnDisable makes fn hear of every person disabled from now on, after the change is stored and
+// audited (team mode ends their bookings). Set it before the service is used.
+func (s *Service) OnDisable(fn func(ctx context.Context, p Person)) { s.disabled = fn }
 
 // New returns the Service over cfg.Store.
 func New(cfg Config) *Service {
@@ -270,7 +276,13 @@ func (s *Service) Update(ctx context.Context, by Actor, nameOrID string, ch Chan
 		}
 	}
 	p := personOf(rec)
-	return p, s.Record(ctx, by, updateAction(before, rec, ch), p.Name, detail)
+	if err := s.Record(ctx, by, updateAction(before, rec, ch), p.Name, detail); err != nil {
+		return p, err
+	}
+	if rec.State != before.State && rec.State == string(StateDisabled) && s.disabled != nil {
+		s.disabled(ctx, p)
+	}
+	return p, nil
 }
 
 // updateAction names a change for the audit log: user.disable, user.enable, user.role,

@@ -39,6 +39,10 @@ type LaneConfig struct {
 	Command string `json:"command,omitempty"`
 	// ServedModel is the name the engine serves the model by, when it is not the model's.
 	ServedModel string `json:"served_model,omitempty"`
+	// HeaderTimeout and IdleTimeout bound an openai or command engine's replies, in seconds:
+	// the wait for a reply to start and each wait after (forward.Config); 0 is the default.
+	HeaderTimeout int `json:"header_timeout,omitempty"`
+	IdleTimeout   int `json:"idle_timeout,omitempty"`
 }
 
 const laneColumns = `id, name, device, engine, model, config, upstream_key != '', created_at, updated_at`

@@ -35,14 +35,18 @@ type RequestRecord struct {
 	KeyID, KeyName string
 	// PersonID and PersonName are the person whose key it was (team mode); "" otherwise.
 	PersonID, PersonName string
-	CreatedAt            time.Time // stored in UTC, nanosecond precision; zero means now
+	// LaneName and Engine are the team-mode lane that served the request and its engine kind
+	// (local, openai, command); "" for a request no lane served. (Lane is the worker's
+	// sequence.)
+	LaneName, Engine string
+	CreatedAt        time.Time // stored in UTC, nanosecond precision; zero means now
 }
 
 // requestColumns is the column list every request query selects, in
 // scanRequest's order.
 const requestColumns = `id, model, endpoint, stream, status, error, finish_reason,
 	prompt_tokens, completion_tokens, cached_tokens, lane,
-	queue_us, prefill_us, decode_us, total_us, client_disconnected, warning, key_id, key_name, person_id, person_name, created_at`
+	queue_us, prefill_us, decode_us, total_us, client_disconnected, warning, key_id, key_name, person_id, person_name, lane_name, engine, created_at`
 
 // RecordRequest stores r now, through the records writer, and returns when
 // it is committed (Record queues it instead). Durations are truncated to
@@ -70,7 +74,7 @@ func (s *Store) RecordRequests(ctx context.Context, rs []RequestRecord) (err err
 		}
 	}()
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO requests (`+requestColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return fmt.Errorf("record requests: %w", err)
 	}
@@ -99,7 +103,7 @@ func insertRequest(ctx context.Context, stmt *sql.Stmt, r RequestRecord) error {
 	_, err := stmt.ExecContext(ctx, r.ID, r.Model, r.Endpoint, boolInt(r.Stream), r.Status, r.Error, r.FinishReason,
 		r.PromptTokens, r.CompletionTokens, r.CachedTokens, r.Lane,
 		r.Queue.Microseconds(), r.Prefill.Microseconds(), r.Decode.Microseconds(), r.Total.Microseconds(),
-		boolInt(r.ClientDisconnected), r.Warning, r.KeyID, r.KeyName, r.PersonID, r.PersonName, formatTime(created))
+		boolInt(r.ClientDisconnected), r.Warning, r.KeyID, r.KeyName, r.PersonID, r.PersonName, r.LaneName, r.Engine, formatTime(created))
 	if err != nil {
 		return fmt.Errorf("record request %s: %w", r.ID, err)
 	}
@@ -212,7 +216,7 @@ func scanRequest(row interface{ Scan(...any) error }) (RequestRecord, error) {
 	)
 	err := row.Scan(&r.ID, &r.Model, &r.Endpoint, &stream, &r.Status, &r.Error, &r.FinishReason,
 		&r.PromptTokens, &r.CompletionTokens, &r.CachedTokens, &r.Lane,
-		&queue, &prefill, &decode, &total, &disconnected, &r.Warning, &r.KeyID, &r.KeyName, &r.PersonID, &r.PersonName, &created)
+		&queue, &prefill, &decode, &total, &disconnected, &r.Warning, &r.KeyID, &r.KeyName, &r.PersonID, &r.PersonName, &r.LaneName, &r.Engine, &created)
 	if err != nil {
 		return RequestRecord{}, err
 	}

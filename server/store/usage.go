@@ -20,9 +20,11 @@ type UsageQuery struct {
 	Model string
 	// PersonID, when set, keeps only the records of the person with this id (team mode).
 	PersonID string
-	// ByKey, ByModel, ByDay and ByPerson say what the sums are grouped by; none gives one
-	// total.
-	ByKey, ByModel, ByDay, ByPerson bool
+	// Lane, when set, keeps only the records of the team-mode lane with this name.
+	Lane string
+	// ByKey, ByModel, ByDay, ByPerson and ByLane say what the sums are grouped by; none gives
+	// one total.
+	ByKey, ByModel, ByDay, ByPerson, ByLane bool
 }
 
 // UsageRow is one group's sums. The fields a query does not group by are "".
@@ -34,6 +36,9 @@ type UsageRow struct {
 	Model                string
 	// Day is the UTC date, YYYY-MM-DD.
 	Day string
+	// LaneName and Engine are the team-mode lane and its engine kind ("" for requests no lane
+	// served).
+	LaneName, Engine string
 	// Requests counts the records; Errors those with a status of 400 or more (client hang-ups,
 	// recorded as 499, included).
 	Requests, Errors                             int64
@@ -43,9 +48,9 @@ type UsageRow struct {
 }
 
 // Usage sums the request records q selects, grouped as it says, ordered by day, person, key
-// name, key id and model.
+// name, key id, model and lane.
 func (s *Store) Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
-	keyID, keyName, model, day, personID, personName := "''", "''", "''", "''", "''", "''"
+	keyID, keyName, model, day, personID, personName, lane, engine := "''", "''", "''", "''", "''", "''", "''", "''"
 	var group []string
 	if q.ByKey {
 		keyID, keyName = "key_id", "max(key_name)"
@@ -62,6 +67,10 @@ func (s *Store) Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 	if q.ByPerson {
 		personID, personName = "person_id", "max(person_name)"
 		group = append(group, "person_id")
+	}
+	if q.ByLane {
+		lane, engine = "lane_name", "max(engine)" // a lane keeps its engine kind
+		group = append(group, "lane_name")
 	}
 	var where []string
 	var args []any
@@ -87,7 +96,10 @@ func (s *Store) Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 	if q.PersonID != "" {
 		where, args = append(where, "person_id = ?"), append(args, q.PersonID)
 	}
-	query := `SELECT ` + strings.Join([]string{keyID, keyName, model, day, personID, personName}, ", ") + `,
+	if q.Lane != "" {
+		where, args = append(where, "lane_name = ?"), append(args, q.Lane)
+	}
+	query := `SELECT ` + strings.Join([]string{keyID, keyName, model, day, personID, personName, lane, engine}, ", ") + `,
 		count(*), coalesce(sum(status >= 400), 0), coalesce(sum(prompt_tokens), 0), coalesce(sum(cached_tokens), 0),
 		coalesce(sum(completion_tokens), 0), coalesce(sum(total_us), 0)
 		FROM requests`
@@ -99,7 +111,7 @@ func (s *Store) Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 	} else {
 		query += " HAVING count(*) > 0" // no records: no total row
 	}
-	query += " ORDER BY 4, 6, 5, 2, 1, 3"
+	query += " ORDER BY 4, 6, 5, 2, 1, 3, 7"
 	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("usage: %w", err)
@@ -109,7 +121,7 @@ func (s *Store) Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 	for rows.Next() {
 		var r UsageRow
 		var us int64
-		if err := rows.Scan(&r.KeyID, &r.KeyName, &r.Model, &r.Day, &r.PersonID, &r.PersonName, &r.Requests, &r.Errors,
+		if err := rows.Scan(&r.KeyID, &r.KeyName, &r.Model, &r.Day, &r.PersonID, &r.PersonName, &r.LaneName, &r.Engine, &r.Requests, &r.Errors,
 			&r.PromptTokens, &r.CachedTokens, &r.CompletionTokens, &us); err != nil {
 			return nil, fmt.Errorf("usage: %w", err)
 		}
