@@ -20,7 +20,9 @@ import (
 // TestForwardOtherRoutesStayUnderV1: a path with dot segments (or an empty one) is not
 // forwarded (a trailing slash is): it would reach the upstream outside its /v1 (an admin route of vLLM or SGLang,
 // /metrics) or, through a proxy that cleans paths, one of the routes the gateway serves and
-// accounts itself (/v1/./chat/completions), with the upstream's key.
+// accounts itself (/v1/./chat/completions), with the upstream's key. Nor is a path under this
+// server's own API (/v1/admin, keys, usage, files, batches, models, responses, metrics): a
+// typo'd admin call must not reach an upstream with the lane's key.
 func TestForwardOtherRoutesStayUnderV1(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
@@ -59,10 +61,13 @@ func TestForwardOtherRoutesStayUnderV1(t *testing.T) {
 	}
 	srv := httptest.NewServer(server.New(server.Config{Lanes: mgr, Devices: devices}, svc))
 	t.Cleanup(srv.Close)
-	for _, p := range []string{"/v1/../metrics", "/v1/score/../../sleep", "/v1/./chat/completions", "/v1/%2e%2e/flush_cache", "/v1//x"} {
+	for _, p := range []string{"/v1/../metrics", "/v1/score/../../sleep", "/v1/./chat/completions", "/v1/%2e%2e/flush_cache", "/v1//x",
+		// this server's own API: never an upstream's, whatever method or sub-path it lacks
+		"/v1/admin/lanes/up/restart", "/v1/admin/x", "/v1/keys/k1/rotate", "/v1/usage", "/v1/files/f1/x", "/v1/batches/b1/retry",
+		"/v1/models/qwen/x", "/v1/responses/r1/x", "/v1/metrics"} {
 		resp, body := servertest.Do(t, "POST", srv.URL+p, `{"model": "qwen"}`, "Content-Type", "application/json")
-		if resp.StatusCode != http.StatusNotFound {
-			t.Errorf("POST %s: %d %s, want 404", p, resp.StatusCode, body)
+		if resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("POST %s: %d %s, want 404 (or 405)", p, resp.StatusCode, body)
 		}
 	}
 	if resp, body := servertest.Do(t, "POST", srv.URL+"/v1/score/", `{"model": "qwen"}`, "Content-Type", "application/json"); resp.StatusCode != http.StatusOK {

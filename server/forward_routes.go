@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,7 +34,7 @@ func forwardOther(svc *core.Service, notFound gin.HandlerFunc) gin.HandlerFunc {
 		// is, it would leave the upstream's /v1 (or, cleaned by a proxy there, be a route this
 		// server accounts itself).
 		p := r.URL.Path
-		if r.Method != http.MethodPost || !strings.HasPrefix(p, "/v1/") || path.Clean(p) != strings.TrimSuffix(p, "/") {
+		if r.Method != http.MethodPost || !strings.HasPrefix(p, "/v1/") || path.Clean(p) != strings.TrimSuffix(p, "/") || ownAPI(p) {
 			notFound(c)
 			return
 		}
@@ -138,6 +139,17 @@ func recordForwarded(c *gin.Context, svc *core.Service, fields bodyFields, m *co
 		f.Usage, _ = tap.Usage()
 	}
 	svc.RecordForwarded(c.Request.Context(), f)
+}
+
+// ownAPIRoots are the /v1 paths of this server's own API: a POST under one that no handler
+// serves (a typo'd admin call, a sub-path that does not exist) is this server's 404, never
+// relayed to an upstream with the lane's key.
+var ownAPIRoots = []string{"admin", "keys", "usage", "files", "batches", "models", "responses", "metrics"}
+
+// ownAPI reports whether the cleaned /v1 path p is under one of ownAPIRoots.
+func ownAPI(p string) bool {
+	first, _, _ := strings.Cut(strings.TrimPrefix(p, "/v1/"), "/")
+	return slices.Contains(ownAPIRoots, first)
 }
 
 // laneAcquirer is a lane's gated engine: acquiring it counts a request on the lane.
