@@ -82,7 +82,7 @@ quotas (per UTC day and month) follows the table.`,
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "where the server keeps its data")
 	fs.StringVar(&from, "from", "", "first day included, YYYY-MM-DD (UTC)")
 	fs.StringVar(&to, "to", "", "last day included, YYYY-MM-DD (UTC)")
-	fs.StringVar(&by, "by", "key,model,day", `what to sum by: key, model, day and person (team mode), comma-separated, or "none" for one total`)
+	fs.StringVar(&by, "by", "key,model,day", `what to sum by: key, model, day, person and lane (team mode), comma-separated, or "none" for one total`)
 	fs.StringVar(&key, "key", "", "only this API key (its name or id)")
 	fs.StringVar(&model, "model", "", "only this model")
 	fs.BoolVar(&asJSON, "json", false, "print the JSON GET /v1/usage answers")
@@ -98,7 +98,7 @@ func printUsage(w io.Writer, groups []string, rows []core.UsageRow) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	has := map[string]bool{}
 	var head []string
-	for _, g := range []string{core.GroupDay, core.GroupPerson, core.GroupKey, core.GroupModel} {
+	for _, g := range []string{core.GroupDay, core.GroupPerson, core.GroupKey, core.GroupLane, core.GroupModel} {
 		for _, x := range groups {
 			if x == g {
 				has[g] = true
@@ -124,6 +124,13 @@ func printUsage(w io.Writer, groups []string, rows []core.UsageRow) {
 			name := r.KeyName
 			if r.KeyID == "" {
 				name = "(no key)"
+			}
+			cells = append(cells, name)
+		}
+		if has[core.GroupLane] {
+			name := r.LaneName + " (" + r.Engine + ")"
+			if r.LaneName == "" {
+				name = "(no lane)"
 			}
 			cells = append(cells, name)
 		}

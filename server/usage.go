@@ -68,6 +68,8 @@ type usageRow struct {
 	Date             *string `json:"date"`
 	PersonID         *string `json:"person_id,omitempty"` // only when grouped by person
 	PersonName       *string `json:"person_name,omitempty"`
+	Lane             *string `json:"lane,omitempty"` // only when grouped by lane ("" for requests outside lanes)
+	Engine           *string `json:"engine,omitempty"`
 	Requests         int64   `json:"requests"`
 	Errors           int64   `json:"errors"`
 	PromptTokens     int64   `json:"prompt_tokens"`
@@ -144,6 +146,9 @@ func TeamUsageList(q core.UsageQuery, start, end string, rows []core.UsageRow, u
 			if st, ok := uq.People[r.PersonID]; ok {
 				w.Quota = wireQuota(&st)
 			}
+		}
+		if grouped(core.GroupLane) {
+			w.Lane, w.Engine = &r.LaneName, &r.Engine
 		}
 		out.Data[i] = w
 	}
