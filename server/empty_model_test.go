@@ -4,11 +4,13 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"testing"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	anthropicoption "github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/ollama/ollama/api"
 	openai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
@@ -21,7 +23,8 @@ import (
 
 // TestEmptyModelRoutes: in team mode an empty model field picks the caller's booked lane, else a
 // free one (the spec's "The model field"), in every dialect: chat, completions and embeddings
-// through openai-go with model "", messages through the Anthropic SDK. Without lanes an empty
+// through openai-go with model "", messages through the Anthropic SDK, chat, generate and embed
+// through Ollama's client. Without lanes an empty
 // model is still the dialect's 400.
 func TestEmptyModelRoutes(t *testing.T) {
 	ctx := context.Background()
@@ -60,8 +63,23 @@ func TestEmptyModelRoutes(t *testing.T) {
 	if err != nil || msg.Model != "alpha" {
 		t.Fatalf("messages with model \"\": %+v %v", msg, err)
 	}
-	if n := len(echo.Chats()); n != 3 {
-		t.Errorf("the lane's engine got %d chats, want 3", n)
+	u, _ := url.Parse(srv.URL)
+	ol := api.NewClient(u, http.DefaultClient)
+	var olModel string
+	if err := ol.Chat(ctx, &api.ChatRequest{Model: "", Messages: []api.Message{{Role: "user", Content: "hi"}}},
+		func(r api.ChatResponse) error { olModel = r.Model; return nil }); err != nil || olModel != "alpha" {
+		t.Fatalf("Ollama chat with model \"\": model %q, %v", olModel, err)
+	}
+	if err := ol.Generate(ctx, &api.GenerateRequest{Model: "", Prompt: "once"},
+		func(r api.GenerateResponse) error { olModel = r.Model; return nil }); err != nil || olModel != "alpha" {
+		t.Fatalf("Ollama generate with model \"\": model %q, %v", olModel, err)
+	}
+	eu, _ := url.Parse(embedder.URL)
+	if res, err := api.NewClient(eu, http.DefaultClient).Embed(ctx, &api.EmbedRequest{Model: "", Input: "hello"}); err != nil || len(res.Embeddings) != 1 {
+		t.Fatalf("Ollama embed with model \"\": %+v %v", res, err)
+	}
+	if n := len(echo.Chats()); n != 5 { // Ollama generate is a one-turn chat
+		t.Errorf("the lane's engine got %d chats, want 5", n)
 	}
 
 	single := httptest.NewServer(server.New(server.Config{}, svc2(echo)))
@@ -71,6 +89,9 @@ func TestEmptyModelRoutes(t *testing.T) {
 		{"/v1/completions", `{"prompt": "x"}`},
 		{"/v1/embeddings", `{"model": "", "input": "x"}`},
 		{"/v1/messages", `{"max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]}`},
+		{"/api/chat", `{"model": "", "messages": [{"role": "user", "content": "hi"}]}`},
+		{"/api/generate", `{"prompt": "x"}`},
+		{"/api/embed", `{"model": "", "input": "x"}`},
 	} {
 		if resp, body := servertest.Do(t, "POST", single.URL+c.path, c.body, "Content-Type", "application/json"); resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("single-user %s without a model: %d %s, want 400", c.path, resp.StatusCode, body)

@@ -66,7 +66,7 @@ func (h *handlers) routesEmbed(r gin.IRouter) {
 
 // embedModel resolves a model that embeds; a generation model is Ollama's capability 400.
 func (h *handlers) embedModel(ctx context.Context, name string) (*core.Model, error) {
-	m, err := h.model(ctx, name)
+	m, err := h.servedModel(ctx, name)
 	if err != nil {
 		return nil, err
 	}

@@ -34,10 +34,11 @@ func (h *handlers) generate(c *gin.Context) error {
 	if err := decode(c.Request, &req); err != nil {
 		return err
 	}
-	m, err := h.model(c.Request.Context(), req.Model)
+	m, err := h.servedModel(c.Request.Context(), req.Model)
 	if err != nil {
 		return err
 	}
+	req.Model = cmp.Or(req.Model, m.ID) // the reply names the model the router picked
 	switch {
 	case req.Template != "":
 		return badRequest("custom templates are not supported; remove template (the model's own chat template is used)")
@@ -106,10 +107,11 @@ func (h *handlers) chat(c *gin.Context) error {
 	if err := decode(c.Request, &req); err != nil {
 		return err
 	}
-	m, err := h.model(c.Request.Context(), req.Model)
+	m, err := h.servedModel(c.Request.Context(), req.Model)
 	if err != nil {
 		return err
 	}
+	req.Model = cmp.Or(req.Model, m.ID) // the reply names the model the router picked
 	msgs, err := toMessages(req.Model, req.Messages)
 	if err != nil {
 		return err

@@ -25,6 +25,16 @@ import (
 // latest is the tag /api/tags gives every model; a name with it resolves like the bare id.
 const latest = ":latest"
 
+// servedModel resolves the model a generation or embedding names: as model does, except that
+// in team mode (core.Service.ModelOptional) an empty name is the router's pick, the caller's
+// booked lane else a free one (the SlotServe spec's "The model field").
+func (h *handlers) servedModel(ctx context.Context, name string) (*core.Model, error) {
+	if name == "" && h.svc.ModelOptional() {
+		return h.svc.ModelFor(ctx, "")
+	}
+	return h.model(ctx, name)
+}
+
 // model resolves a client's model name, the id or "id:latest", as the request's key sees the
 // catalog: a model the key may not use is answered as a missing one, with the same 404 in the
 // same words, before anything loads it.
