@@ -1,6 +1,7 @@
 package anthropic_test
 
 import (
+	"net/http"
 	"testing"
 
 	"github.com/superfluid/superfluid/server/servertest"
@@ -39,8 +40,28 @@ func FuzzMessages(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	fuzzBodies(f, h, "/v1/messages")
+}
+
+// FuzzCountTokens fuzzes POST /v1/messages/count_tokens bodies the same way.
+func FuzzCountTokens(f *testing.F) {
+	fx := setup(f, config{template: servertest.ToolTemplate})
+	for _, s := range []string{
+		`{"model":"fake","messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"fake","system":"Be brief.","messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],` +
+			`"tools":[{"name":"t","input_schema":{"type":"object"}}],"thinking":{"type":"enabled","budget_tokens":1024}}`,
+		`{"model":"fake","messages":[]}`, `{"messages":[{"role":"user","content":"x"}]}`, `{`,
+	} {
+		f.Add([]byte(s))
+	}
+	fuzzBodies(f, fx.srv.Config.Handler, "/v1/messages/count_tokens")
+}
+
+// fuzzBodies fuzzes the body of POST path: whatever the bytes, the reply is never a 5xx, a
+// 2xx parses, and a 4xx is Anthropic's error object with a request id.
+func fuzzBodies(f *testing.F, h http.Handler, path string) {
 	f.Fuzz(func(t *testing.T, b []byte) {
-		rec := servertest.Serve(h, "POST", "/v1/messages", b, "x-api-key", "x", "anthropic-version", "2023-06-01")
+		rec := servertest.Serve(h, "POST", path, b, "x-api-key", "x", "anthropic-version", "2023-06-01")
 		servertest.CheckReply(t, rec)
 		if rec.Code >= 400 {
 			parseError(t, rec.Body.Bytes())
