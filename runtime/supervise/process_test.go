@@ -271,12 +271,15 @@ func TestBackoffResetsAfterAHealthyRun(t *testing.T) {
 	sick := filepath.Join(t.TempDir(), "sick")
 	cfg := fastConfig(t, "serve")
 	cfg.Env = append(cfg.Env, "SUPERVISE_TEST_SICK="+sick)
-	cfg.MinBackoff = 500 * time.Millisecond // the doubled one is 1s: room for a loaded machine
+	cfg.MinBackoff = time.Second // the doubled one is 2s: room for a loaded machine's slow starts
 	cfg.MaxBackoff = 5 * time.Second
 	cfg.ResetAfter = 100 * time.Millisecond
+	// Only the sick file fails a run: on a loaded machine a check or two may time out, which
+	// would end a run that had been healthy for less than ResetAfter (a doubled backoff).
+	cfg.FailAfter, cfg.CheckTimeout = 5, 3*time.Second
 	cfg.OnChange = rec.add
 	p := startProcess(t, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for round := 0; round < 2; round++ {
 		if err := p.WaitHealthy(ctx); err != nil {

@@ -91,7 +91,9 @@ func TestBookingSwitchesLaneAtItsStart(t *testing.T) {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	if late := time.Since(start); late < 0 || late > 250*time.Millisecond {
+	// Never before the start; how soon after it is the timer's and the machine's (the reads
+	// below show no poll loop stands in for the timer).
+	if late := time.Since(start); late < 0 || late > 2*time.Second {
 		t.Fatalf("switched %v after the booking's start", late)
 	}
 	settle(t, l)
