@@ -163,7 +163,7 @@ func (a *App) build() error {
 	shared := teamPrefixes(cfg, st)
 	a.svc = core.NewCatalog(core.Config{MaxTokens: cfg.MaxTokens, Queue: cfg.Queue, CheckRuntime: a.checkRuntime, Observer: a.metrics,
 		QoS: qosConfig(cfg), IsolateCache: cfg.Team, SharedPrefixes: corePrefixes(shared)}, st, a.mgr, a.sources)
-	a.batches = batches.New(batches.Config{Owner: ownerLookup(a.keys),
+	a.batches = batches.New(batches.Config{Owner: ownerLookup(a.keys), AdmitLine: quotaLineAdmission(a.quota),
 		Files: batches.FilesConfig{Dir: filesDir(cfg.DataDir), MaxBytes: cfg.FilesMaxBytes, Expiry: cfg.FilesExpiry}}, a.svc, st)
 	a.metrics.WatchService(a.svc)
 	a.stopMetrics = a.metrics.Watch(a.svc)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/superfluid/superfluid/server"
+	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/people"
 	"github.com/superfluid/superfluid/server/quota"
@@ -224,4 +225,24 @@ func printQuotaLines(w io.Writer, lines []quotaLine) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", l.name, du, dl, mu, ml)
 	}
 	tw.Flush()
+}
+
+// quotaLineAdmission holds each batch line to its owner's token quotas as the HTTP limits hold
+// a request (batch lines never pass them); nil without quotas.
+func quotaLineAdmission(q *quota.Service) func(context.Context) (context.Context, func(), error) {
+	if q == nil {
+		return nil
+	}
+	return func(ctx context.Context) (context.Context, func(), error) {
+		id, ok := auth.FromContext(ctx)
+		if !ok || id == nil {
+			return ctx, func() {}, nil
+		}
+		meter := &core.TokenMeter{}
+		done, err := q.Admit(ctx, id, meter)
+		if err != nil {
+			return ctx, nil, err
+		}
+		return core.WithTokenMeter(ctx, meter), done, nil
+	}
 }

@@ -15,7 +15,7 @@ import (
 // quota (bad values refused, exit 2). Alice's stream, through openai-go, is admitted under
 // the quota and runs to its end though its tokens pass it; her next request is 429
 // quota_exceeded with Retry-After; bob is not affected; superfluid usage and GET /v1/usage say
-// nothing is left of hers.
+// nothing is left of hers; a batch of hers fails its line with quota_exceeded.
 func TestTeamQuotaE2E(t *testing.T) {
 	cfg := testConfig(t, testModel)
 	cfg.Team = true
@@ -71,6 +71,16 @@ func TestTeamQuotaE2E(t *testing.T) {
 	}
 	if _, err := keyClient(srv.URL, keys["bob"]).Chat.Completions.New(ctx, params); err != nil {
 		t.Errorf("bob: %v", err)
+	}
+	// A batch is no way around the quota: its lines never pass the HTTP limits, so each is
+	// admitted on its own, and alice's fails with quota_exceeded.
+	alice := keyClient(srv.URL, keys["alice"])
+	b := waitBatch(t, alice, createBatch(t, alice, batchInput(a.preload.ID, 1, 4)).ID, "alice's batch", batchEnded)
+	if b.RequestCounts.Failed != 1 || b.ErrorFileID == "" {
+		t.Fatalf("alice's batch past her quota: %+v, want its one line failed", b.RequestCounts)
+	}
+	if raw, _ := outputLines(t, alice, b.ErrorFileID); !strings.Contains(string(raw), "quota_exceeded") {
+		t.Errorf("alice's batch error file: %s, want quota_exceeded", raw)
 	}
 	a.quota.Settled()
 	status, v, body := do("alice", "GET", "/v1/usage", "")

@@ -2,6 +2,7 @@ package batches
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/store"
 )
@@ -58,11 +60,20 @@ func (s *Service) runLine(ctx context.Context, b store.Batch, idx int, raw []byt
 	out := batchOutput{ID: "batch_req_" + randomHex(12), CustomID: *in.CustomID}
 	var usage store.LineUsage
 	run := s.lineFunc(in.URL)
+	lineCtx, admitted, refused := s.admitLine(core.AsBatchLine(ctx, b.ID))
+	defer admitted()
+	var se *llm.StatusError
 	switch {
 	case run == nil:
 		out.Error = &batchLineError{Code: "unsupported_endpoint", Message: fmt.Sprintf("%s is not served", in.URL)}
+	case errors.As(refused, &se):
+		done()
+		out.Error = &batchLineError{Code: cmp.Or(se.Code, "rate_limit_exceeded"), Message: se.Message}
+	case refused != nil:
+		done()
+		out.Error = &batchLineError{Code: "server_error", Message: refused.Error()}
 	default:
-		resp, err := run(core.AsBatchLine(ctx, b.ID), in.Body)
+		resp, err := run(lineCtx, in.Body)
 		done()
 		if failed := err != nil || resp.Status/100 != 2; failed && (s.stopIfClosed() || ctx.Err() != nil) {
 			return // stopped by the shutdown (a reply that came whole is kept)
@@ -93,6 +104,18 @@ func (s *Service) runLine(ctx context.Context, b store.Batch, idx int, raw []byt
 		return
 	}
 	s.core.Observer().BatchLine(ok)
+}
+
+// admitLine is Config.AdmitLine's answer for a line, or the line's own context when unset.
+func (s *Service) admitLine(ctx context.Context) (context.Context, func(), error) {
+	if s.cfg.AdmitLine == nil {
+		return ctx, func() {}, nil
+	}
+	lineCtx, admitted, err := s.cfg.AdmitLine(ctx)
+	if err != nil {
+		return ctx, func() {}, err
+	}
+	return lineCtx, admitted, nil
 }
 
 // finishBatch writes b's output and error files and ends it with status.

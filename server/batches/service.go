@@ -26,6 +26,11 @@ type Config struct {
 	// batch whose key cannot be looked up (nil, or an error) fails instead of running
 	// (owners.go).
 	Owner func(ctx context.Context, id string) (*auth.Identity, error)
+	// AdmitLine, when set, admits each line before it runs, in its owner's context (team
+	// mode's token quotas: the HTTP limits never see a batch line). It returns the context the
+	// line runs with and what to call once the line's record is made; a refusal fails the line
+	// with the error's code (an llm.StatusError's, e.g. quota_exceeded) and message.
+	AdmitLine func(ctx context.Context) (context.Context, func(), error)
 }
 
 // Service is the files store and the batch runner over one core.
