@@ -30,7 +30,7 @@ func qosFlags(fs *pflag.FlagSet, cfg *Config) {
 	fs.IntVar(&cfg.QoSReserve, "qos-reserve", cfg.QoSReserve,
 		"lanes of each model that background work (x-superfluid-qos: background, batch lines) leaves free for interactive requests (0 = none)")
 	fs.IntVar(&cfg.PersonReserve, "person-reserve", cfg.PersonReserve,
-		"with --team: lanes of each model that one person's requests leave free, so another person's request starts at once instead of waiting for a whole reply (0 = none)")
+		"with --team: lanes of each model that one person's requests leave free while another person has asked for a lane within the last minute, so that person's request starts at once instead of waiting for a whole reply; a person alone gets every lane (0 = none)")
 }
 
 // rateLimitIP is the per-address limit in force: --rate-limit-ip, or its default for the host.

@@ -52,10 +52,11 @@ func TestQoSGateFairShare(t *testing.T) {
 	}
 }
 
-// TestQoSGateOwnerReserve: with an owner reserve of one (team mode), one person never holds
-// the last lane of a 4-lane model, so another person's request is granted at once instead of
-// waiting for a whole generation; the held-back request goes when a lane of its owner's comes
-// back. Without the reserve, and for requests without a key, the fourth lane is taken.
+// TestQoSGateOwnerReserve: with an owner reserve of one (team mode), while another person has
+// asked for a lane within the last minute, one person never holds the last lane of a 4-lane
+// model, so the other's request is granted at once instead of waiting for a whole generation;
+// the held-back request goes when a lane of its owner's comes back. A person alone, a gate
+// without the reserve, and requests without a key take the fourth lane.
 func TestQoSGateOwnerReserve(t *testing.T) {
 	as := func(id string) context.Context {
 		if id == "" {
@@ -75,15 +76,24 @@ func TestQoSGateOwnerReserve(t *testing.T) {
 		name         string
 		owner        string
 		ownerReserve int
+		bobSeen      bool // bob asked for a lane a moment before
 		heldBack     bool
 	}{
-		{"a person with the reserve", "alice", 1, true},
-		{"a person without it", "alice", 0, false},
-		{"no key", "", 1, false},
+		{"a person while another is about", "alice", 1, true, true},
+		{"a person alone", "alice", 1, false, false},
+		{"a person without the reserve", "alice", 0, true, false},
+		{"no key", "", 1, true, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newGateRun(t, 4, 0)
 			r.ownerReserve = tt.ownerReserve
+			if tt.bobSeen {
+				rel, _, err := r.g.acquire(as("bob"), qos.Interactive, 1, r.lanes, r.reserve, r.ownerReserve)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rel()
+			}
 			var held []func()
 			for range 3 {
 				rel, _, err := r.g.acquire(as(tt.owner), qos.Interactive, 1, r.lanes, r.reserve, r.ownerReserve)

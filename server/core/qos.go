@@ -32,9 +32,10 @@ import (
 //
 // Within a class, owners take turns (the person in team mode, else the key; see head), and
 // one owner's requests go in arrival order; without keys that is arrival order. With
-// OwnerReserve (team mode), no owner holds the last OwnerReserve lanes of a model, so another
-// person's request finds a lane free instead of waiting for a whole generation of someone
-// else's.
+// OwnerReserve (team mode), no owner holds the last OwnerReserve lanes of a model while
+// another has asked for a lane within the last minute, so that person's next request finds a
+// lane free instead of waiting for a whole generation of someone else's; an owner alone gets
+// every lane.
 
 // FairShare is how often background work gets a lane while higher classes wait: at least one
 // grant in FairShare.
@@ -51,9 +52,11 @@ type QoSConfig struct {
 	// requests find one free (default 1; negative for none). A model keeps at least one lane
 	// for background work.
 	Reserve int
-	// OwnerReserve is how many lanes of a model one owner (a person, else a key) never takes,
-	// whatever their class, so a second person finds them free (team mode: 1). 0 for none; a
-	// model keeps at least one lane for each owner. Requests without a key are never held back.
+	// OwnerReserve is how many lanes of a model one owner (a person, else a key) leaves free,
+	// whatever their class, while another owner has asked for a lane within the last minute,
+	// so that owner finds them free (team mode: 1). 0 for none; a model keeps at least one lane
+	// for each owner, and an owner alone gets every lane. Requests without a key are never held
+	// back.
 	OwnerReserve int
 }
 
@@ -128,10 +131,16 @@ type qosGate struct {
 	// served.
 	served map[string]uint64
 	seq    uint64
-	// held is the lanes each owner holds now, for ownerReserve.
+	// held is the lanes each owner holds now, for ownerReserve; seen is when each owner last
+	// asked for a lane, so the reserve holds only while someone else is about.
 	held         map[string]int
+	seen         map[string]time.Time
 	ownerReserve int
 }
+
+// ownerWindow is how recently another owner must have asked for a lane for the owner reserve
+// to hold one back: a person alone on the server gets every lane.
+const ownerWindow = time.Minute
 
 type qosWaiter struct {
 	units   int
@@ -155,6 +164,7 @@ func (g *qosGate) acquire(ctx context.Context, class qos.Class, units, lanes, re
 	start := time.Now()
 	g.mu.Lock()
 	g.lanes, g.ownerReserve = lanes, ownerReserve
+	g.see(w.owner, start)
 	g.waiting[class] = append(g.waiting[class], w)
 	g.dispatch(reserve)
 	w.queued = !w.granted
@@ -222,13 +232,39 @@ func (g *qosGate) giveBack(w *qosWaiter) {
 }
 
 // capped reports whether granting w would have its owner hold more than the lanes less the
-// owner reserve (at least one lane always). g.mu is held.
+// owner reserve (at least one lane always) while another owner asked for a lane within
+// ownerWindow. g.mu is held.
 func (g *qosGate) capped(w *qosWaiter) bool {
 	if g.ownerReserve <= 0 || w.owner == "" {
 		return false
 	}
 	limit := max(g.lanes-g.ownerReserve, 1)
-	return g.held[w.owner] > 0 && g.held[w.owner]+w.units > limit
+	if g.held[w.owner] == 0 || g.held[w.owner]+w.units <= limit {
+		return false
+	}
+	for o := range g.seen {
+		if o != w.owner {
+			return true // see keeps only owners seen within the window
+		}
+	}
+	return false
+}
+
+// see notes that owner asked for a lane at now, and forgets owners not seen within
+// ownerWindow. g.mu is held.
+func (g *qosGate) see(owner string, now time.Time) {
+	if g.ownerReserve <= 0 || owner == "" {
+		return
+	}
+	if g.seen == nil {
+		g.seen = map[string]time.Time{}
+	}
+	g.seen[owner] = now
+	for o, at := range g.seen {
+		if now.Sub(at) > ownerWindow {
+			delete(g.seen, o)
+		}
+	}
 }
 
 // next is the waiter to grant now, or nil. The head of the highest class waiting goes first
