@@ -3,7 +3,6 @@ package app
 import (
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestTeamBookingsE2E: serve --team with two people (each with a key of their own) over the
@@ -22,20 +21,7 @@ func TestTeamBookingsE2E(t *testing.T) {
 		e, _ := v["error"].(map[string]any)
 		return e["code"], e["message"]
 	}
-	if code, _, body := do("root", "POST", "/v1/admin/lanes", `{"name": "main", "device": "cpu", "engine": "local", "model": "`+model+`"}`); code != 201 {
-		t.Fatalf("add lane: %d %s", code, body)
-	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		_, v, body := do("root", "GET", "/v1/admin/lanes", "")
-		if data, _ := v["data"].([]any); len(data) == 1 && data[0].(map[string]any)["state"] == "serving" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the lane did not serve: %s", body)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	serveMainLane(t, do, model)
 	chat := func(who string) (int, map[string]any) {
 		code, v, _ := do(who, "POST", "/v1/chat/completions", `{"model": "`+model+`", "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]}`)
 		return code, v

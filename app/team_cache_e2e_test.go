@@ -2,7 +2,6 @@ package app
 
 import (
 	"testing"
-	"time"
 )
 
 // TestTeamCacheIsolation: in team mode two people sending the same prompt to one lane over the
@@ -15,18 +14,7 @@ func TestTeamCacheIsolation(t *testing.T) {
 	a, srv := startServer(t, cfg, false)
 	model := a.preload.ID
 	do := teamCaller(t, srv.URL, keys)
-	if code, _, body := do("root", "POST", "/v1/admin/lanes", `{"name": "main", "device": "cpu", "engine": "local", "model": "`+model+`"}`); code != 201 {
-		t.Fatalf("add lane: %d %s", code, body)
-	}
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		_, v, body := do("root", "GET", "/v1/admin/lanes", "")
-		if data, _ := v["data"].([]any); len(data) == 1 && data[0].(map[string]any)["state"] == "serving" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the lane did not serve: %s", body)
-		}
-	}
+	serveMainLane(t, do, model)
 	const prompt = "Once upon a time there was a little girl who lived in a village near the forest and loved to play"
 	cached := func(who string) float64 {
 		t.Helper()

@@ -25,33 +25,9 @@ func TestTeamTwoPeopleTwoLanes(t *testing.T) {
 	a, srv := startServer(t, cfg, false)
 	local := a.preload.ID
 	do := teamCaller(t, srv.URL, keys)
-	for _, lane := range []string{
-		`{"name": "here", "device": "cpu", "engine": "local", "model": "` + local + `"}`,
-		`{"name": "there", "device": "cpu", "engine": "openai", "model": "remote", "url": "` + upstream + `", "served_model": "` + modelID(testModel) + `"}`,
-	} {
-		if code, _, body := do("root", "POST", "/v1/admin/lanes", lane); code != 201 {
-			t.Fatalf("add lane %s: %d %s", lane, code, body)
-		}
-	}
-	waitLanes := func(want map[string]string) {
-		t.Helper()
-		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-			_, v, body := do("root", "GET", "/v1/admin/lanes", "")
-			data, _ := v["data"].([]any)
-			ok := len(data) == len(want)
-			for _, d := range data {
-				l := d.(map[string]any)
-				ok = ok && l["state"] == "serving" && l["model"] == want[l["name"].(string)]
-			}
-			if ok {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("lanes not serving %v: %s", want, body)
-			}
-		}
-	}
-	waitLanes(map[string]string{"here": local, "there": "remote"})
+	addLanes(t, do, map[string]string{"here": local, "there": "remote"},
+		`{"name": "here", "device": "cpu", "engine": "local", "model": "`+local+`"}`,
+		`{"name": "there", "device": "cpu", "engine": "openai", "model": "remote", "url": "`+upstream+`", "served_model": "`+modelID(testModel)+`"}`)
 
 	ctx := context.Background()
 	ask := func(who, model string, maxTokens int64) (*openai.ChatCompletion, error) {
@@ -117,7 +93,7 @@ func TestTeamTwoPeopleTwoLanes(t *testing.T) {
 	if err := <-finished; err != nil || len(acc.Choices) != 1 || acc.Choices[0].FinishReason == "" || acc.Usage.CompletionTokens == 0 {
 		t.Fatalf("alice's stream across the switch: %v, choices %+v usage %+v", err, acc.Choices, acc.Usage)
 	}
-	waitLanes(map[string]string{"here": local, "there": "remote-2"})
+	waitLanes(t, do, map[string]string{"here": local, "there": "remote-2"})
 	if res, err := ask("bob", "remote-2", 4); err != nil || res.Model != "remote-2" {
 		t.Fatalf("bob on the switched lane: %+v %v", res, err)
 	}

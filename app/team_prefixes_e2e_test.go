@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestTeamSharedPrefix: over the real worker in team mode, a system prompt an admin marked
@@ -19,18 +18,7 @@ func TestTeamSharedPrefix(t *testing.T) {
 	a, srv := startServer(t, cfg, false)
 	model := a.preload.ID
 	do := teamCaller(t, srv.URL, keys)
-	if code, _, body := do("root", "POST", "/v1/admin/lanes", `{"name": "main", "device": "cpu", "engine": "local", "model": "`+model+`"}`); code != 201 {
-		t.Fatalf("add lane: %d %s", code, body)
-	}
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		_, v, body := do("root", "GET", "/v1/admin/lanes", "")
-		if data, _ := v["data"].([]any); len(data) == 1 && data[0].(map[string]any)["state"] == "serving" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the lane did not serve: %s", body)
-		}
-	}
+	serveMainLane(t, do, model)
 	const system = "Once upon a time there was a little girl named Lily who lived in a small house near the big forest with her mom and her dog"
 	const question = "What did Lily find in the garden one sunny day"
 	quote := func(s string) string { b, _ := json.Marshal(s); return string(b) }

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/openai/openai-go/v3"
 )
@@ -34,18 +33,7 @@ func TestTeamQuotaE2E(t *testing.T) {
 	}
 	a, srv := startServer(t, cfg, false)
 	do := teamCaller(t, srv.URL, keys)
-	if code, _, body := do("root", "POST", "/v1/admin/lanes", `{"name": "main", "device": "cpu", "engine": "local", "model": "`+a.preload.ID+`"}`); code != 201 {
-		t.Fatalf("add lane: %d %s", code, body)
-	}
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		_, v, body := do("root", "GET", "/v1/admin/lanes", "")
-		if data, _ := v["data"].([]any); len(data) == 1 && data[0].(map[string]any)["state"] == "serving" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the lane did not serve: %s", body)
-		}
-	}
+	serveMainLane(t, do, a.preload.ID)
 	ctx := context.Background()
 	params := openai.ChatCompletionNewParams{Model: a.preload.ID, MaxTokens: openai.Int(16),
 		Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Tell me a story.")},
