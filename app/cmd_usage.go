@@ -98,7 +98,7 @@ func printUsage(w io.Writer, groups []string, rows []core.UsageRow) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	has := map[string]bool{}
 	var head []string
-	for _, g := range []string{core.GroupDay, core.GroupPerson, core.GroupKey, core.GroupModel} {
+	for _, g := range []string{core.GroupDay, core.GroupPerson, core.GroupKey, core.GroupLane, core.GroupModel} {
 		for _, x := range groups {
 			if x == g {
 				has[g] = true
@@ -124,6 +124,13 @@ func printUsage(w io.Writer, groups []string, rows []core.UsageRow) {
 			name := r.KeyName
 			if r.KeyID == "" {
 				name = "(no key)"
+			}
+			cells = append(cells, name)
+		}
+		if has[core.GroupLane] {
+			name := r.LaneName + " (" + r.Engine + ")"
+			if r.LaneName == "" {
+				name = "(no lane)"
 			}
 			cells = append(cells, name)
 		}
