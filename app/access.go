@@ -87,12 +87,15 @@ func corsOrigins(cfg Config) []string {
 // non-loopback host needs API keys. Without any key it refuses, unless --insecure-open.
 // --trusted-proxies always needs a key (--insecure-open or not): behind a reverse proxy every
 // client arrives from the proxy's address, and a proxy on this machine would make each of them
-// a loopback admin. Keys stay required there even if every key is revoked later.
+// a loopback admin. Keys stay required there even if every key is revoked later, and always in
+// team mode.
 func (a *App) expose(host string) error {
 	loopback := auth.LoopbackHost(host)
 	proxied := len(a.cfg.TrustedProxies) > 0
 	a.bind.Set(host)
-	a.keys.SetRequired(proxied || !loopback && !a.cfg.InsecureOpen)
+	// Team mode needs a key for every request wherever it listens (startTeam), also when the
+	// desktop starts its server after startTeam.
+	a.keys.SetRequired(a.people != nil || proxied || !loopback && !a.cfg.InsecureOpen)
 	if proxied && !a.keys.HasKeys() {
 		return &UsageError{"refusing --trusted-proxies without an API key: behind a reverse proxy every client arrives from the proxy's address, " +
 			"so without keys a proxy on this machine would make every client an admin. Pass --api-key KEY or --key-policy FILE, " +

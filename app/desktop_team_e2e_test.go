@@ -3,6 +3,9 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -68,5 +71,44 @@ func TestDesktopTeam(t *testing.T) {
 	want := "lane.remove via desktop,booking.cancel via desktop,booking.create via desktop,lane.create via desktop"
 	if strings.Join(got, ",") != want {
 		t.Fatalf("audit %q, want %q", got, want)
+	}
+}
+
+// TestDesktopTeamKeepsKeysRequired: the --team desktop's server needs a key for every request
+// as serve --team's does, also before any key exists (the first start): starting the server
+// from the window must not make a keyless loopback request this machine's admin again, which
+// could add a command lane (a process of the desktop's user) from any local account.
+func TestDesktopTeamKeepsKeysRequired(t *testing.T) {
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t, "")
+	cfg.Team = true
+	cfg.Host, cfg.Port = "127.0.0.1", free.Addr().(*net.TCPAddr).Port
+	free.Close()
+	a, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.startTeam(); err != nil {
+		t.Fatal(err)
+	}
+	c := newController(a)
+	defer c.Close()
+	if err := c.StartServer(); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/v1/admin/lanes", "/v1/models"} {
+		res, err := http.Get("http://" + c.Server().Address + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET %s without a key from the --team desktop's server: %d %s, want 401", path, res.StatusCode, body)
+		}
 	}
 }

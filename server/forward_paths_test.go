@@ -64,7 +64,9 @@ func TestForwardOtherRoutesStayUnderV1(t *testing.T) {
 	for _, p := range []string{"/v1/../metrics", "/v1/score/../../sleep", "/v1/./chat/completions", "/v1/%2e%2e/flush_cache", "/v1//x",
 		// this server's own API: never an upstream's, whatever method or sub-path it lacks
 		"/v1/admin/lanes/up/restart", "/v1/admin/x", "/v1/keys/k1/rotate", "/v1/usage", "/v1/files/f1/x", "/v1/batches/b1/retry",
-		"/v1/models/qwen/x", "/v1/responses/r1/x", "/v1/metrics"} {
+		"/v1/models/qwen/x", "/v1/responses/r1/x", "/v1/metrics",
+
+		"/v1/load_lora_adapter", "/v1/unload_lora_adapter/"} { // vLLM's: the server changed for everyone
 		resp, body := servertest.Do(t, "POST", srv.URL+p, `{"model": "qwen"}`, "Content-Type", "application/json")
 		if resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed {
 			t.Errorf("POST %s: %d %s, want 404 (or 405)", p, resp.StatusCode, body)

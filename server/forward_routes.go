@@ -34,7 +34,8 @@ func forwardOther(svc *core.Service, notFound gin.HandlerFunc) gin.HandlerFunc {
 		// is, it would leave the upstream's /v1 (or, cleaned by a proxy there, be a route this
 		// server accounts itself).
 		p := r.URL.Path
-		if r.Method != http.MethodPost || !strings.HasPrefix(p, "/v1/") || path.Clean(p) != strings.TrimSuffix(p, "/") || ownAPI(p) {
+		if r.Method != http.MethodPost || !strings.HasPrefix(p, "/v1/") || path.Clean(p) != strings.TrimSuffix(p, "/") ||
+			ownAPI(p) || upstreamAdminRoutes[strings.TrimSuffix(p, "/")] {
 			notFound(c)
 			return
 		}
@@ -65,6 +66,13 @@ func forwardOther(svc *core.Service, notFound gin.HandlerFunc) gin.HandlerFunc {
 		relay(c, svc, fields, m, upstream, start)
 	}
 }
+
+// upstreamAdminRoutes are /v1 routes of the servers lanes forward to that change the server
+// itself for everyone, not one request: vLLM's runtime LoRA loading (a path on its machine
+// loaded, or an adapter others use removed). Relayed with the lane's upstream key they would
+// make any member that server's admin, so they are no route here (the admin changes the
+// server on the server).
+var upstreamAdminRoutes = map[string]bool{"/v1/load_lora_adapter": true, "/v1/unload_lora_adapter": true}
 
 // forwardedRoutes are the /v1 routes a dialect serves for local models that, in team mode, a
 // lane forwarding to another server serves by relaying them there (its server has them).

@@ -65,26 +65,54 @@ func (t *usageTap) Usage() (llm.Usage, bool) {
 	return t.usage, t.found
 }
 
-// read takes the usage of one JSON object, when it has one.
+// tokenCounts is a reply's usage object in the shapes the servers a lane forwards to send:
+// chat and completions' prompt_tokens and completion_tokens, the Responses API's (and
+// Anthropic's) input_tokens and output_tokens, or only total_tokens (vLLM's rerank and score).
+type tokenCounts struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	InputTokens         int `json:"input_tokens"`
+	OutputTokens        int `json:"output_tokens"`
+	TotalTokens         int `json:"total_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	InputTokensDetails *struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"input_tokens_details"`
+}
+
+// read takes the usage of one JSON object, when it has one: its "usage", or its response's
+// (a Responses stream's response.completed event).
 func (t *usageTap) read(b []byte) {
 	if !bytes.Contains(b, []byte(`"usage"`)) {
 		return
 	}
 	var v struct {
-		Usage *struct {
-			PromptTokens        int `json:"prompt_tokens"`
-			CompletionTokens    int `json:"completion_tokens"`
-			PromptTokensDetails *struct {
-				CachedTokens int `json:"cached_tokens"`
-			} `json:"prompt_tokens_details"`
-		} `json:"usage"`
+		Usage    *tokenCounts `json:"usage"`
+		Response *struct {
+			Usage *tokenCounts `json:"usage"`
+		} `json:"response"`
 	}
-	if json.Unmarshal(b, &v) != nil || v.Usage == nil {
+	if json.Unmarshal(b, &v) != nil {
 		return
 	}
-	t.usage = llm.Usage{PromptTokens: v.Usage.PromptTokens, CompletionTokens: v.Usage.CompletionTokens}
-	if d := v.Usage.PromptTokensDetails; d != nil {
-		t.usage.CachedTokens = d.CachedTokens
+	u := v.Usage
+	if u == nil && v.Response != nil {
+		u = v.Response.Usage
+	}
+	if u == nil {
+		return
+	}
+	t.usage = llm.Usage{PromptTokens: u.PromptTokens + u.InputTokens, CompletionTokens: u.CompletionTokens + u.OutputTokens}
+	if t.usage.PromptTokens+t.usage.CompletionTokens == 0 {
+		t.usage.PromptTokens = u.TotalTokens // all of it input (rerank, score)
+	}
+	switch {
+	case u.PromptTokensDetails != nil:
+		t.usage.CachedTokens = u.PromptTokensDetails.CachedTokens
+	case u.InputTokensDetails != nil:
+		t.usage.CachedTokens = u.InputTokensDetails.CachedTokens
 	}
 	t.found = true
 }

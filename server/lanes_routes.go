@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -86,9 +87,18 @@ type laneObject struct {
 	UpdatedAt     int64       `json:"updated_at"`
 }
 
+// redactedURL is an upstream URL with its password masked (basic auth in front of the model
+// server is write-only, as the upstream key is: has_key); "" stays "".
+func redactedURL(u string) string {
+	if p, err := url.Parse(u); err == nil && p.User != nil {
+		return p.Redacted()
+	}
+	return u
+}
+
 func wireLane(s lanes.Status) laneObject {
 	return laneObject{Object: "lane", ID: s.ID, Name: s.Name, Device: s.Device, Engine: s.Engine, Model: s.Model,
-		URL: s.Config.URL, Command: s.Config.Command, ServedModel: s.Config.ServedModel, HasKey: s.HasKey,
+		URL: redactedURL(s.Config.URL), Command: s.Config.Command, ServedModel: s.Config.ServedModel, HasKey: s.HasKey,
 		HeaderTimeout: s.Config.HeaderTimeout, IdleTimeout: s.Config.IdleTimeout,
 		State: s.State, Inflight: s.Inflight, Error: s.Error, CreatedAt: s.CreatedAt.Unix(), UpdatedAt: s.UpdatedAt.Unix()}
 }

@@ -86,12 +86,19 @@ func TestLaneRoutes(t *testing.T) {
 	if code != 201 || v["has_key"] != true || strings.Contains(body, "sk-up-secret") {
 		t.Fatalf("openai lane: %d %s", code, body)
 	}
+	// A password in the URL (basic auth in front of the model server) is as write-only as the key.
+	code, _, body = do(adminKey, "POST", "/v1/admin/lanes", `{"name": "basic", "engine": "openai", "model": "qwen", "url": "http://me:hunter2@192.0.2.8:8000/v1"}`)
+	if code != 201 || strings.Contains(body, "hunter2") || !strings.Contains(body, "me:xxxxx@192.0.2.8") {
+		t.Fatalf("openai lane with a password in its URL: %d %s", code, body)
+	}
 	code, v, body = do(adminKey, "GET", "/v1/admin/lanes", "")
-	if data, _ := v["data"].([]any); code != 200 || len(data) != 2 || strings.Contains(body, "sk-up-secret") {
+	if data, _ := v["data"].([]any); code != 200 || len(data) != 3 || strings.Contains(body, "sk-up-secret") || strings.Contains(body, "hunter2") {
 		t.Fatalf("list: %d %s", code, body)
 	}
-	if err := mgr.Remove(ctx, "up"); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"up", "basic"} {
+		if err := mgr.Remove(ctx, name); err != nil {
+			t.Fatal(err)
+		}
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for mgr.Lanes()[0].Status().State != lanes.Serving {

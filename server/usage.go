@@ -19,7 +19,7 @@ import (
 // Query parameters, all optional:
 //
 //	start_date, end_date  first and last day included, YYYY-MM-DD in UTC (open when absent)
-//	group_by              key, model, day and person (team mode), comma-separated (default
+//	group_by              key, model, day, person and lane (team mode), comma-separated (default
 //	                      "key,model,day"; "none" sums everything in one row)
 //	key                   one key, by name or id (an admin's filter)
 //	model                 one model
@@ -34,7 +34,8 @@ import (
 //	           "completion_tokens": 800, "total_tokens": 4200, "duration_ms": 5400}]}
 //
 // key_id, key_name, model and date are null when not grouped by; person_id and person_name
-// are there only when grouped by person ("" for requests made without a person's key); key_id and key_name are ""
+// are there only when grouped by person ("" for requests made without a person's key), lane and
+// engine (the lane's engine kind) only when grouped by lane ("" for requests no lane served); key_id and key_name are ""
 // for requests made while no key was configured. Rows come by date, key name and model.
 // errors counts requests answered with a status of 400 or more (499: the client hung up).
 //
@@ -141,14 +142,14 @@ func TeamUsageList(q core.UsageQuery, start, end string, rows []core.UsageRow, u
 		if grouped(core.GroupDay) {
 			w.Date = &r.Day
 		}
+		if grouped(core.GroupLane) {
+			w.Lane, w.Engine = &r.LaneName, &r.Engine
+		}
 		if grouped(core.GroupPerson) {
 			w.PersonID, w.PersonName = &r.PersonID, &r.PersonName
 			if st, ok := uq.People[r.PersonID]; ok {
 				w.Quota = wireQuota(&st)
 			}
-		}
-		if grouped(core.GroupLane) {
-			w.Lane, w.Engine = &r.LaneName, &r.Engine
 		}
 		out.Data[i] = w
 	}

@@ -36,6 +36,7 @@ type Forwarded struct {
 // f.Model, as every routed request's) and charges its tokens to the key's meter.
 func (s *Service) RecordForwarded(ctx context.Context, f Forwarded) {
 	if m, _ := ctx.Value(meterKey{}).(*TokenMeter); m != nil {
+		m.cached.Add(int64(f.Usage.CachedTokens)) // as meterTokens: a quota's cached fraction
 		m.n.Add(int64(f.Usage.PromptTokens + f.Usage.CompletionTokens))
 	}
 	if s.store == nil {

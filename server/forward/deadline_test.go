@@ -18,7 +18,10 @@ import (
 // after; an upstream that never answers, or stalls mid-stream, ends in a bounded time as a 502
 // upstream_error, for the chat engine and for Proxy (other routes) alike.
 func TestForwardDeadlines(t *testing.T) {
-	const idle, header = 150 * time.Millisecond, 1500 * time.Millisecond
+	// No bound here is a race against the machine's load: where a bound must not cut (a slow
+	// start, a stall after the start that only the idle bound may end) the other is an hour,
+	// and a bound that failed to end a request would hang the test, not pass it.
+	const idle, header, noBound = 150 * time.Millisecond, 300 * time.Millisecond, time.Hour
 	slowStart := func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(3 * idle) // a prefill: longer than the idle bound, shorter than the header's
 		sseHeader(w)
@@ -32,39 +35,34 @@ func TestForwardDeadlines(t *testing.T) {
 		sse(w, `{"choices":[{"index":0,"delta":{"content":"a"}}]}`)
 		<-r.Context().Done()
 	}
-	engine := func(t *testing.T, h http.HandlerFunc) *Engine {
+	engine := func(t *testing.T, h http.HandlerFunc, header time.Duration) *Engine {
 		e, err := New(context.Background(), Config{URL: upstream(t, h).URL, Model: "served", IdleTimeout: idle, HeaderTimeout: header, Instance: "sf-self"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return e
 	}
-	want502 := func(t *testing.T, err error, took, bound time.Duration, message string) {
+	want502 := func(t *testing.T, err error, message string) {
 		t.Helper()
 		var se *llm.StatusError
 		if !errors.As(err, &se) || se.Status != http.StatusBadGateway || se.Code != "upstream_error" || !strings.Contains(se.Message, message) {
 			t.Fatalf("%v, want 502 upstream_error saying %q", err, message)
 		}
-		if took > bound {
-			t.Fatalf("ended after %s, want within %s", took, bound)
-		}
 	}
 
 	t.Run("slow start is not cut", func(t *testing.T) {
-		evs, err := collect(t, engine(t, slowStart), context.Background(), &core.ChatRequest{})
+		evs, err := collect(t, engine(t, slowStart, noBound), context.Background(), &core.ChatRequest{})
 		if err != nil || len(evs) == 0 {
 			t.Fatalf("%d events, %v", len(evs), err)
 		}
 	})
 	t.Run("never answers", func(t *testing.T) {
-		start := time.Now()
-		_, err := collect(t, engine(t, never), context.Background(), &core.ChatRequest{})
-		want502(t, err, time.Since(start), header+5*time.Second, "did not start its reply within")
+		_, err := collect(t, engine(t, never, header), context.Background(), &core.ChatRequest{})
+		want502(t, err, "did not start its reply within")
 	})
 	t.Run("stalls mid-stream", func(t *testing.T) {
-		start := time.Now()
-		evs, err := collect(t, engine(t, stallMid), context.Background(), &core.ChatRequest{})
-		want502(t, err, time.Since(start), header+5*time.Second, "sent nothing for")
+		evs, err := collect(t, engine(t, stallMid, noBound), context.Background(), &core.ChatRequest{})
+		want502(t, err, "sent nothing for")
 		if len(evs) != 1 {
 			t.Errorf("%d events before the stall, want 1", len(evs))
 		}
@@ -76,22 +74,21 @@ func TestForwardDeadlines(t *testing.T) {
 		return w, Proxy(w, r, e)
 	}
 	t.Run("proxy: slow start is not cut", func(t *testing.T) {
-		w, err := proxy(engine(t, slowStart))
+		w, err := proxy(engine(t, slowStart, noBound))
 		if err != nil || !strings.Contains(w.Body.String(), "[DONE]") {
 			t.Fatalf("%v %q", err, w.Body.String())
 		}
 	})
 	t.Run("proxy: never answers", func(t *testing.T) {
-		start := time.Now()
-		_, err := proxy(engine(t, never))
-		want502(t, err, time.Since(start), header+5*time.Second, "did not start its reply within")
+		_, err := proxy(engine(t, never, header))
+		want502(t, err, "did not start its reply within")
 	})
 	t.Run("proxy: stalls mid-stream", func(t *testing.T) {
-		start := time.Now()
-		w, err := proxy(engine(t, stallMid))
-		// The reply had begun, so the relay is cut short (nothing more can be said) in bounded time.
-		if err != nil || time.Since(start) > header+5*time.Second || !strings.Contains(w.Body.String(), `"content":"a"`) {
-			t.Fatalf("%v after %s: %q", err, time.Since(start), w.Body.String())
+		w, err := proxy(engine(t, stallMid, noBound))
+		// The reply had begun, so the relay is cut short (nothing more can be said), by the
+		// idle bound alone.
+		if err != nil || !strings.Contains(w.Body.String(), `"content":"a"`) {
+			t.Fatalf("%v: %q", err, w.Body.String())
 		}
 	})
 	t.Run("defaults", func(t *testing.T) {

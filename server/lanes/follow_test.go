@@ -143,22 +143,15 @@ func TestBookingSwitchSkipsServedModelAndWholeDevice(t *testing.T) {
 		t.Fatalf("the lane was switched for a model it serves: %+v", l.Status())
 	}
 	c.change(lanes.Reservation{Lane: "main", PersonID: "key-carol", Model: "gamma", Start: now.Add(-time.Second), End: now.Add(time.Hour)})
-	deadline := time.After(2 * time.Second)
+	// No deadline of its own (house rule: none; machines are noisy): a switch or an audit that
+	// never comes ends in go test's timeout.
 	for l.Status().Model != "gamma" {
-		select {
-		case <-deadline:
-			t.Fatalf("an approved running booking did not switch the lane: %+v", l.Status())
-		case <-time.After(5 * time.Millisecond):
-		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	// The switch is audited once Switch returns, a moment after the lane names its model.
 	audited := func() int { mu.Lock(); defer mu.Unlock(); return n }
-	for wait := time.After(2 * time.Second); audited() == 0; {
-		select {
-		case <-wait:
-			t.Fatal("the switch was never audited")
-		case <-time.After(5 * time.Millisecond):
-		}
+	for audited() == 0 {
+		time.Sleep(5 * time.Millisecond)
 	}
 	time.Sleep(50 * time.Millisecond) // room for a second audit, which must not come
 	if got := audited(); got != 1 {
