@@ -265,7 +265,9 @@ func TestTrickledBodiesAreDropped(t *testing.T) {
 	conns.waitClosed(t, c, "a trickled body")
 
 	// A body that arrives steadily above the rate is taken, though it takes several read
-	// timeouts: 48 KB at about 40 KB/s.
+	// timeouts: 48 KB at about 10 KB/s against a 1 s timeout (pauses of a tenth of it, so a
+	// loaded machine's late wake-ups do not stall it).
+	srv, _ = stallServer(t, Config{ReadTimeout: time.Second})
 	long := `{"model":"fake","max_tokens":1,"messages":[{"role":"user","content":"` + strings.Repeat("hi ", 16000) + `"}]}`
 	pr, pw := io.Pipe()
 	go func() {
@@ -275,7 +277,7 @@ func TestTrickledBodiesAreDropped(t *testing.T) {
 				return
 			}
 			rest = rest[n:]
-			time.Sleep(25 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond)
 		}
 		pw.Close()
 	}()
