@@ -19,7 +19,7 @@ func CheckName(name string) error {
 		return fmt.Errorf("%w: the model name is empty", llm.ErrInvalidInput)
 	case len(name) > MaxNameLength:
 		return fmt.Errorf("%w: the model name is %d bytes long; names are at most %d", llm.ErrInvalidInput, len(name), MaxNameLength)
-	case strings.HasPrefix(name, "/") || strings.HasPrefix(name, `\`) || (len(name) > 1 && name[1] == ':' && strings.ContainsAny(name[2:3], `/\`)):
+	case strings.HasPrefix(name, "/") || strings.HasPrefix(name, `\`) || (len(name) > 2 && name[1] == ':' && strings.ContainsAny(name[2:3], `/\`)):
 		return fmt.Errorf("%w: the model name %q is a path; name a model from GET /v1/models (superfluid add PATH registers a file)", llm.ErrInvalidInput, name)
 	}
 	for _, r := range name {
