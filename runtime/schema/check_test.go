@@ -312,26 +312,6 @@ func TestErrorMessages(t *testing.T) {
 	}
 }
 
-// FuzzCheck: Check never panics, and every refusal is an *Error naming a path.
-func FuzzCheck(f *testing.F) {
-	for _, s := range []string{
-		`{"type":"object","properties":{"child":{"$ref":"#"}}}`,
-		`{"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/b"}]},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`,
-		`{"type":"string","pattern":"^(a|b*)+[x\\]]{2,3}$"}`,
-		`{"type":"array","items":[{},{"$ref":"#/items/0"}],"minItems":1,"maxItems":2}`,
-		`[[{"a":1}]]`,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		err := Check(raw)
-		var e *Error
-		if err != nil && (!errors.As(err, &e) || !strings.HasPrefix(e.Path, "#")) {
-			t.Fatalf("Check(%q) = %v, want an *Error with a path", raw, err)
-		}
-	})
-}
-
 func BenchmarkCheck(b *testing.B) {
 	for _, bb := range []struct {
 		name   string

@@ -26,6 +26,8 @@ type laneRunner struct {
 	*enginetest.Engine
 	lanes int
 	hold  chan struct{}
+	// started, when set, is told of each generation as it reaches the worker.
+	started func(req *llm.Request)
 
 	loaded                          atomic.Bool
 	starts, active, peak, strangers atomic.Int32
@@ -59,6 +61,9 @@ func (r *laneRunner) Generate(ctx context.Context, req *llm.Request, emit func(l
 	}
 	n := r.active.Add(1)
 	defer r.active.Add(-1)
+	if r.started != nil {
+		r.started(req)
+	}
 	for p := r.peak.Load(); n > p && !r.peak.CompareAndSwap(p, n); p = r.peak.Load() {
 	}
 	select {

@@ -144,25 +144,42 @@ func (h *handlers) props(c *gin.Context) error {
 }
 
 // defaultParams are the sampling settings and cap a request that names nothing runs with on m:
-// the model's own settings where it has them, else the server's defaults. When the model's
-// settings cannot be read, what they would decide is left out rather than guessed.
+// the model's own settings where it has them, else the server's defaults. What the server does
+// not decide is left out rather than guessed: what the model's settings would decide when they
+// cannot be read, and on a model another server runs (core.Defaults.Engine) every setting
+// neither the model's settings nor the server's flags set.
 func (h *handlers) defaultParams(c *gin.Context, m *core.Model) gin.H {
-	params := gin.H{
-		"repeat_last_n": llm.RepeatLastN, "presence_penalty": 0.0, "frequency_penalty": 0.0,
-		"seed": -1, "ignore_eos": false, "stop": []string{},
-	}
 	d, err := h.svc.DefaultsFor(c.Request.Context(), m)
+	params := gin.H{}
+	if err != nil || !d.Engine {
+		params = gin.H{
+			"repeat_last_n": llm.RepeatLastN, "presence_penalty": 0.0, "frequency_penalty": 0.0,
+			"seed": -1, "ignore_eos": false, "stop": []string{},
+		}
+	}
 	if err != nil {
 		return params
 	}
 	sm := d.Sampling
-	params["temperature"], params["top_p"], params["top_k"] = *sm.Temperature, *sm.TopP, *sm.TopK
-	params["min_p"], params["repeat_penalty"] = *sm.MinP, *sm.RepeatPenalty
-	maxTokens := d.MaxTokens
-	if maxTokens == 0 {
-		maxTokens = -1 // llama.cpp's "until the context is full"
+	for name, v := range map[string]any{"temperature": sm.Temperature, "top_p": sm.TopP, "top_k": sm.TopK,
+		"min_p": sm.MinP, "repeat_penalty": sm.RepeatPenalty} {
+		switch v := v.(type) {
+		case *float64:
+			if v != nil {
+				params[name] = *v
+			}
+		case *int:
+			if v != nil {
+				params[name] = *v
+			}
+		}
 	}
-	params["n_predict"], params["max_tokens"] = maxTokens, maxTokens
+	switch {
+	case d.MaxTokens > 0:
+		params["n_predict"], params["max_tokens"] = d.MaxTokens, d.MaxTokens
+	case !d.Engine:
+		params["n_predict"], params["max_tokens"] = -1, -1 // llama.cpp's "until the context is full"
+	}
 	if d.SystemPrompt != "" {
 		params["system_prompt"] = d.SystemPrompt
 	}
