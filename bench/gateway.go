@@ -123,6 +123,13 @@ func measureGateway(model string, o Options) (*GatewayReport, error) {
 	gwPID := gw.cmd.Process.Pid
 	var cpu [2]gatewayRuns
 	for _, n := range counts {
+		// An unmeasured run of n streams through each path first: the upstream's first batch
+		// of a new width (its buffers grow) and the connections of n clients are not measured.
+		for i, api := range paths {
+			if _, err := streamThrough(api, n, min(8, o.DecodeTokens), "warm "+names[i], gwPID); err != nil {
+				return nil, fmt.Errorf("%s, warming %d streams: %w", names[i], n, err)
+			}
+		}
 		var runs [2]gatewayRuns
 		for run := range o.Repeat {
 			// The paths take turns, the first changing run by run, so drift on a noisy
