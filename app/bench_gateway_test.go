@@ -11,8 +11,8 @@ import (
 )
 
 // TestBenchGatewayJSON: --json prints the gateway suite's report as JSON; tokens flowed through
-// both paths at every stream count, and a count above the lanes is run at the lanes. Timings
-// are never asserted.
+// both paths at every stream count, and a count above --lanes still runs that many streams
+// (the upstream gets a lane for each). Timings are never asserted.
 func TestBenchGatewayJSON(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a server process and workers")
@@ -28,12 +28,18 @@ func TestBenchGatewayJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte("{"+body), &r); err != nil {
 		t.Fatalf("%v:\n%s", err, out.String())
 	}
-	if r.Lanes != 2 || r.Model == "" || !strings.Contains(r.Upstream, "superfluid serve") || len(r.Rows) != 2 {
+	if r.Lanes != 3 || r.Model == "" || !strings.Contains(r.Upstream, "superfluid serve") ||
+		!strings.Contains(r.Gateway, "superfluid serve --team") || len(r.Rows) != 2 {
 		t.Fatalf("report %+v", r)
 	}
 	for i, row := range r.Rows {
-		if want := min(opts.Streams[i], 2); row.Asked != opts.Streams[i] || row.Streams != want {
-			t.Errorf("row %d: asked %d, ran %d streams, want %d and %d", i, row.Asked, row.Streams, opts.Streams[i], want)
+		if want := opts.Streams[i]; row.Asked != want || row.Streams != want {
+			t.Errorf("row %d: asked %d, sent %d streams, want %d", i, row.Asked, row.Streams, want)
+		}
+		for _, p := range []bench.GatewayPath{row.Direct, row.Gateway} {
+			if p.AtOnce < 1 || p.AtOnce > row.Streams {
+				t.Errorf("row %d: %d at once of %d streams", i, p.AtOnce, row.Streams)
+			}
 		}
 		// Every stream of every run yields DecodeTokens tokens (ignore_eos) on both paths.
 		if want := row.Streams * opts.DecodeTokens; row.Direct.Tokens != want || row.Gateway.Tokens != want {
@@ -43,7 +49,7 @@ func TestBenchGatewayJSON(t *testing.T) {
 			t.Errorf("row %d: %+v", i, row)
 		}
 	}
-	if r.CPU.DirectTokens != 24 || r.CPU.GatewayTokens != 24 {
+	if r.CPU.DirectTokens != 32 || r.CPU.GatewayTokens != 32 {
 		t.Errorf("cpu %+v", r.CPU)
 	}
 	t.Log(out.String())

@@ -52,7 +52,7 @@ func newBenchCommand() *cobra.Command {
 	fs.IntVar(&opts.Repeat, "repeat", opts.Repeat, "runs of each measurement (median and min reported)")
 	fs.IntVar(&opts.DecodeTokens, "decode-tokens", opts.DecodeTokens, "tokens generated per decode run")
 	fs.IntVar(&opts.PrefillTokens, "prefill-tokens", opts.PrefillTokens, "prompt tokens per prefill run")
-	fs.IntVar(&opts.Lanes, "lanes", opts.Lanes, "lanes of the server in the replay, streams and shared suites (--parallel sets the load suite's)")
+	fs.IntVar(&opts.Lanes, "lanes", opts.Lanes, "lanes of the server in the replay, streams and shared suites (--parallel sets the load suite's; the gateway suite's upstream gets one per stream of its largest row at least)")
 	fs.IntVar(&opts.AgentTokens, "agent-tokens", 20000, "the agents suite's prompt size in tokens (Claude Code's system prompt and the tools that fit)")
 	fs.DurationVar(&opts.Duration, "duration", opts.Duration, "how long the soak's traffic runs")
 	fs.Float64Var(&opts.Rate, "rate", opts.Rate, "the soak's requests per second, all kinds together")

@@ -40,16 +40,18 @@ func TestBenchSuites(t *testing.T) {
 			[]string{"== agents:", "Claude Code 2.1.332's first request", "engine prefill", "cold TTFT (API)", "warm TTFT (API)", "turn 2 TTFT (API)", "warm/cold (medians)", "of them cached"}},
 		{"qos", func(o *bench.Options) { o.Repeat, o.DecodeTokens = 1, 16 },
 			[]string{"== qos:", "idle server", "while 8 background streams run", "busy/idle (medians)", "no keys, no limits", "key checks and rate limits", "with/without (medians)"}},
-		// The upstream is a `superfluid serve` process of this binary's command line.
+		// The upstream is a `superfluid serve` process of this binary's command line, the
+		// gateway a `superfluid serve --team` one.
 		{"gateway", func(o *bench.Options) {
 			o.Repeat, o.Streams, o.Command, o.Env = 1, []int{1, 2}, []string{os.Args[0]}, []string{cliEnv + "=1"}
-		}, []string{"== gateway:", "upstream: `superfluid serve` process", "2 lanes", "TTFT p50", "CPU ms/1k",
+		}, []string{"== gateway:", "upstream: `superfluid serve` process", "2 lanes", "gateway: `superfluid serve --team` process",
+			"sk-ss- key", "openai lane", "TTFT p50", "at once", "CPU ms/1k",
 			"       1   direct ", "       1  gateway ", "       2  gateway ", "  gw/dir ", "gateway's own"}},
 		// A `superfluid serve --team` process of this binary's command line, people made by its CLI.
 		{"fairshare", func(o *bench.Options) {
 			o.Repeat, o.DecodeTokens, o.Command, o.Env = 1, 16, []string{os.Args[0]}, []string{cliEnv + "=1"}
 		}, []string{"== fairshare:", "`superfluid serve --team` process", "4 lanes; A holds 32 streams of 16 tokens", "idle server",
-			"while A holds 32 streams (fair share)", "B as A's second key (no fair share)", "p90/idle", "target: B's TTFT within 1.5x"}},
+			"while A holds 3 streams (engine floor: no wait)", "while A holds 32 streams (fair share)", "p50/floor", "B as A's second key (no fair share)", "p90/idle", "target: B's TTFT within 1.5x"}},
 		// The soak's 30-second version: a server process of this binary's command line.
 		{"soak", func(o *bench.Options) {
 			o.Duration, o.Command, o.Env = 30*time.Second, []string{os.Args[0]}, []string{cliEnv + "=1"}

@@ -46,6 +46,8 @@ func (s sample) ttft() time.Duration { return s.first.Sub(s.start) }
 // apiClient talks to a running server over HTTP, as a client would.
 type apiClient struct {
 	url, model string
+	// headers go with every stream (a team key's Authorization), before the call's own.
+	headers map[string]string
 }
 
 func (b *apiClient) sample(prompt string, tokens int) (sample, error) {
@@ -109,8 +111,10 @@ func (b *apiClient) streamContext(ctx context.Context, body map[string]any, head
 		return s, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	for k, v := range headers {
-		req.Header.Set(k, v)
+	for _, hs := range []map[string]string{b.headers, headers} {
+		for k, v := range hs {
+			req.Header.Set(k, v)
+		}
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -103,8 +103,8 @@ var Suites = []Suite{
 	{"batch", "a 64-line batch's throughput vs the same requests sent at once, and interactive TTFT while it runs vs idle", benchBatch, false},
 	{"agents", "time to first token of a 20k-token Claude Code request (system prompt + tools), cold and with its prefix cached, vs the engine's prefill of it", benchAgents, false},
 	{"qos", "interactive TTFT while 8 background streams run vs idle, and requests/s with key checks and rate limits vs without", benchQoS, false},
-	{"gateway", "streaming tokens/s and TTFT through a gateway (router + core forwarding to a superfluid process) vs that process directly, at 1 and 32 streams, and the gateway's CPU per 1,000 tokens", benchGateway, false},
-	{"fairshare", "team mode: one person's single streams' TTFT while another holds 32 streams on a 4-lane model, vs idle, with fair share and without", benchFairShare, false},
+	{"gateway", "streaming tokens/s and TTFT through a `serve --team` gateway (a person's key, an openai lane forwarding to a superfluid process) vs that process directly, at 1 and 32 streams at once, and the gateway's CPU per 1,000 tokens", benchGateway, false},
+	{"fairshare", "team mode: one person's single streams' TTFT while another holds 32 streams on a 4-lane model, vs idle, with fair share and without, beside the engine floor (3 streams, no wait)", benchFairShare, false},
 	{"soak", "mixed traffic in every dialect with hang-ups, worker kills and reloads for --duration (1h): memory, fd and goroutine curves, nothing lost, nothing malformed; not in all", benchSoak, true},
 }
 

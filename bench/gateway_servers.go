@@ -2,24 +2,18 @@ package bench
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/superfluid/superfluid/server"
-	"github.com/superfluid/superfluid/server/core"
-	"github.com/superfluid/superfluid/server/forward"
 )
 
-// upstream is the gateway suite's `superfluid serve` process.
+// upstream is a `superfluid serve` process of the bench: the gateway suite's upstream and its
+// gateway, the fairshare suite's team server.
 type upstream struct {
 	cmd        *exec.Cmd
 	url, model string
@@ -27,8 +21,9 @@ type upstream struct {
 	done       chan struct{}
 }
 
-// servingLine is the line serve prints once it listens: the model id and the base URL.
-var servingLine = regexp.MustCompile(`loading (\S+) on (http://\S+) `)
+// servingLine is the line serve prints once it listens: the model id it loads (none when it
+// was given none) and the base URL.
+var servingLine = regexp.MustCompile(`serving [^,]*(?:, loading (\S+))? on (http://\S+) `)
 
 // startUpstream starts `superfluid serve MODEL` with lanes lanes on a fresh data folder, from
 // o.Command, and waits until it says where it listens.
@@ -40,9 +35,9 @@ func startUpstream(o Options, model string, lanes int) (*upstream, error) {
 	return startServe(o, model, lanes, dir)
 }
 
-// startServe starts `superfluid serve MODEL` with lanes lanes and the extra flags on the data
-// folder dir (removed when it stops, or fails to start), from o.Command, and waits until it
-// says where it listens.
+// startServe starts `superfluid serve [MODEL]` (no model when model is "") with lanes lanes and
+// the extra flags on the data folder dir (removed when it stops, or fails to start), from
+// o.Command, and waits until it says where it listens.
 func startServe(o Options, model string, lanes int, dir string, extra ...string) (*upstream, error) {
 	args := append([]string{"serve", "--data-dir", dir, "--port", "0", "--parallel", strconv.Itoa(lanes)}, extra...)
 	if o.ContextLength > 0 {
@@ -51,7 +46,10 @@ func startServe(o Options, model string, lanes int, dir string, extra ...string)
 	if o.Threads > 0 {
 		args = append(args, "--threads", strconv.Itoa(o.Threads))
 	}
-	cmd := exec.Command(o.Command[0], append(append(append([]string(nil), o.Command[1:]...), args...), model)...)
+	if model != "" {
+		args = append(args, model)
+	}
+	cmd := exec.Command(o.Command[0], append(append([]string(nil), o.Command[1:]...), args...)...)
 	cmd.Env = append(os.Environ(), o.Env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -103,33 +101,55 @@ func (u *upstream) stop() {
 	os.RemoveAll(u.dir)
 }
 
-// gateway is the router and core of this process serving the model "gateway", forwarded to
-// the upstream.
-type gateway struct {
-	url  string
-	stop func()
+// gatewayModel is the model name the gateway's lane serves (the upstream's, forwarded).
+const gatewayModel = "gateway"
+
+// startGateway starts the gateway: a `superfluid serve --team` process (no model of its own)
+// on a fresh data folder, with the admin root and the person bench made through the CLI, and
+// one openai lane serving gatewayModel forwarded to upstreamURL under the name served. It
+// returns the process and bench's key, with which every measured request is sent: what is
+// measured is team mode's key checks, routing by the model field, limits, usage records and
+// forwarding.
+func startGateway(o Options, upstreamURL, served string) (*upstream, string, error) {
+	dir, err := os.MkdirTemp(o.TempDir, "superfluid-gateway-")
+	if err != nil {
+		return nil, "", err
+	}
+	keys, err := teamKeys(o, dir, []string{"root", "bench"}, [][2]string{{"root", "root"}, {"bench", "bench"}})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, "", err
+	}
+	gw, err := startServe(o, "", 1, dir, "--team")
+	if err != nil {
+		return nil, "", err
+	}
+	lane := map[string]string{"name": "upstream", "engine": "openai", "model": gatewayModel, "url": upstreamURL, "served_model": served}
+	if err := addLane(gw.url, keys["root"], lane); err != nil {
+		gw.stop()
+		return nil, "", err
+	}
+	return gw, keys["bench"], nil
 }
 
-// startGateway serves a core over forward.NewModel (upstreamURL, served model id) on a
-// loopback port.
-func startGateway(upstreamURL, served string) (*gateway, error) {
-	const instance = "sf-bench-gateway"
-	m, err := forward.NewModel(context.Background(), "gateway", forward.Config{URL: upstreamURL, Model: served, Instance: instance})
+// processCPUOf is the user and system CPU time the process pid has used, all its threads (the
+// utime and stime of /proc/PID/stat, in clock ticks of 1/100 s); false where there is no /proc.
+func processCPUOf(pid int) (time.Duration, bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return nil, err
+		return 0, false
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
+	// The command name (field 2) is in parentheses and may hold spaces: count after it.
+	_, rest, ok := strings.Cut(string(data), ") ")
+	fields := strings.Fields(rest)
+	if !ok || len(fields) < 13 {
+		return 0, false
 	}
-	srv := &http.Server{Handler: server.New(server.Config{InstanceID: instance}, core.New(core.Config{}, nil, m))}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(l)
-	}()
-	return &gateway{url: "http://" + l.Addr().String(), stop: func() {
-		_ = srv.Close()
-		<-done
-	}}, nil
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64) // field 14
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64) // field 15
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	const tick = 10 * time.Millisecond // USER_HZ is 100 on Linux
+	return time.Duration(utime+stime) * tick, true
 }
