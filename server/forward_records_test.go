@@ -64,9 +64,10 @@ func newUsageUpstream(t *testing.T) *usageUpstream {
 	return u
 }
 
-// teamRouter is a router in team mode over two lanes: "up" forwarding the model "qwen" to
-// upstream (as "served"), and "main", local, serving "alpha"; its core records requests in st.
-func teamRouter(t *testing.T, upstreamURL string, st *store.Store) (*httptest.Server, *core.Service) {
+// teamRouter is a router in team mode over two lanes, both serving: "up" forwarding the model
+// "qwen" to upstream (as "served"), and "main", local, serving "alpha" ("gamma" is registered
+// and unserved); its core records requests in st.
+func teamRouter(t *testing.T, upstreamURL string, st *store.Store) (*httptest.Server, *core.Service, *lanes.Manager) {
 	ctx := context.Background()
 	echo := &servertest.Echo{}
 	svc := core.New(core.Config{}, st, servertest.EchoModel("alpha", echo), servertest.EchoModel("gamma", echo))
@@ -96,10 +97,13 @@ func teamRouter(t *testing.T, upstreamURL string, st *store.Store) (*httptest.Se
 		case <-time.After(5 * time.Second):
 			t.Fatalf("lane %s did not settle", l.Name())
 		}
+		if st := l.Status(); st.State != lanes.Serving {
+			t.Fatalf("lane %+v", st)
+		}
 	}
 	srv := httptest.NewServer(server.New(server.Config{Lanes: mgr, Devices: devices}, svc))
 	t.Cleanup(srv.Close)
-	return srv, svc
+	return srv, svc, mgr
 }
 
 // TestForwardedRequestsRecorded: a request forwarded as is (another /v1 route, and rerank on a
@@ -109,7 +113,7 @@ func teamRouter(t *testing.T, upstreamURL string, st *store.Store) (*httptest.Se
 func TestForwardedRequestsRecorded(t *testing.T) {
 	up := newUsageUpstream(t)
 	st := servertest.Store(t)
-	srv, _ := teamRouter(t, up.URL, st)
+	srv, _, _ := teamRouter(t, up.URL, st)
 	for _, c := range []struct{ path, body string }{
 		{"/v1/score", `{"model": "qwen", "text_1": "a", "text_2": "b"}`},
 		{"/v1/rerank", `{"model": "qwen", "query": "q", "documents": ["a"]}`},
@@ -158,7 +162,7 @@ func TestForwardedRequestsRecorded(t *testing.T) {
 // a local lane's model the built-in handlers answer, and nothing reaches the upstream.
 func TestRerankTokenizeForwarded(t *testing.T) {
 	up := newUsageUpstream(t)
-	srv, _ := teamRouter(t, up.URL, servertest.Store(t))
+	srv, _, _ := teamRouter(t, up.URL, servertest.Store(t))
 	resp, body := servertest.Do(t, "POST", srv.URL+"/v1/tokenize", `{"model": "qwen", "content": "hi"}`, "Content-Type", "application/json")
 	if resp.StatusCode != http.StatusOK || string(body) != `{"tokens":[1,2,3],"upstream":true}` {
 		t.Fatalf("tokenize on the forwarded lane: %d %s", resp.StatusCode, body)

@@ -13,11 +13,8 @@ import (
 	"time"
 
 	"github.com/superfluid/superfluid/server"
-	"github.com/superfluid/superfluid/server/core"
-	"github.com/superfluid/superfluid/server/forward"
 	"github.com/superfluid/superfluid/server/lanes"
 	"github.com/superfluid/superfluid/server/servertest"
-	"github.com/superfluid/superfluid/server/store"
 )
 
 // otherUpstream is a fake vLLM: it serves "served", answers /v1/score with what it got, and
@@ -72,41 +69,7 @@ func newOtherUpstream(t *testing.T) *otherUpstream {
 func TestForwardOtherRoutes(t *testing.T) {
 	ctx := context.Background()
 	up := newOtherUpstream(t)
-	st := servertest.Store(t)
-	echo := &servertest.Echo{}
-	svc := core.New(core.Config{}, nil, servertest.EchoModel("alpha", echo), servertest.EchoModel("gamma", echo))
-	devices := []lanes.Device{{Name: "cpu"}}
-	mgr := lanes.NewManager(lanes.Config{Store: st, Devices: devices, Catalog: svc,
-		Factory: func(ctx context.Context, spec lanes.Spec) (*core.Model, func(), error) {
-			if spec.Lane.Engine == string(lanes.OpenAI) {
-				m, err := forward.NewModel(ctx, spec.Lane.Model, forward.Config{URL: spec.Lane.Config.URL,
-					Model: spec.Lane.Config.ServedModel, MustAnswer: true})
-				return m, func() {}, err
-			}
-			return servertest.EchoModel(spec.Lane.Model, echo), func() {}, nil
-		}})
-	svc.SetRouter(lanes.NewRouter(mgr, nil, svc))
-	t.Cleanup(func() { mgr.Close(ctx) })
-	for _, n := range []lanes.NewLane{
-		{Name: "up", Device: "cpu", Engine: lanes.OpenAI, Model: "qwen", Config: store.LaneConfig{URL: up.URL + "/v1", ServedModel: "served"}},
-		{Name: "main", Device: "cpu", Engine: lanes.Local, Model: "alpha"},
-	} {
-		if _, err := mgr.Add(ctx, n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, l := range mgr.Lanes() {
-		select {
-		case <-l.Settled():
-		case <-time.After(5 * time.Second):
-			t.Fatalf("lane %s did not settle", l.Name())
-		}
-		if st := l.Status(); st.State != lanes.Serving {
-			t.Fatalf("lane %+v", st)
-		}
-	}
-	srv := httptest.NewServer(server.New(server.Config{Lanes: mgr, Devices: devices}, svc))
-	t.Cleanup(srv.Close)
+	srv, svc, mgr := teamRouter(t, up.URL, servertest.Store(t))
 
 	resp, body := servertest.Do(t, "POST", srv.URL+"/v1/score?top=1", `{"model": "qwen", "query": "q", "documents": ["a"]}`,
 		"Content-Type", "application/json")
