@@ -93,21 +93,7 @@ func TestChangeWithARequestAtTheGate(t *testing.T) {
 			}
 			running := longStream(t, srv.URL, model, 300)
 			waitFor(t, "the lane busy", func() bool { return w.InFlight() == 1 })
-			type reply struct {
-				status int
-				body   string
-			}
-			waiting := make(chan reply, 1)
-			go func() {
-				res, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(chatJSON(model, "hi", `,"max_tokens":4`)))
-				if err != nil {
-					waiting <- reply{0, err.Error()}
-					return
-				}
-				defer res.Body.Close()
-				b, _ := io.ReadAll(res.Body)
-				waiting <- reply{res.StatusCode, string(b)}
-			}()
+			waiting := sendChat(srv.URL, model)
 			waitFor(t, "a request waiting at the gate", func() bool { return m.Waiting() == 1 })
 			switch change {
 			case "settings change":

@@ -86,21 +86,7 @@ func TestUnloadWithARequestAtTheGate(t *testing.T) {
 	pid := w.PID()
 	running := longStream(t, srv.URL, model, 300)
 	waitFor(t, "the lane busy", func() bool { return w.InFlight() == 1 })
-	type reply struct {
-		status int
-		body   string
-	}
-	waiting := make(chan reply, 1)
-	go func() {
-		res, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(chatJSON(model, "hi", `,"max_tokens":4`)))
-		if err != nil {
-			waiting <- reply{0, err.Error()}
-			return
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		waiting <- reply{res.StatusCode, string(b)}
-	}()
+	waiting := sendChat(srv.URL, model)
 	m, err := a.Service().Model(model)
 	if err != nil {
 		t.Fatal(err)
@@ -150,4 +136,26 @@ func TestUnloadOutlivesTheAdminsConnection(t *testing.T) {
 		t.Fatalf("the generation running during the unload got %d tokens, want all 300", n)
 	}
 	unloadedForGood(t, a, model, w, pid)
+}
+
+// chatReply is a reply's status and body (status 0: the request failed, body its error).
+type chatReply struct {
+	status int
+	body   string
+}
+
+// sendChat sends a short chat on model from a goroutine; its reply comes on the channel.
+func sendChat(base, model string) <-chan chatReply {
+	waiting := make(chan chatReply, 1)
+	go func() {
+		res, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(chatJSON(model, "hi", `,"max_tokens":4`)))
+		if err != nil {
+			waiting <- chatReply{0, err.Error()}
+			return
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		waiting <- chatReply{res.StatusCode, string(b)}
+	}()
+	return waiting
 }
