@@ -37,19 +37,7 @@ func TestBrokenModelBackoff(t *testing.T) {
 	})
 	events, stop := l.Mgr.Subscribe(64)
 	defer stop()
-	loads := 0
-	countLoads := func() int {
-		for {
-			select {
-			case ev := <-events:
-				if ev.Kind == models.EventLoading {
-					loads++
-				}
-			default:
-				return loads
-			}
-		}
-	}
+	countLoads := loadCounter(events)
 	stream := false
 	chat := func() error {
 		return l.client.Chat(t.Context(), &api.ChatRequest{Model: "broken", Stream: &stream,
@@ -102,5 +90,22 @@ func TestBrokenModelBackoff(t *testing.T) {
 	}
 	if n := countLoads(); n != 2 {
 		t.Fatalf("the load call started %d loads; want 1", n-1)
+	}
+}
+
+// loadCounter counts the loads the manager's events have announced so far, on each call.
+func loadCounter(events <-chan models.Event) func() int {
+	loads := 0
+	return func() int {
+		for {
+			select {
+			case ev := <-events:
+				if ev.Kind == models.EventLoading {
+					loads++
+				}
+			default:
+				return loads
+			}
+		}
 	}
 }

@@ -32,19 +32,7 @@ func TestBrokenEmbeddingModelBackoff(t *testing.T) {
 	})
 	events, stop := l.Mgr.Subscribe(64)
 	defer stop()
-	loads := 0
-	countLoads := func() int {
-		for {
-			select {
-			case ev := <-events:
-				if ev.Kind == models.EventLoading {
-					loads++
-				}
-			default:
-				return loads
-			}
-		}
-	}
+	countLoads := loadCounter(events)
 	embed := func(input any) func() error {
 		return func() error {
 			_, err := l.client.Embed(t.Context(), &api.EmbedRequest{Model: "embedder", Input: input})
