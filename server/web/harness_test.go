@@ -238,3 +238,6 @@ func (tt *testTeam) withKey(t *testing.T, key, method, path, body string, header
 	}
 	return send(t, method, tt.URL+path, body, h)
 }
+
+// storeAuditAll is an audit query for every entry.
+func storeAuditAll() store.AuditQuery { return store.AuditQuery{Limit: 1000} }
