@@ -41,19 +41,6 @@ func adminMeta(tag, summary string) Meta {
 	return Meta{Summary: summary, Tag: "admin " + tag, Access: Admin}
 }
 
-// adminList is the web API's list envelope: {"object": "list", "data": [...]}.
-type adminList[T any] struct {
-	Object string `json:"object" enum:"list"`
-	Data   []T    `json:"data"`
-}
-
-func listOf[T any](data []T) adminList[T] {
-	if data == nil {
-		data = []T{}
-	}
-	return adminList[T]{Object: "list", Data: data}
-}
-
 // actorOf is who sent the request, for the audit log (the session's person or the key).
 func actorOf[In any](r *Request[In]) people.Actor {
 	id, _ := auth.FromContext(r.Ctx)
@@ -101,18 +88,4 @@ func unixOrNil(t time.Time) *int64 {
 	}
 	u := t.Unix()
 	return &u
-}
-
-func orNull(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-func nonNilStrings(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }

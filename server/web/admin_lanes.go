@@ -133,14 +133,14 @@ func (a *API) adminSwitchLane(r *Request[AdminLaneSwitch]) (AdminLane, error) {
 	return adminLaneOf(st), nil
 }
 
-func (a *API) adminRemoveLane(r *Request[NoBody]) (AdminDeleted, error) {
+func (a *API) adminRemoveLane(r *Request[NoBody]) (Deleted, error) {
 	m, err := a.lanesOrRefuse()
 	if err != nil {
-		return AdminDeleted{}, err
+		return Deleted{}, err
 	}
 	id := r.Param("id")
 	if err := m.Remove(r.Ctx, id); err != nil {
-		return AdminDeleted{}, err
+		return Deleted{}, err
 	}
-	return AdminDeleted{ID: id, Object: "lane.deleted", Deleted: true}, nil
+	return Deleted{ID: id, Object: "lane.deleted", Deleted: true}, nil
 }

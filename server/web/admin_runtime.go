@@ -68,7 +68,7 @@ func (a *API) adminRuntime(r *Request[NoBody]) (AdminRuntime, error) {
 				continue
 			}
 			lm := AdminLoadedModel{ID: m.ID, State: st.State, MemoryBytes: st.Need, Inflight: m.Inflight(), Waiting: m.Waiting(),
-				Lanes: nonNilStrings(serving[m.ID]), ExpiresAt: unixOrNil(st.ExpiresAt)}
+				Lanes: nonNil(serving[m.ID]), ExpiresAt: unixOrNil(st.ExpiresAt)}
 			if loaded {
 				info := m.Info()
 				lm.Engine, lm.ContextLength, lm.Parallel = info.Runtime, info.ContextLength, info.Parallel
@@ -99,27 +99,27 @@ type AdminHistoryEvent struct {
 	AtMillis int64 `json:"at_ms"`
 }
 
-func (a *API) adminHistory(r *Request[NoBody]) (adminList[AdminHistoryEvent], error) {
+func (a *API) adminHistory(r *Request[NoBody]) (List[AdminHistoryEvent], error) {
 	if a.cfg.Store == nil {
-		return adminList[AdminHistoryEvent]{}, unavailable("store")
+		return List[AdminHistoryEvent]{}, unavailable("store")
 	}
 	limit, err := queryInt(r.Gin, "limit", 1, 1000, 100)
 	if err != nil {
-		return adminList[AdminHistoryEvent]{}, err
+		return List[AdminHistoryEvent]{}, err
 	}
 	before, err := queryTime(r.Gin, "before")
 	if err != nil {
-		return adminList[AdminHistoryEvent]{}, err
+		return List[AdminHistoryEvent]{}, err
 	}
 	entries, err := loadhistory.List(r.Ctx, a.cfg.Store, limit, before)
 	if err != nil {
-		return adminList[AdminHistoryEvent]{}, err
+		return List[AdminHistoryEvent]{}, err
 	}
 	out := make([]AdminHistoryEvent, 0, len(entries))
 	for _, e := range entries {
 		out = append(out, AdminHistoryEvent{At: e.At.Unix(), AtMillis: e.At.UnixMilli(), Event: e.Event, Lane: e.Lane, Model: e.Model, Detail: e.Detail})
 	}
-	return listOf(out), nil
+	return ListOf(out), nil
 }
 
 // AdminManual is the body of POST /api/admin/runtime/manual.

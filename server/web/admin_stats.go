@@ -186,8 +186,8 @@ type AdminRequest struct {
 	DurationMs       int64  `json:"duration_ms"`
 }
 
-func (a *API) adminRequests(r *Request[NoBody]) (adminList[AdminRequest], error) {
-	fail := func(err error) (adminList[AdminRequest], error) { return adminList[AdminRequest]{}, err }
+func (a *API) adminRequests(r *Request[NoBody]) (List[AdminRequest], error) {
+	fail := func(err error) (List[AdminRequest], error) { return List[AdminRequest]{}, err }
 	if a.cfg.Store == nil {
 		return fail(unavailable("store"))
 	}
@@ -219,5 +219,5 @@ func (a *API) adminRequests(r *Request[NoBody]) (adminList[AdminRequest], error)
 			Lane: rec.LaneName, Engine: rec.Engine, Route: rec.Endpoint, Status: rec.Status, Error: rec.Error, Stream: rec.Stream,
 			PromptTokens: rec.PromptTokens, CompletionTokens: rec.CompletionTokens, CachedTokens: rec.CachedTokens, DurationMs: rec.Total.Milliseconds()})
 	}
-	return listOf(out), nil
+	return ListOf(out), nil
 }

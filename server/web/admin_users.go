@@ -41,16 +41,16 @@ type AdminUser struct {
 	MonthlyTokens *int64 `json:"monthly_tokens,omitempty"`
 }
 
-func (a *API) adminUsers(r *Request[NoBody]) (adminList[User], error) {
+func (a *API) adminUsers(r *Request[NoBody]) (List[User], error) {
 	all, err := a.cfg.People.List(r.Ctx)
 	if err != nil {
-		return adminList[User]{}, err
+		return List[User]{}, err
 	}
 	out := make([]User, 0, len(all))
 	for _, p := range all {
 		out = append(out, UserOf(p))
 	}
-	return listOf(out), nil
+	return ListOf(out), nil
 }
 
 // AdminNewUser is the body of POST /api/admin/users.
@@ -169,64 +169,31 @@ func quotaError(err error) error {
 	return err
 }
 
-// AdminKey is an API key on the wire, as /v1/admin/keys shows one (times in Unix seconds, null
-// when not set); Key is the key itself, in the answer to its creation only.
+// AdminKey is an API key on the wire as /v1/admin/keys shows one: a Key, with its own token
+// quotas in the answer to a change of them.
 type AdminKey struct {
-	Object        string       `json:"object" enum:"api_key"`
-	ID            string       `json:"id"`
-	Name          string       `json:"name"`
-	Prefix        string       `json:"prefix"`
-	Admin         bool         `json:"admin"`
-	Models        []string     `json:"models"`
-	QoS           *string      `json:"qos"`
-	RPM           int          `json:"rpm"`
-	TPM           int          `json:"tpm"`
-	Concurrency   int          `json:"concurrency"`
-	Origins       []string     `json:"origins"`
-	Source        string       `json:"source"`
-	CreatedAt     *int64       `json:"created_at"`
-	RevokedAt     *int64       `json:"revoked_at"`
-	Key           string       `json:"key,omitempty"`
-	User          *AdminKeyRef `json:"user,omitempty"`
-	DailyTokens   *int64       `json:"daily_tokens,omitempty"`
-	MonthlyTokens *int64       `json:"monthly_tokens,omitempty"`
+	Key
+	DailyTokens   *int64 `json:"daily_tokens,omitempty"`
+	MonthlyTokens *int64 `json:"monthly_tokens,omitempty"`
 }
 
-// AdminKeyRef names a key's person.
-type AdminKeyRef struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
-	Role string `json:"role"`
-}
-
-func adminKeyOf(k auth.Info) AdminKey {
-	o := AdminKey{Object: "api_key", ID: k.ID, Name: k.Name, Prefix: k.Prefix, Admin: k.Admin, Models: nonNilStrings(k.Models),
-		RPM: k.Limits.RPM, TPM: k.Limits.TPM, Concurrency: k.Limits.Concurrency, Origins: nonNilStrings(k.Origins), Source: k.Source,
-		CreatedAt: unixOrNil(k.CreatedAt), RevokedAt: unixOrNil(k.RevokedAt)}
-	if k.Person != nil {
-		o.User = &AdminKeyRef{ID: k.Person.ID, Name: k.Person.Name, Role: k.Person.Role}
-	}
-	if k.QoS != qos.Unset {
-		o.QoS = orNull(k.QoS.String())
-	}
-	return o
-}
+func adminKeyOf(k auth.Info) AdminKey { return AdminKey{Key: KeyOf(k)} }
 
 // adminKeysQuery documents GET /api/admin/keys's query.
 type adminKeysQuery struct {
 	Revoked bool `form:"revoked" doc:"true lists revoked keys too"`
 }
 
-func (a *API) adminKeys(r *Request[NoBody]) (adminList[AdminKey], error) {
+func (a *API) adminKeys(r *Request[NoBody]) (List[AdminKey], error) {
 	infos, err := a.cfg.Keys.List(r.Ctx, r.Gin.Query("revoked") == "true")
 	if err != nil {
-		return adminList[AdminKey]{}, err
+		return List[AdminKey]{}, err
 	}
 	out := make([]AdminKey, 0, len(infos))
 	for _, k := range infos {
 		out = append(out, adminKeyOf(k))
 	}
-	return listOf(out), nil
+	return ListOf(out), nil
 }
 
 // AdminNewKey is the body of POST /api/admin/keys (as POST /v1/admin/keys).
@@ -261,7 +228,7 @@ func (a *API) adminCreateKey(r *Request[AdminNewKey]) (AdminKey, error) {
 		return AdminKey{}, err
 	}
 	o := adminKeyOf(info)
-	o.Key = key
+	o.Key.Key = key
 	return o, nil
 }
 
@@ -299,22 +266,15 @@ func (a *API) activeKey(ctx context.Context, nameOrID string) (auth.Info, error)
 	return auth.Info{}, fmt.Errorf("%w: no active key is named %q or has that id", auth.ErrKeyNotFound, nameOrID)
 }
 
-// AdminDeleted is the answer to a deletion.
-type AdminDeleted struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Deleted bool   `json:"deleted"`
-}
-
-func (a *API) adminRevokeKey(r *Request[NoBody]) (AdminDeleted, error) {
+func (a *API) adminRevokeKey(r *Request[NoBody]) (Deleted, error) {
 	info, err := a.cfg.Keys.Revoke(r.Ctx, r.Param("id"))
 	if err != nil {
-		return AdminDeleted{}, err
+		return Deleted{}, err
 	}
 	if err := a.cfg.People.Record(r.Ctx, actorOf(r), "key.revoke", info.Name, map[string]any{"id": info.ID}); err != nil {
-		return AdminDeleted{}, err
+		return Deleted{}, err
 	}
-	return AdminDeleted{ID: info.ID, Object: "api_key.deleted", Deleted: true}, nil
+	return Deleted{ID: info.ID, Object: "api_key.deleted", Deleted: true}, nil
 }
 
 // AdminAuditEntry is an audit entry on the wire (as /v1/admin/audit; at in Unix seconds).
@@ -342,23 +302,23 @@ type adminAuditQuery struct {
 	Action string `form:"action" doc:"only this action (user.create, key.revoke, lane.switch, booking.approve, ...)"`
 }
 
-func (a *API) adminAudit(r *Request[NoBody]) (adminList[AdminAuditEntry], error) {
+func (a *API) adminAudit(r *Request[NoBody]) (List[AdminAuditEntry], error) {
 	limit, err := queryInt(r.Gin, "limit", 1, 1000, 100)
 	if err != nil {
-		return adminList[AdminAuditEntry]{}, err
+		return List[AdminAuditEntry]{}, err
 	}
 	before, err := queryInt(r.Gin, "before", 1, int(^uint(0)>>1), 0)
 	if err != nil {
-		return adminList[AdminAuditEntry]{}, err
+		return List[AdminAuditEntry]{}, err
 	}
 	entries, err := a.cfg.People.Audit(r.Ctx, store.AuditQuery{Limit: limit, Before: int64(before), Action: r.Gin.Query("action")})
 	if err != nil {
-		return adminList[AdminAuditEntry]{}, err
+		return List[AdminAuditEntry]{}, err
 	}
 	out := make([]AdminAuditEntry, 0, len(entries))
 	for _, e := range entries {
 		out = append(out, AdminAuditEntry{Object: "audit_entry", ID: e.ID, At: e.At.Unix(), Action: e.Action, Target: e.Target, Detail: e.Detail,
 			Actor: AdminAuditActor{UserID: e.ActorPerson, User: e.ActorName, Key: e.ActorKey}})
 	}
-	return listOf(out), nil
+	return ListOf(out), nil
 }
