@@ -46,6 +46,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -86,6 +87,8 @@ type Config struct {
 	RuntimeLog *runlog.Log
 	// Backends are the runtimes this machine can run models on, for /api/admin/runtime.
 	Backends []backends.Backend
+	// defaultQoS is the team's default scheduling class (admin_settings.go; registerAdmin).
+	defaultQoS *atomic.Int32
 }
 
 // API is the web API: its registry of routes. New builds it; Mount puts it on a router.
