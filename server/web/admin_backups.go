@@ -85,6 +85,7 @@ func (a *API) adminRestore(r *Request[NoBody]) error {
 	if err != nil {
 		return err
 	}
+	a.loadDefaultQoS() // the settings came back with the rest
 	slog.Info("web: the database was restored from a backup", "tables", res.Tables, "rows", res.Rows, "by", actorOf(r).PersonName)
 	if err := a.cfg.People.Record(r.Ctx, actorOf(r), "backup.restore", "database", map[string]any{"restored": true, "tables": res.Tables, "rows": res.Rows}); err != nil {
 		return err

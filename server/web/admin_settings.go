@@ -21,10 +21,12 @@ func (a *API) adminSettingsRoutes() {
 	Handle(a, http.MethodPut, "/api/admin/settings", adminMeta("settings", "Change the bookings policy or the default QoS class (fields left out stay)"), a.adminPutSettings)
 }
 
-// loadDefaultQoS reads the stored default class (a stored value this build does not know is
-// logged and ignored).
+// loadDefaultQoS reads the stored default class, at the start and after a restore (a stored
+// value this build does not know is logged and ignored).
 func (a *API) loadDefaultQoS() {
-	a.cfg.defaultQoS = new(atomic.Int32)
+	if a.cfg.defaultQoS == nil { // registerAdmin, before any request reads it
+		a.cfg.defaultQoS = new(atomic.Int32)
+	}
 	if a.cfg.Store == nil {
 		return
 	}
