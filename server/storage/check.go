@@ -123,14 +123,18 @@ func (s *Service) probe(ctx context.Context, st Storage) error {
 
 // Usage counts the bytes and objects the storage id holds.
 func (s *Service) Usage(ctx context.Context, id string) (Usage, error) {
-	objs, err := s.Open(ctx, id)
+	st, err := s.Get(ctx, id)
 	if err != nil {
 		return Usage{}, err
 	}
-	list, err := objs.List(ctx, "")
+	objs, err := s.open(ctx, st)
+	var list []Object
+	if err == nil {
+		list, err = objs.List(ctx, "")
+	}
 	if err != nil {
 		secret, _ := s.cfg.Store.StorageSecret(ctx, id)
-		return Usage{}, fmt.Errorf("usage of storage %s: %s", id, redact(err.Error(), secret))
+		return Usage{}, fmt.Errorf("%w: storage %s: %s", ErrUnavailable, st.Name, redact(err.Error(), secret))
 	}
 	var u Usage
 	for _, o := range list {

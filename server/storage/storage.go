@@ -57,6 +57,8 @@ var (
 	ErrNotFound = errors.New("no such storage")
 	// ErrNameTaken: another storage has the name.
 	ErrNameTaken = errors.New("a storage already has this name")
+	// ErrUnavailable: the storage cannot be read now (a folder gone, an S3 server refusing).
+	ErrUnavailable = errors.New("the storage cannot be read")
 	// ErrObjectNotFound: the storage holds no object of that name.
 	ErrObjectNotFound = errors.New("no such object")
 	// ErrBadName: an object name that is empty, absolute, climbs with "..", or holds NUL or a
