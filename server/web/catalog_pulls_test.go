@@ -55,7 +55,9 @@ func TestPullTrackerProgress(t *testing.T) {
 
 func TestPullTrackerKeepsFiftyFinished(t *testing.T) {
 	tr := newPullTracker(nil)
-	fail := func(context.Context, func(core.PullProgress)) (string, error) { return "", errors.New("no such repository") }
+	fail := func(context.Context, func(core.PullProgress)) (string, error) {
+		return "", errors.New("no such repository")
+	}
 	var first Pull
 	for i := range keepFinishedPulls + 5 {
 		p := tr.start(fmt.Sprintf("hf.co/o/r%d:Q8_0", i), "", fail)

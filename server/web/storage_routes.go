@@ -39,16 +39,16 @@ type StorageList struct {
 // StorageRequest is the body of POST /api/admin/storage and PUT /api/admin/storage/{id} (a PUT
 // replaces every field; its password, when left out, keeps the stored one).
 type StorageRequest struct {
-	Name      string  `json:"name" required:"true" minLength:"1" maxLength:"64"`
-	Kind      string  `json:"kind" required:"true" enum:"local,s3,smb,nfs"`
-	Path      string  `json:"path" maxLength:"1024" doc:"local, smb, nfs: the absolute path of the folder (already mounted)"`
-	Endpoint  string  `json:"endpoint" maxLength:"1024" doc:"s3: https://host[:port] (http://host:port for a server without TLS)"`
-	Bucket    string  `json:"bucket" maxLength:"255"`
-	Region    string  `json:"region" maxLength:"64"`
-	Prefix    string  `json:"prefix" maxLength:"1024"`
-	AccessKey string  `json:"access_key" maxLength:"1024"`
-	Password  *string `json:"password,omitempty" maxLength:"1024" doc:"s3: the secret key, write-only. Left out of a PUT: the stored one stays; \"\": it is removed"`
-	Shared    bool    `json:"shared"`
+	Name      string   `json:"name" required:"true" minLength:"1" maxLength:"64"`
+	Kind      string   `json:"kind" required:"true" enum:"local,s3,smb,nfs"`
+	Path      string   `json:"path" maxLength:"1024" doc:"local, smb, nfs: the absolute path of the folder (already mounted)"`
+	Endpoint  string   `json:"endpoint" maxLength:"1024" doc:"s3: https://host[:port] (http://host:port for a server without TLS)"`
+	Bucket    string   `json:"bucket" maxLength:"255"`
+	Region    string   `json:"region" maxLength:"64"`
+	Prefix    string   `json:"prefix" maxLength:"1024"`
+	AccessKey string   `json:"access_key" maxLength:"1024"`
+	Password  *string  `json:"password,omitempty" maxLength:"1024" doc:"s3: the secret key, write-only. Left out of a PUT: the stored one stays; \"\": it is removed"`
+	Shared    bool     `json:"shared"`
 	People    []string `json:"people" maxItems:"1000" doc:"ids of the persons who may use it"`
 }
 
