@@ -16,8 +16,10 @@ const (
 	PullQueued      = "queued"
 	PullDownloading = "downloading"
 	PullVerifying   = "verifying"
-	PullDone        = "done"
-	PullFailed      = "failed"
+	// PullUploading: an s3 storage's pull, downloaded, is being copied into the bucket.
+	PullUploading = "uploading"
+	PullDone      = "done"
+	PullFailed    = "failed"
 )
 
 // Pull is one model pull that POST /api/catalog/pulls started: its progress while it runs, its
@@ -29,7 +31,7 @@ type Pull struct {
 	Storage string `json:"storage" doc:"the storage pulled into; \"\" for the models folder"`
 	// Catalog is the catalog id of the pulled model, once done.
 	Catalog        string `json:"catalog_id,omitempty" doc:"the catalog id of the model, once done"`
-	Status         string `json:"status" enum:"queued,downloading,verifying,done,failed"`
+	Status         string `json:"status" enum:"queued,downloading,verifying,uploading,done,failed"`
 	CompletedBytes int64  `json:"completed_bytes"`
 	TotalBytes     int64  `json:"total_bytes"`
 	Error          string `json:"error" doc:"why it failed; \"\" otherwise"`
@@ -95,19 +97,30 @@ func (t *pullTracker) start(model, storage string, run pullRun) Pull {
 func (t *pullTracker) progress(p *pullState, pp core.PullProgress) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := p.files[pp.File]; !ok {
-		p.order = append(p.order, pp.File)
+	key := pp.Status + ":" + pp.File
+	if pp.Status != PullUploading {
+		key = "download:" + pp.File
 	}
-	p.files[pp.File] = pp
+	if _, ok := p.files[key]; !ok {
+		p.order = append(p.order, key)
+	}
+	p.files[key] = pp
+	// The bytes shown are the download's, then (for an s3 storage) the upload's.
 	var done, total int64
 	status := PullDownloading
 	verifying := false
 	for _, f := range p.order {
 		fp := p.files[f]
+		if (fp.Status == PullUploading) != (pp.Status == PullUploading) {
+			continue
+		}
 		done, total = done+fp.Completed, total+fp.Total
 		verifying = verifying || fp.Status == core.PullVerifying
 	}
-	if verifying && pp.Status != core.PullPulling {
+	switch {
+	case pp.Status == PullUploading:
+		status = PullUploading
+	case verifying && pp.Status != core.PullPulling:
 		status = PullVerifying
 	}
 	p.pull.Status, p.pull.CompletedBytes, p.pull.TotalBytes = status, done, total

@@ -66,8 +66,12 @@ type StorageUsage struct {
 	Objects int64 `json:"objects"`
 }
 
-// registerStorage adds the storage routes (when the server has a storage service).
-func (a *API) registerStorage() {
+// registerStorage adds the storage routes; without a configured Storage it makes one over the
+// store (nil store: no storage routes).
+func registerStorage(a *API) {
+	if a.cfg.Storage == nil && a.cfg.Store != nil {
+		a.cfg.Storage = storage.New(storage.Config{Store: a.cfg.Store, Now: a.cfg.Now})
+	}
 	svc := a.cfg.Storage
 	if svc == nil {
 		return
