@@ -155,6 +155,9 @@ func registerStorage(a *API) {
 		})
 }
 
+// Storage is the storage service the routes use (nil without a store).
+func (a *API) Storage() *storage.Service { return a.cfg.Storage }
+
 func (b StorageRequest) spec() storage.Spec {
 	return storage.Spec{Name: b.Name, Kind: b.Kind, Path: b.Path, Endpoint: b.Endpoint, Bucket: b.Bucket, Region: b.Region,
 		Prefix: b.Prefix, AccessKey: b.AccessKey, Secret: b.Password, Shared: b.Shared, People: b.People}
