@@ -23,7 +23,8 @@ type Objects interface {
 	Get(ctx context.Context, name string) (io.ReadCloser, error)
 	// Stat describes name; ErrObjectNotFound when there is none.
 	Stat(ctx context.Context, name string) (Object, error)
-	// List is every object whose name starts with prefix ("" for all), in name order.
+	// List is every object whose name starts with prefix ("" for all), in name order. A
+	// folder's hidden files and folders (".name") are left out.
 	List(ctx context.Context, prefix string) ([]Object, error)
 	// Delete removes name; no error when there is none.
 	Delete(ctx context.Context, name string) error
@@ -170,6 +171,14 @@ func (f *folder) List(ctx context.Context, prefix string) ([]Object, error) {
 		}
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		// Hidden entries are the machinery's (a download's .locks, a check's probe), not
+		// content.
+		if p != "." && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
 		}
 		if d.IsDir() || !d.Type().IsRegular() || !strings.HasPrefix(p, prefix) || strings.Contains(d.Name(), partialMark) {
 			return nil

@@ -76,6 +76,13 @@ func TestFolderStaysInside(t *testing.T) {
 		t.Errorf("the outside file changed: %q, %v", b, err)
 	}
 
+	// Hidden files (a download's lock) are not content.
+	if err := os.MkdirAll(filepath.Join(dir, ".locks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".locks", "a.lock"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// A short body leaves nothing behind.
 	if err := objs.Put(ctx, "short.bin", strings.NewReader("abc"), 10); err == nil {
 		t.Error("a body shorter than its size was stored")
@@ -85,7 +92,7 @@ func TestFolderStaysInside(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(list) != 1 || list[0].Name != "m/a.gguf" || list[0].Size != 5 {
-		t.Errorf("List = %+v, want m/a.gguf alone (the link not followed, no partial file)", list)
+		t.Errorf("List = %+v, want m/a.gguf alone (the link not followed, no partial or hidden file)", list)
 	}
 	if _, err := objs.Stat(ctx, "missing"); !errors.Is(err, ErrObjectNotFound) {
 		t.Errorf("Stat(missing) = %v", err)

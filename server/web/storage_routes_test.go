@@ -187,3 +187,5 @@ func TestStorageRoutes(t *testing.T) {
 		t.Errorf("the log carries a secret:\n%s", logs.String())
 	}
 }
+
+func startS3(t *testing.T) *s3test.Server { return s3test.Start(t, "AKIDWEB", routeSecret, "models") }
