@@ -1,6 +1,8 @@
 package app
 
 import (
+	"path/filepath"
+
 	"github.com/superfluid/superfluid/server/web"
 	"github.com/superfluid/superfluid/server/web/sessions"
 )
@@ -12,5 +14,6 @@ func (a *App) webAPI() *web.API {
 		return nil
 	}
 	return web.New(web.Config{People: a.people, Keys: a.keys, Bookings: a.team.bookingService(), Lanes: a.team.lanesManager(),
-		Devices: a.team.laneDevices(), Quota: a.quota, Core: a.svc, Store: a.store, Sessions: sessions.New(sessions.Config{Store: a.store})})
+		Devices: a.team.laneDevices(), Quota: a.quota, Core: a.svc, Store: a.store, Sessions: sessions.New(sessions.Config{Store: a.store}),
+		StorageCache: filepath.Join(a.cfg.DataDir, "storage-cache")})
 }
