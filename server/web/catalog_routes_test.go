@@ -1,8 +1,11 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -301,5 +304,27 @@ func TestCatalogPullIntoS3(t *testing.T) {
 	}
 	if _, err := os.Stat(m.Path); err != nil {
 		t.Error(err)
+	}
+
+	// The local copy gone, a load fetches it back from the bucket first (and fails without).
+	ctx := context.Background()
+	if _, err := ct.Core.UnloadModel(ctx, modelID); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(m.Path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ct.Core.LoadModel(ctx, modelID); err == nil {
+		t.Fatal("a model without its file loaded with no fetcher set")
+	}
+	ct.Cat.Mgr.SetFetch(ct.API.FetchCopy)
+	if _, err := ct.Core.LoadModel(ctx, modelID); err != nil {
+		t.Fatalf("load with the fetcher: %v", err)
+	}
+	if got, err := os.ReadFile(m.Path); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("the fetched copy: %d bytes, %v; want the model's %d", len(got), err, len(data))
+	}
+	if err := ct.API.FetchCopy(ctx, filepath.Join(t.TempDir(), "elsewhere.gguf")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("fetching a path no storage keeps: %v, want fs.ErrNotExist", err)
 	}
 }
