@@ -16,8 +16,9 @@ func (a *App) webAPI() *web.API {
 	api := web.New(web.Config{People: a.people, Keys: a.keys, Bookings: a.team.bookingService(), Lanes: a.team.lanesManager(),
 		Devices: a.team.laneDevices(), Quota: a.quota, Core: a.svc, Store: a.store, Sessions: sessions.New(sessions.Config{Store: a.store}),
 		StorageCache: filepath.Join(a.cfg.DataDir, "storage-cache")})
-	if mgr := a.svc.Manager(); mgr != nil {
-		mgr.SetFetch(api.FetchCopy) // a model pulled into an s3 storage loads from its local copy, fetched back when gone
+	if a.svc != nil && a.svc.Manager() != nil {
+		// A model pulled into an s3 storage loads from its local copy, fetched back when gone.
+		a.svc.Manager().SetFetch(api.FetchCopy)
 	}
 	return api
 }
