@@ -189,7 +189,12 @@ func New(cfg Config) *API {
 		cfg.People.OnDisable(a.endSessionsOfDisabled) // chained after the bookings' hook
 	}
 	a.authRoutes()
-	// The signed-in person's own things (part A), then parts B and C register theirs here.
+	a.profileRoutes()
+	a.ownKeyRoutes()
+	a.ownBookingRoutes()
+	a.laneRoutes()
+	a.usageRoutes()
+	// Parts B (admin) and C (storage, catalog) register theirs here.
 	registerStorage(a)
 	registerCatalog(a)
 	a.docRoutes()
