@@ -59,6 +59,7 @@ import (
 	"github.com/superfluid/superfluid/server/people"
 	"github.com/superfluid/superfluid/server/quota"
 	"github.com/superfluid/superfluid/server/runlog"
+	"github.com/superfluid/superfluid/server/storage"
 	"github.com/superfluid/superfluid/server/store"
 	"github.com/superfluid/superfluid/server/web/sessions"
 )
@@ -89,6 +90,12 @@ type Config struct {
 	Backends []backends.Backend
 	// defaultQoS is the team's default scheduling class (admin_settings.go; registerAdmin).
 	defaultQoS *atomic.Int32
+	// Storage is where models and files live besides the models folder (the storage routes);
+	// nil: no storage routes.
+	Storage *storage.Service
+	// StorageCache is the folder an s3 storage's pulled models are kept in locally (their
+	// loadable copy); "" refuses pulls into an s3 storage.
+	StorageCache string
 }
 
 // API is the web API: its registry of routes. New builds it; Mount puts it on a router.
@@ -199,6 +206,8 @@ func New(cfg Config) *API {
 	a.usageRoutes()
 	// Parts B (admin) and C (storage, catalog) register theirs here.
 	registerAdmin(a)
+	registerStorage(a)
+	registerCatalog(a)
 	a.docRoutes()
 	return a
 }
