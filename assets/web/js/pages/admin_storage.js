@@ -19,7 +19,7 @@ export function adminStoragePage({el}) {
     {title: 'Kind', cell: s => badge(s.kind, 'muted')},
     {title: 'Where', cell: s => h('span', {class: 'mono'}, storageWhere(s))},
     {title: 'Secret', cell: s => s.has_password ? 'stored' : 'none'},
-    {title: 'Who', cell: s => s.shared ? 'everyone' : (s.people || []).length + ' people'},
+    {title: 'Who', cell: s => s.shared ? 'everyone' : ((s.people || []).length === 1 ? '1 person' : (s.people || []).length + ' people')},
     {title: 'Check', cell: s => checkCell(s)},
     {title: '', cell: s => h('span', {class: 'actions'},
       h('button', {type: 'button', class: 'secondary', onclick: () => edit(s)}, 'Edit'),

@@ -131,7 +131,11 @@ export function bookingsPage({el, page, user, admin}) {
       return h('div', {class: ['week-col', sameDay(day, new Date()) ? 'today' : '']},
         h('div', {class: 'week-head'}, day.toLocaleDateString([], {weekday: 'short', day: 'numeric'})), col);
     });
-    replace(cal, h('div', {class: 'week-grid'}, hours, cols));
+    const old = cal.querySelector('.week-grid');
+    const grid = h('div', {class: 'week-grid'}, hours, cols);
+    replace(cal, grid);
+    // Keep the scroll across refreshes; at first show the day from two hours before now.
+    grid.scrollTop = old ? old.scrollTop : Math.max(0, new Date().getHours() - 2) * HOUR;
   }
 
   refresh();

@@ -19,7 +19,7 @@ function objectTable(list, empty) {
 }
 
 export function runtimePage({el, page}) {
-  const overview = h('div', {id: 'runtime'});
+  const overview = h('div', {id: 'runtime', class: 'stack'});
   const history = h('div', {id: 'runtime-history'});
   const lane = h('select', {name: 'lane', required: true});
   const manual = form([

@@ -9,7 +9,7 @@ import {lineChart} from '../chart.js';
 
 export function statsPage({el, page}) {
   const win = select('window', [['1h', 'Last hour'], ['24h', 'Last 24 hours'], ['168h', 'Last 7 days'], ['720h', 'Last 30 days']], '24h');
-  const body = h('div', {id: 'stats'});
+  const body = h('div', {id: 'stats', class: 'stack'});
   win.addEventListener('change', draw);
   el.append(h('div', {class: 'toolbar'}, win), body);
 
