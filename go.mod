@@ -27,6 +27,7 @@ require (
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
+	github.com/swaggo/files/v2 v2.0.2
 	golang.org/x/crypto v0.58.0
 	golang.org/x/time v0.5.0
 	modernc.org/sqlite v1.62.0

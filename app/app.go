@@ -173,7 +173,7 @@ func (a *App) build() error {
 		Metrics: a.metrics, Keys: a.keys, Bind: a.bind, CORSOrigins: corsOrigins(cfg),
 		Limits: serverLimits(cfg, a.quota), AllowBatchInvariant: cfg.AllowBatchInvariant, NonstreamKeepalive: cfg.NonstreamKeepalive, Batches: a.batches,
 		Lanes: a.team.lanesManager(), Devices: a.team.laneDevices(), Bookings: a.team.bookingService(),
-		People: a.people, SharedPrefixes: shared, Quota: a.quota}, a.svc)
+		People: a.people, SharedPrefixes: shared, Quota: a.quota, Web: a.webAPI()}, a.svc)
 	return nil
 }
 

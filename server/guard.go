@@ -11,6 +11,7 @@ import (
 
 	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/dialect"
+	"github.com/superfluid/superfluid/server/web"
 )
 
 // Bind is the host the server listens on, as the Host check reads it. The desktop app moves
@@ -47,10 +48,13 @@ type guard struct {
 	// missingCode is the code of a request without a key: team mode's spec names it
 	// missing_api_key; superfluid's own spec, invalid_api_key.
 	missingCode string
+	// web: the router serves the web API, whose paths need no key (its sessions decide) and
+	// get no CORS headers (it answers its own origin only).
+	web bool
 }
 
 func newGuard(cfg Config) *guard {
-	g := &guard{keys: cfg.Keys, bind: cfg.Bind, origins: cfg.CORSOrigins, missingCode: "invalid_api_key"}
+	g := &guard{keys: cfg.Keys, bind: cfg.Bind, origins: cfg.CORSOrigins, missingCode: "invalid_api_key", web: cfg.Web != nil}
 	if cfg.People != nil {
 		g.missingCode = "missing_api_key"
 	}
@@ -74,7 +78,8 @@ func (g *guard) handle(c *gin.Context) {
 		}
 	}
 	origin := r.Header.Get("Origin")
-	if origin != "" {
+	webPath := g.web && web.Owns(r.URL.Path)
+	if origin != "" && !webPath {
 		if !g.allowedOrigin(origin) {
 			// No CORS headers: the browser keeps the answer from the page. A preflight gets a bare
 			// 403; a request sent without one (a "simple" POST) is refused before it runs.
@@ -99,6 +104,10 @@ func (g *guard) handle(c *gin.Context) {
 	}
 	if g.keys.Enabled() && r.URL.Path != "/health" {
 		key := presentedKey(r)
+		if key == "" && webPath {
+			c.Next() // a browser's session: the web API checks its cookie
+			return
+		}
 		if key == "" {
 			c.Header("WWW-Authenticate", `Bearer realm="superfluid"`)
 			refuse(c, http.StatusUnauthorized, g.missingCode, "no API key: send it as Authorization: Bearer KEY or x-api-key: KEY")
@@ -115,7 +124,7 @@ func (g *guard) handle(c *gin.Context) {
 			refuse(c, http.StatusUnauthorized, "invalid_api_key", "incorrect API key; superfluid keys list shows the keys (a key is shown only when it is created)")
 			return
 		}
-		if !id.AllowsOrigin(origin) {
+		if !webPath && !id.AllowsOrigin(origin) {
 			refuse(c, http.StatusForbidden, "origin_not_allowed", "the API key "+quote(id.Name)+" may not be used from web pages of "+quote(origin))
 			return
 		}

@@ -32,6 +32,7 @@ import (
 	"github.com/superfluid/superfluid/server/people"
 	"github.com/superfluid/superfluid/server/prefixes"
 	"github.com/superfluid/superfluid/server/quota"
+	"github.com/superfluid/superfluid/server/web"
 )
 
 // Config tunes the HTTP layer.
@@ -97,6 +98,9 @@ type Config struct {
 	// Quota, in team mode, is the token quotas the admin API sets and /v1/usage reports (the
 	// Limits enforce them); nil keeps none.
 	Quota *quota.Service
+	// Web, in team mode, is the browser API (/api/auth/..., /api/admin/..., /ui/: package web);
+	// nil serves none, and those paths stay Ollama's unknown routes.
+	Web *web.API
 }
 
 // DefaultWriteTimeout is how long one frame of a streamed reply may take to write when the
@@ -115,6 +119,9 @@ func New(cfg Config, svc *core.Service) http.Handler {
 		_ = r.SetTrustedProxies(nil)
 	}
 	writeTimeout := bound(cfg.WriteTimeout, DefaultWriteTimeout)
+	if cfg.Web != nil {
+		r.Use(markWeb) // first: every refusal on a web path is in the web API's shape
+	}
 	if cfg.Metrics != nil {
 		r.Use(countRequests(cfg.Metrics)) // outside recovery, so it sees a panic's 500
 	}
@@ -152,6 +159,9 @@ func New(cfg Config, svc *core.Service) http.Handler {
 	}
 	if cfg.SharedPrefixes != nil {
 		prefixRoutes(r, cfg.SharedPrefixes, cfg.People)
+	}
+	if cfg.Web != nil {
+		cfg.Web.Mount(r)
 	}
 	unknownRoute := func(c *gin.Context) {
 		writeError(c, &dialect.Refusal{Status: http.StatusNotFound, Message: fmt.Sprintf("unknown route %s %s", c.Request.Method, c.Request.URL.Path)})

@@ -111,13 +111,16 @@ type Service struct {
 	// dummy is a hash Verify checks an unknown name's password against, so an unknown name
 	// costs what a wrong password does.
 	dummy string
-	// disabled hears of each person disabled (OnDisable); nil: nobody.
-	disabled func(ctx context.Context, p Person)
+	// disabled hear of each person disabled (OnDisable), in the order they were set.
+	disabled []func(ctx context.Context, p Person)
 }
 
 // OnDisable makes fn hear of every person disabled from now on, after the change is stored and
-// audited (team mode ends their bookings). Set it before the service is used.
-func (s *Service) OnDisable(fn func(ctx context.Context, p Person)) { s.disabled = fn }
+// audited (team mode ends their bookings and web sessions), after the fns set before it. Set
+// it before the service is used.
+func (s *Service) OnDisable(fn func(ctx context.Context, p Person)) {
+	s.disabled = append(s.disabled, fn)
+}
 
 // New returns the Service over cfg.Store.
 func New(cfg Config) *Service {
@@ -279,8 +282,10 @@ func (s *Service) Update(ctx context.Context, by Actor, nameOrID string, ch Chan
 	if err := s.Record(ctx, by, updateAction(before, rec, ch), p.Name, detail); err != nil {
 		return p, err
 	}
-	if rec.State != before.State && rec.State == string(StateDisabled) && s.disabled != nil {
-		s.disabled(ctx, p)
+	if rec.State != before.State && rec.State == string(StateDisabled) {
+		for _, fn := range s.disabled {
+			fn(ctx, p)
+		}
 	}
 	return p, nil
 }

@@ -1,0 +1,16 @@
+package app
+
+import (
+	"github.com/superfluid/superfluid/server/web"
+	"github.com/superfluid/superfluid/server/web/sessions"
+)
+
+// webAPI is team mode's browser API (/api/..., /ui/) over the team's services; nil without
+// --team.
+func (a *App) webAPI() *web.API {
+	if !a.cfg.Team || a.people == nil {
+		return nil
+	}
+	return web.New(web.Config{People: a.people, Keys: a.keys, Bookings: a.team.bookingService(), Lanes: a.team.lanesManager(),
+		Devices: a.team.laneDevices(), Quota: a.quota, Core: a.svc, Store: a.store, Sessions: sessions.New(sessions.Config{Store: a.store})})
+}
