@@ -63,22 +63,26 @@ func loadPages(fsys fs.FS) (map[string]pageFile, error) {
 	return files, err
 }
 
-// MountPages serves the embedded single-page app at /ui/ (GET and HEAD): /ui/ is index.html,
+// pageRoutes serves the embedded single-page app at /ui/ (GET and HEAD): /ui/ is index.html,
 // /ui/FILE the file, anything else 404 in the web error shape; /ui redirects to /ui/. Every
 // answer carries PagesCSP and nosniff. The files' names carry no version, so caches must
 // revalidate each time ("no-cache"); the ETag makes that a 304 when nothing changed.
-func MountPages(r gin.IRouter) {
+//
+// The pages skip the API's checks on purpose: they are the same static files for everyone
+// (what they show comes from /api, which checks), and a link to /ui/ from another site is a
+// cross-site navigation that must open the sign-in page, not a cross_origin refusal.
+func (a *API) pageRoutes() {
 	files, err := loadPages(webassets.Files())
 	if err != nil {
 		// The files are embedded in the binary: failing to read them is a build fault.
 		panic("web: read the embedded pages: " + err.Error())
 	}
 	redirect := func(c *gin.Context) { c.Redirect(http.StatusMovedPermanently, "/ui/") }
-	r.GET("/ui", redirect)
-	r.HEAD("/ui", redirect)
 	serve := func(c *gin.Context) { servePage(c, files) }
-	r.GET("/ui/*file", serve)
-	r.HEAD("/ui/*file", serve)
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		a.add(&op{method: method, path: "/ui", meta: Meta{Hidden: true}, handler: redirect})
+		a.add(&op{method: method, path: "/ui/*file", meta: Meta{Hidden: true}, handler: serve})
+	}
 }
 
 func servePage(c *gin.Context, files map[string]pageFile) {
@@ -93,8 +97,7 @@ func servePage(c *gin.Context, files map[string]pageFile) {
 	}
 	f, ok := files[name]
 	if !ok || strings.HasSuffix(name, "/") {
-		c.JSON(http.StatusNotFound, gin.H{"error": gin.H{"message": "no page at /ui/" + name + "; the pages start at /ui/",
-			"type": "not_found_error", "code": "not_found", "param": nil}})
+		WriteError(c, Errorf(http.StatusNotFound, "not_found", "", "no page at /ui/%s; the pages start at /ui/", name))
 		return
 	}
 	h.Set("Cache-Control", "no-cache")

@@ -188,6 +188,7 @@ func New(cfg Config) *API {
 	a.usageRoutes()
 	// Parts B (admin) and C (storage, catalog) register theirs here.
 	a.docRoutes()
+	a.pageRoutes()
 	return a
 }
 
