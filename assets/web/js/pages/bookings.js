@@ -31,13 +31,18 @@ export function bookingsPage({el, page, user, admin}) {
   start.value = localInput(new Date(now.getTime() + 3600e3));
   end.value = localInput(new Date(now.getTime() + 2 * 3600e3));
 
+  const startNow = h('input', {type: 'checkbox', name: 'now', id: 'book-now'});
+  startNow.addEventListener('change', () => { start.disabled = startNow.checked; });
   const book = form([
     field('Lane', laneSelect),
     field('From', start),
+    h('label', {class: 'check'}, startNow, ' starting now'),
     field('Until', end),
     field('Model', h('input', {name: 'model', placeholder: 'optional: switch the lane to this model'})),
   ], 'Book', async (v, f) => {
-    const body = {lane: v.lane, start: new Date(v.start).toISOString(), end: new Date(v.end).toISOString()};
+    if (!v.now && !start.value) throw Object.assign(new Error('Say when the booking starts.'), {param: 'start'});
+    if (!end.value) throw Object.assign(new Error('Say when the booking ends.'), {param: 'end'});
+    const body = {lane: v.lane, start: v.now ? 'now' : new Date(start.value).toISOString(), end: new Date(end.value).toISOString()};
     if (v.model) body.model = v.model;
     const b = await api.post('/api/bookings', body);
     notice(b.state === 'pending' ? 'Booked; waiting for an admin to approve it.' : 'Booked.');

@@ -11,7 +11,7 @@ const stateKind = {serving: 'ok', switching: 'warn', unavailable: 'bad'};
 export function holder(l) {
   const b = l.booking || l.current_booking || null;
   const name = l.booked_by || l.holder || (b && (b.person || b.person_name)) || '';
-  const until = l.booked_until || l.until || (b && b.end) || null;
+  const until = l.booked_until || l.until || (b && (b.until || b.end)) || null;
   return name ? {name, until} : null;
 }
 

@@ -19,7 +19,7 @@ export function usagePage({el}) {
   async function draw() {
     const n = Number(days.value);
     const from = new Date(Date.now() - (n - 1) * 86400e3);
-    const q = {start_date: isoDay(from), from: isoDay(from)};
+    const q = {from: isoDay(from)};
     try {
       const [perDay, perModel] = await Promise.all([
         api.get('/api/usage' + api.query({...q, group_by: 'day'})),
@@ -36,7 +36,7 @@ export function usagePage({el}) {
         barChart(series.map(x => ({label: label(x.d), value: x.r.total_tokens || 0})), 'Tokens per day', 'c1'),
         barChart(series.map(x => ({label: label(x.d), value: x.r.requests || 0})), 'Requests per day', 'c2'));
       const qo = perDay && perDay.quota;
-      replace(quota, qo ? h('p', {class: 'muted'}, 'Quota: ' + JSON.stringify(qo)) : null);
+      replace(quota, qo ? quotaLine(qo) : null);
       replace(byModel, table([
         {title: 'Model', cell: r => r.model || '—'},
         {title: 'Requests', cell: r => num(r.requests), class: 'num'},
@@ -50,4 +50,11 @@ export function usagePage({el}) {
     }
   }
   draw();
+}
+
+// quotaLine says what is left of one's token quotas (a null limit is no limit).
+function quotaLine(q) {
+  const part = (label, limit, used) => limit === null || limit === undefined ? null : label + ': ' + num(used) + ' of ' + num(limit) + ' tokens';
+  const parts = [part('Today', q.daily_tokens, q.daily_used), part('This month', q.monthly_tokens, q.monthly_used)].filter(Boolean);
+  return parts.length ? h('p', {class: 'muted', id: 'usage-quota'}, parts.join(' · ')) : null;
 }

@@ -1,0 +1,148 @@
+package app
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/superfluid/superfluid/app/browsertest"
+	"github.com/superfluid/superfluid/server/servertest"
+)
+
+// TestWebPagesE2E drives SlotServe's pages in a real headless Chromium against the real App
+// in team mode (bookings need approval) on the test model: a lockout shown with its wait, a
+// member's booking approved by an admin and the lane's holder changing on the lanes page, a
+// key shown once and gone after a reload, and every page of both roles loading with no console
+// error (screenshots with SUPERFLUID_SCREENSHOTS=1, at laptop and phone width).
+func TestWebPagesE2E(t *testing.T) {
+	w := startWebTeam(t, func(cfg *Config) { cfg.BookingApproval = true })
+	p := openPages(t, w, 1280, 860)
+
+	t.Run("lockout", func(t *testing.T) {
+		p.t = t
+		// Nine failures for the account straight over HTTP, the tenth through the form: wrong.
+		for range 9 {
+			resp, body := servertest.Do(t, "POST", w.srv.URL+"/api/auth/login", `{"name": "mallory", "password": "guess"}`, "Content-Type", "application/json")
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("a wrong password: %d %s", resp.StatusCode, body)
+			}
+		}
+		p.tryPassword("mallory", "guess")
+		p.WaitText("#signin .error", "Wrong name or password.", 20*time.Second)
+		p.Screenshot("signin")
+		// The eleventh is refused without a check, and the page says how long to wait.
+		p.tryPassword("mallory", "guess")
+		p.WaitText("#signin .error", "Too many failed sign-ins. Try again in 15 minutes.", 20*time.Second)
+		p.Screenshot("signin-locked")
+	})
+
+	t.Run("booking approved", func(t *testing.T) {
+		p.t = t
+		p.signIn("alice")
+		p.open("#/lanes", "Lanes")
+		p.WaitText(`.lane[data-lane="main"] .badge`, "serving", 20*time.Second)
+		if got := p.Text(`.lane[data-lane="main"] .lane-holder`); got != "free" {
+			t.Fatalf("holder before any booking: %q", got)
+		}
+		p.open("#/bookings", "Bookings")
+		p.WaitFor("the lane in the booking form", `[...document.querySelectorAll('#book-lane option')].some(o => o.value === 'main')`, 20*time.Second)
+		p.click("#book-now")
+		p.fill("#book-end", p.localTime(time.Now().Add(2*time.Hour)))
+		p.click("#book button[type=submit]")
+		p.WaitText("#my-bookings", "pending", 20*time.Second)
+		p.WaitFor("the booking in the week view", "document.querySelector('.booking-pending')", 20*time.Second)
+		p.Screenshot("bookings")
+		p.signOut()
+
+		p.signIn("root")
+		p.open("#/bookings", "Bookings")
+		p.WaitText("#pending", "alice", 20*time.Second)
+		p.click("#pending [data-approve]")
+		p.WaitText("#pending", "Nothing is waiting.", 20*time.Second)
+		p.open("#/lanes", "Lanes")
+		p.WaitText(`.lane[data-lane="main"] .lane-holder`, "alice until", 20*time.Second)
+		p.Screenshot("lanes")
+	})
+
+	t.Run("key shown once", func(t *testing.T) {
+		p.t = t
+		p.open("#/keys", "My keys")
+		p.fill("#key-name", "laptop")
+		p.click("#create-key button[type=submit]")
+		p.WaitFor("the new key", "document.querySelector('#new-key-value')", 20*time.Second)
+		key := p.Text("#new-key-value")
+		if !strings.HasPrefix(key, "sk-") {
+			t.Fatalf("the key shown: %q", key)
+		}
+		p.WaitText("#keys", "laptop", 20*time.Second)
+		p.Screenshot("keys")
+		resp, body := servertest.Do(t, "GET", w.srv.URL+"/v1/models", "", "Authorization", "Bearer "+key)
+		if resp.StatusCode != 200 {
+			t.Fatalf("the key shown does not work: %d %s", resp.StatusCode, body)
+		}
+		p.Do("reload", chromedp.Reload())
+		p.WaitText("#main h1", "My keys", 20*time.Second)
+		p.settle()
+		p.WaitText("#keys", "laptop", 20*time.Second)
+		p.mustNotContain("the key after a reload", key)
+		if n := browsertest.Eval[int](p.Browser, "document.querySelectorAll('#new-key').length"); n != 0 {
+			t.Fatalf("the key box is back after a reload")
+		}
+	})
+
+	t.Run("every page", func(t *testing.T) {
+		p.t = t
+		for _, pg := range webPageList {
+			p.open("#"+pg.hash, pg.title)
+			time.Sleep(300 * time.Millisecond) // charts and polls draw once more
+			p.Screenshot(pg.shot)
+			p.CheckConsole()
+		}
+		p.Viewport(390, 844)
+		for _, pg := range []webPage{{"/lanes", "Lanes", "lanes-phone"}, {"/bookings", "Bookings", "bookings-phone"}, {"/admin/stats", "Dashboard", "stats-phone"}} {
+			p.open("#"+pg.hash, pg.title)
+			time.Sleep(300 * time.Millisecond)
+			p.Screenshot(pg.shot)
+		}
+		p.Viewport(1280, 860)
+		p.signOut()
+		p.signIn("alice")
+		for _, pg := range webPageList {
+			if strings.HasPrefix(pg.hash, "/admin/") {
+				continue
+			}
+			p.open("#"+pg.hash, pg.title)
+			p.CheckConsole()
+		}
+		if strings.Contains(p.bodyText(), "Dashboard") {
+			t.Fatalf("a member sees the admin pages in the navigation")
+		}
+	})
+}
+
+// webPage is one page of the app: its address, its title and its screenshot's name.
+type webPage struct{ hash, title, shot string }
+
+// webPageList is every page, as assets/web/js/pages/index.js lists them.
+var webPageList = []webPage{
+	{"/lanes", "Lanes", "lanes"},
+	{"/bookings", "Bookings", "bookings-admin"},
+	{"/catalog", "Catalog", "catalog"},
+	{"/usage", "Usage", "usage"},
+	{"/keys", "My keys", "keys"},
+	{"/storage", "Storage", "storage"},
+	{"/profile", "Profile", "profile"},
+	{"/admin/stats", "Dashboard", "stats"},
+	{"/admin/people", "People", "people"},
+	{"/admin/keys", "All keys", "admin-keys"},
+	{"/admin/requests", "Request log", "requests"},
+	{"/admin/log", "Live log", "log"},
+	{"/admin/runtime", "Runtime", "runtime"},
+	{"/admin/storage", "Storage admin", "admin-storage"},
+	{"/admin/settings", "Settings", "settings"},
+	{"/admin/backups", "Backups", "backups"},
+	{"/admin/audit", "Audit", "audit"},
+}
