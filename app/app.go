@@ -38,6 +38,8 @@ type App struct {
 	metrics  *metrics.Metrics
 	// stopMetrics ends the count of the manager's model events.
 	stopMetrics func()
+	// stopHistory ends the load history's record of them (team_history.go).
+	stopHistory func()
 	keys        *auth.Keyring // API keys (access.go)
 	bind        *server.Bind  // the host the server listens on, for the Host check
 	team        *team         // team mode's lanes (team.go); nil outside it
@@ -168,6 +170,7 @@ func (a *App) build() error {
 	a.metrics.WatchService(a.svc)
 	a.stopMetrics = a.metrics.Watch(a.svc)
 	a.buildTeam()
+	a.stopHistory = a.watchLoadHistory()
 	a.handler = server.New(server.Config{KeepAlive: cfg.KeepAlive, WriteTimeout: cfg.WriteTimeout, TrustedProxies: cfg.TrustedProxies,
 		CompletionBurst: cfg.CompletionBurst, CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline,
 		Metrics: a.metrics, Keys: a.keys, Bind: a.bind, CORSOrigins: corsOrigins(cfg),
@@ -338,6 +341,9 @@ func (a *App) close() error {
 		slog.Warn("the batch runner did not stop", "err", err)
 	}
 	a.stopMetrics()
+	if a.stopHistory != nil {
+		a.stopHistory()
+	}
 	a.keys.Close() // the keys' rereading ends before the database closes
 	return a.store.Close()
 }

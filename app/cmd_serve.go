@@ -33,9 +33,7 @@ first when it is not in the catalog).`,
 					return err
 				}
 			}
-			if verbose {
-				cfg.WorkerLog = cmd.ErrOrStderr()
-			}
+			defer installRuntimeLog(&cfg, cmd.ErrOrStderr(), verbose)()
 			return serve(cmd, cfg)
 		},
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server/quota"
+	"github.com/superfluid/superfluid/server/runlog"
 )
 
 // Config is everything the program is told, built once from flags (and later settings).
@@ -119,6 +120,9 @@ type Config struct {
 	WorkerEnv []string
 	// WorkerLog receives the workers' stderr (llama.cpp's log); nil discards it.
 	WorkerLog io.Writer
+	// RuntimeLog keeps the recent log lines for the web API's runtime log (team mode's serve
+	// sets it, app/runlog.go); nil: none.
+	RuntimeLog *runlog.Log
 	// NewRunner, when set, may make a catalog model's runner in place of a worker process
 	// (nil: the worker). A test seam: it serves a scripted engine through the whole server.
 	// Production leaves it nil.

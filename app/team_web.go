@@ -12,5 +12,6 @@ func (a *App) webAPI() *web.API {
 		return nil
 	}
 	return web.New(web.Config{People: a.people, Keys: a.keys, Bookings: a.team.bookingService(), Lanes: a.team.lanesManager(),
-		Devices: a.team.laneDevices(), Quota: a.quota, Core: a.svc, Store: a.store, Sessions: sessions.New(sessions.Config{Store: a.store})})
+		Devices: a.team.laneDevices(), Quota: a.quota, Core: a.svc, Store: a.store, Sessions: sessions.New(sessions.Config{Store: a.store}),
+		RuntimeLog: a.cfg.RuntimeLog, Backends: a.runtimes()})
 }

@@ -50,12 +50,14 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/superfluid/superfluid/runtime/backends"
 	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/bookings"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/lanes"
 	"github.com/superfluid/superfluid/server/people"
 	"github.com/superfluid/superfluid/server/quota"
+	"github.com/superfluid/superfluid/server/runlog"
 	"github.com/superfluid/superfluid/server/store"
 	"github.com/superfluid/superfluid/server/web/sessions"
 )
@@ -78,6 +80,12 @@ type Config struct {
 	// lifetime (the Sessions enforce them); 0 is the sessions package's default.
 	IdleExpiry, MaxAge time.Duration
 	// Parts B and C add their fields below.
+
+	// RuntimeLog is the server's recent log lines, for /api/admin/runtime/log (nil: the log
+	// routes have no lines to show).
+	RuntimeLog *runlog.Log
+	// Backends are the runtimes this machine can run models on, for /api/admin/runtime.
+	Backends []backends.Backend
 }
 
 // API is the web API: its registry of routes. New builds it; Mount puts it on a router.
@@ -187,6 +195,7 @@ func New(cfg Config) *API {
 	a.laneRoutes()
 	a.usageRoutes()
 	// Parts B (admin) and C (storage, catalog) register theirs here.
+	registerAdmin(a)
 	a.docRoutes()
 	a.pageRoutes()
 	return a
