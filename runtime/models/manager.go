@@ -117,6 +117,8 @@ type Manager struct {
 	// that they can be read with mu held or not.
 	setMu    sync.Mutex
 	settings map[string]Settings
+
+	fetch fetcher // brings back a missing file before a load (SetFetch)
 }
 
 // slot is one model file's runtime state; fields below mu are guarded by Manager.mu.
@@ -393,7 +395,10 @@ func (m *Manager) load(name string, s *slot, victims []*slot) {
 	}
 	ctx, cancel := context.WithTimeout(m.ctx, m.cfg.LoadTimeout)
 	defer cancel()
-	err := s.runner.Start(ctx)
+	_, err := m.fetchMissing(ctx, s.path) // a request's load of a file kept elsewhere
+	if err == nil {
+		err = s.runner.Start(ctx)
+	}
 	m.mu.Lock()
 	vocab := s.vocab
 	closed := m.closed
@@ -443,6 +448,13 @@ func (m *Manager) Load(ctx context.Context, name string) (*Entry, error) {
 	e, err := m.cat.Lookup(name)
 	if err != nil {
 		return nil, err
+	}
+	if e.Missing() {
+		if fetched, err := m.fetchMissing(ctx, e.Path); err != nil {
+			return nil, fmt.Errorf("%w: the model %s: fetching its file: %v", llm.ErrEngineFailure, e.ID, err)
+		} else if fetched {
+			e = m.cat.Refresh(e)
+		}
 	}
 	if e.Err != nil {
 		return nil, fmt.Errorf("%w: the model %s cannot be used: %v", llm.ErrEngineFailure, e.ID, withoutPaths(e.Err, e.Path, m.cat.Dir()))

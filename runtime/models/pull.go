@@ -33,6 +33,21 @@ var ErrNotReference = source.ErrNotReference
 // registers the model. A reference already in the catalog with its files present returns its
 // entry at once. progress sees every file's progress; the manager's subscribers see it too.
 func (m *Manager) Pull(ctx context.Context, src Source, reference string, progress func(Progress)) (*Entry, error) {
+	return m.PullInto(ctx, src, reference, "", progress)
+}
+
+// PullInto is Pull with the files downloaded under base, an absolute folder (a storage's),
+// instead of the models folder ("" is the models folder); the entry points at them there. A
+// reference already in the catalog with its files present returns its entry wherever it is
+// (an id names one file).
+func (m *Manager) PullInto(ctx context.Context, src Source, reference, base string, progress func(Progress)) (*Entry, error) {
+	root, under := m.cat.Dir(), m.cat.owns
+	if base != "" {
+		if !filepath.IsAbs(base) {
+			return nil, fmt.Errorf("%w: pull into %s: not an absolute folder", llm.ErrInvalidInput, base)
+		}
+		root, under = filepath.Clean(base), func(p string) bool { return inside(filepath.Clean(base), p) }
+	}
 	ref, err := src.Parse(reference)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", llm.ErrInvalidInput, err)
@@ -48,11 +63,11 @@ func (m *Manager) Pull(ctx context.Context, src Source, reference string, progre
 	if e, err := m.cat.Lookup(id); err == nil && e.Err == nil && e.SHA256 == res.Files[0].SHA256 {
 		return e, nil
 	}
-	// The source names the folder; a folder outside the models folder would let a download
-	// replace any file of the user's.
-	dir := filepath.Join(m.cat.Dir(), filepath.FromSlash(res.Folder))
-	if !filepath.IsLocal(filepath.FromSlash(res.Folder)) || !m.cat.owns(dir) {
-		return nil, fmt.Errorf("%w: pull: pull %s: %s is outside the models folder %s: %w", llm.ErrEngineFailure, ref.Repo, dir, m.cat.Dir(), source.ErrUnsafe)
+	// The source names the folder; a folder outside the models folder (or the storage's) would
+	// let a download replace any file of the user's.
+	dir := filepath.Join(root, filepath.FromSlash(res.Folder))
+	if !filepath.IsLocal(filepath.FromSlash(res.Folder)) || !under(dir) {
+		return nil, fmt.Errorf("%w: pull: pull %s: %s is outside the models folder %s: %w", llm.ErrEngineFailure, ref.Repo, dir, root, source.ErrUnsafe)
 	}
 	paths, err := src.Download(ctx, res, dir, func(p Progress) {
 		if progress != nil {
@@ -78,4 +93,10 @@ func (m *Manager) Pull(ctx context.Context, src Source, reference string, progre
 	}
 	m.events.publish(Event{Kind: EventCatalog, Model: id})
 	return e, nil
+}
+
+// inside reports whether path is below dir (not dir itself).
+func inside(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != "." && filepath.IsLocal(rel)
 }

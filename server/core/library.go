@@ -68,10 +68,17 @@ func NewCatalog(cfg Config, st *store.Store, mgr *models.Manager, src models.Sou
 // PullModel fetches a reference into the catalog from the core's sources (see
 // models.Manager.Pull).
 func (s *Service) PullModel(ctx context.Context, reference string, progress func(PullProgress)) (*Model, error) {
+	return s.PullModelInto(ctx, reference, "", progress)
+}
+
+// PullModelInto is PullModel with the files downloaded under dir, an absolute folder (a
+// storage's), instead of the models folder ("": the models folder); see
+// models.Manager.PullInto.
+func (s *Service) PullModelInto(ctx context.Context, reference, dir string, progress func(PullProgress)) (*Model, error) {
 	if s.mgr == nil || s.source == nil {
 		return nil, errNoCatalog
 	}
-	e, err := s.mgr.Pull(ctx, s.source, reference, progress)
+	e, err := s.mgr.PullInto(ctx, s.source, reference, dir, progress)
 	if err != nil {
 		return nil, err
 	}

@@ -58,6 +58,7 @@ import (
 	"github.com/superfluid/superfluid/server/people"
 	"github.com/superfluid/superfluid/server/quota"
 	"github.com/superfluid/superfluid/server/runlog"
+	"github.com/superfluid/superfluid/server/storage"
 	"github.com/superfluid/superfluid/server/store"
 	"github.com/superfluid/superfluid/server/web/sessions"
 )
@@ -86,6 +87,12 @@ type Config struct {
 	RuntimeLog *runlog.Log
 	// Backends are the runtimes this machine can run models on, for /api/admin/runtime.
 	Backends []backends.Backend
+	// Storage is where models and files live besides the models folder (the storage routes);
+	// nil: no storage routes.
+	Storage *storage.Service
+	// StorageCache is the folder an s3 storage's pulled models are kept in locally (their
+	// loadable copy); "" refuses pulls into an s3 storage.
+	StorageCache string
 }
 
 // API is the web API: its registry of routes. New builds it; Mount puts it on a router.
@@ -196,6 +203,8 @@ func New(cfg Config) *API {
 	a.usageRoutes()
 	// Parts B (admin) and C (storage, catalog) register theirs here.
 	registerAdmin(a)
+	registerStorage(a)
+	registerCatalog(a)
 	a.docRoutes()
 	a.pageRoutes()
 	return a
