@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,7 +19,14 @@ import (
 // key shown once and gone after a reload, and every page of both roles loading with no console
 // error (screenshots with SUPERFLUID_SCREENSHOTS=1, at laptop and phone width).
 func TestWebPagesE2E(t *testing.T) {
-	w := startWebTeam(t, func(cfg *Config) { cfg.BookingApproval = true })
+	hub, size := pullHub(t)
+	// The download stops halfway until the client's stall timeout resumes it, so the bar is
+	// seen mid-way.
+	hub.Faults("tester/tiny-GGUF", "tiny-Q8_0.gguf").StallAt.Store(size / 2)
+	w := startWebTeam(t, func(cfg *Config) {
+		cfg.BookingApproval = true
+		cfg.HFEndpoint = hub.URL()
+	})
 	p := openPages(t, w, 1280, 860)
 
 	t.Run("lockout", func(t *testing.T) {
@@ -64,7 +72,7 @@ func TestWebPagesE2E(t *testing.T) {
 		p.WaitText("#pending", "Nothing is waiting.", 20*time.Second)
 		p.open("#/lanes", "Lanes")
 		p.WaitText(`.lane[data-lane="main"] .lane-holder`, "alice until", 20*time.Second)
-		p.Screenshot("lanes")
+		p.Screenshot("lanes-booked")
 	})
 
 	t.Run("key shown once", func(t *testing.T) {
@@ -78,7 +86,7 @@ func TestWebPagesE2E(t *testing.T) {
 			t.Fatalf("the key shown: %q", key)
 		}
 		p.WaitText("#keys", "laptop", 20*time.Second)
-		p.Screenshot("keys")
+		p.Screenshot("key-created")
 		resp, body := servertest.Do(t, "GET", w.srv.URL+"/v1/models", "", "Authorization", "Bearer "+key)
 		if resp.StatusCode != 200 {
 			t.Fatalf("the key shown does not work: %d %s", resp.StatusCode, body)
@@ -91,10 +99,60 @@ func TestWebPagesE2E(t *testing.T) {
 		if n := browsertest.Eval[int](p.Browser, "document.querySelectorAll('#new-key').length"); n != 0 {
 			t.Fatalf("the key box is back after a reload")
 		}
+		// Revoking asks once more on the button, then the key stops working.
+		revoke := `#keys button[title="Revoke laptop"]`
+		p.click(revoke)
+		p.WaitText(revoke, "Confirm", 5*time.Second)
+		p.click(revoke)
+		p.WaitFor("the key gone from the list", `!document.querySelector('#keys').textContent.includes('laptop')`, 20*time.Second)
+		if resp, _ := servertest.Do(t, "GET", w.srv.URL+"/v1/models", "", "Authorization", "Bearer "+key); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("a revoked key: %d", resp.StatusCode)
+		}
+	})
+
+	t.Run("live log", func(t *testing.T) {
+		p.t = t
+		p.signOut()
+		p.signIn("root")
+		p.open("#/admin/log", "Live log")
+		p.WaitText("#log-state", "live", 20*time.Second)
+		p.WaitFor("the recent lines", "document.querySelectorAll('#log-lines li').length > 0", 20*time.Second)
+		before := browsertest.Eval[int](p.Browser, "document.querySelectorAll('#log-lines li').length")
+		// Unloading and loading the lane's model by hand starts a new worker, whose llama.cpp
+		// lines reach the page as they are written.
+		for _, body := range []string{`{"action": "stop", "lane": "main"}`, `{"action": "start", "lane": "main"}`} {
+			if code, out := w.call(t, "POST", "/api/admin/runtime/manual", body); code != 200 {
+				t.Fatalf("manual %s: %d %s", body, code, out)
+			}
+		}
+		p.WaitFor("a worker line written after the page opened",
+			fmt.Sprintf("[...document.querySelectorAll('#log-lines li')].slice(%d).some(li => li.textContent.includes('source=worker'))", before), time.Minute)
+		p.Screenshot("log")
+		waitLanes(t, teamCaller(t, w.srv.URL, map[string]string{"root": w.rootKey}), map[string]string{"main": w.model})
+	})
+
+	t.Run("pull with progress", func(t *testing.T) {
+		p.t = t
+		p.open("#/catalog", "Catalog")
+		p.fill("#pull-model", "hf.co/tester/tiny-GGUF:Q8_0")
+		p.click("#pull button[type=submit]")
+		bar := `document.querySelector('.pull[data-status] progress')`
+		p.WaitFor("the bar mid-way", bar+` && `+bar+`.value > 0 && `+bar+`.value < `+bar+`.max`, time.Minute)
+		p.Screenshot("catalog-pulling")
+		p.WaitFor("the pull to finish", `document.querySelector('.pull')?.dataset.status === 'done'`, 2*time.Minute)
+		if v := browsertest.Eval[bool](p.Browser, bar+`.value === `+bar+`.max`); !v {
+			t.Fatalf("a finished pull's bar is not full")
+		}
 	})
 
 	t.Run("every page", func(t *testing.T) {
 		p.t = t
+		// Some traffic for the charts, the usage and the request log.
+		for range 3 {
+			if code, out := w.callWith(t, w.aliceKey, "POST", "/v1/chat/completions", `{"model": "`+w.model+`", "max_tokens": 4, "messages": [{"role": "user", "content": "Once upon a time"}]}`); code != 200 {
+				t.Fatalf("chat: %d %s", code, out)
+			}
+		}
 		for _, pg := range webPageList {
 			p.open("#"+pg.hash, pg.title)
 			time.Sleep(300 * time.Millisecond) // charts and polls draw once more

@@ -3,7 +3,9 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/superfluid/superfluid/app/browsertest"
+	"github.com/superfluid/superfluid/runtime/models/hf/hftest"
 	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/people"
 	"github.com/superfluid/superfluid/server/servertest"
@@ -24,6 +27,8 @@ type webTeam struct {
 	srv     *httptest.Server
 	model   string
 	rootKey string
+	// aliceKey is alice's key (she holds the lane once her booking is approved).
+	aliceKey string
 }
 
 var webPasswords = map[string]string{"root": "root-password-1", "alice": "alice-password-1"}
@@ -32,6 +37,8 @@ func startWebTeam(t *testing.T, configure func(*Config)) *webTeam {
 	t.Helper()
 	cfg := testConfig(t, testModel)
 	cfg.Team = true
+	// The runtime log, as serve --team installs it (the live log page follows it).
+	t.Cleanup(installRuntimeLog(&cfg, io.Discard, false))
 	if configure != nil {
 		configure(&cfg)
 	}
@@ -49,17 +56,40 @@ func startWebTeam(t *testing.T, configure func(*Config)) *webTeam {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &webTeam{app: a, srv: srv, model: a.preload.ID, rootKey: key}
+	aliceKey, _, err := a.Keys().Create(ctx, auth.NewKey{Name: "alice-key", Person: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &webTeam{app: a, srv: srv, model: a.preload.ID, rootKey: key, aliceKey: aliceKey}
 	do := teamCaller(t, srv.URL, map[string]string{"root": key})
 	addLanes(t, do, map[string]string{"main": w.model},
 		`{"name": "main", "device": "cpu", "engine": "local", "model": "`+w.model+`"}`)
 	return w
 }
 
+// pullHub is a Hub holding one small model, tester/tiny-GGUF:Q8_0 (file tiny-Q8_0.gguf), and
+// the file's size.
+func pullHub(t *testing.T) (*hftest.Server, int64) {
+	t.Helper()
+	hub := hftest.New()
+	t.Cleanup(hub.Close)
+	data, err := os.ReadFile(writeModels(t, t.TempDir(), 1)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub.AddFile("tester/tiny-GGUF", "tiny-Q8_0.gguf", data)
+	return hub, int64(len(data))
+}
+
 // call sends a request with root's key.
 func (w *webTeam) call(t *testing.T, method, path, body string) (int, string) {
 	t.Helper()
-	resp, b := servertest.Do(t, method, w.srv.URL+path, body, "Authorization", "Bearer "+w.rootKey, "Content-Type", "application/json")
+	return w.callWith(t, w.rootKey, method, path, body)
+}
+
+func (w *webTeam) callWith(t *testing.T, key, method, path, body string) (int, string) {
+	t.Helper()
+	resp, b := servertest.Do(t, method, w.srv.URL+path, body, "Authorization", "Bearer "+key, "Content-Type", "application/json")
 	return resp.StatusCode, string(b)
 }
 

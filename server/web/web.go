@@ -314,7 +314,7 @@ func Owns(path string) bool {
 	}
 	for _, p := range prefixes {
 		if strings.HasPrefix(path, p) {
-			if strings.HasSuffix(p, "/") || len(path) == len(p) || path[len(p)] == '.' {
+			if strings.HasSuffix(p, "/") || len(path) == len(p) || path[len(p)] == '/' {
 				return true
 			}
 		}

@@ -6,7 +6,8 @@ import {num} from './format.js';
 const W = 640, H = 220, PAD = {l: 48, r: 12, t: 12, b: 28};
 
 function niceMax(v) {
-  if (v <= 0) return 1;
+  // At least 4, so that the five whole-number ticks of small counts are distinct.
+  if (v <= 4) return 4;
   const p = Math.pow(10, Math.floor(Math.log10(v)));
   for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
   return 10 * p;

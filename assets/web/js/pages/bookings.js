@@ -19,6 +19,11 @@ function weekStart(d) {
 export function bookingsPage({el, page, user, admin}) {
   let week = weekStart(new Date());
   let lanes = [], mine = [], all = [];
+  // Bookings name their lane by id; show its name.
+  const laneName = b => {
+    const l = lanes.find(x => x.id === b.lane || x.name === b.lane);
+    return l ? l.name : (b.lane || (b.device ? 'all of ' + b.device : '—'));
+  };
   const cal = h('div', {class: 'week', id: 'week'});
   const title = h('strong', {class: 'week-title'});
   const pending = h('div', {id: 'pending'});
@@ -74,7 +79,7 @@ export function bookingsPage({el, page, user, admin}) {
     replace(laneSelect, lanes.map(l => h('option', {value: l.name || l.id, selected: (l.name || l.id) === chosen}, (l.name || l.id) + ' — ' + (l.model || ''))));
     draw();
     replace(own, table([
-      {title: 'Lane', cell: b => b.lane || b.device || '—'},
+      {title: 'Lane', cell: laneName},
       {title: 'From', cell: b => when(b.start)},
       {title: 'Until', cell: b => when(b.end)},
       {title: 'State', cell: b => badge(b.state, stateKind[b.state])},
@@ -85,7 +90,7 @@ export function bookingsPage({el, page, user, admin}) {
       const waiting = all.filter(b => b.state === 'pending');
       replace(pending, table([
         {title: 'Person', cell: b => b.person || b.person_id},
-        {title: 'Lane', cell: b => b.lane || b.device || '—'},
+        {title: 'Lane', cell: laneName},
         {title: 'From', cell: b => when(b.start)},
         {title: 'Until', cell: b => when(b.end)},
         {title: '', cell: b => h('span', {class: 'actions'},
@@ -127,8 +132,8 @@ export function bookingsPage({el, page, user, admin}) {
         const top = (Math.max(s, dayStart) - dayStart) / 3600e3 * HOUR;
         const height = Math.max((Math.min(e, dayEnd) - Math.max(s, dayStart)) / 3600e3 * HOUR, 14);
         const block = h('div', {class: ['booking', 'booking-' + b.state, b.person_id === user.id ? 'booking-mine' : ''], dataset: {booking: b.id},
-          title: (b.person || '') + ' · ' + (b.lane || b.device || '') + ' · ' + when(b.start) + ' – ' + when(b.end) + ' · ' + b.state},
-        h('span', {class: 'booking-lane'}, b.lane || b.device || ''), ' ', h('span', {class: 'booking-who'}, b.person || ''));
+          title: (b.person || '') + ' · ' + laneName(b) + ' · ' + when(b.start) + ' – ' + when(b.end) + ' · ' + b.state},
+        h('span', {class: 'booking-lane'}, laneName(b)), ' ', h('span', {class: 'booking-who'}, b.person || ''));
         block.style.top = top + 'px';
         block.style.height = height + 'px';
         col.append(block);

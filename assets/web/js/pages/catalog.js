@@ -6,20 +6,35 @@ import * as api from '../api.js';
 import {section, form, notice, load, errorBox} from '../ui.js';
 import {bytes, when} from '../format.js';
 
-const pullKind = {done: 'ok', failed: 'bad', queued: 'muted', downloading: 'warn', verifying: 'warn'};
+// params says a parameter count the short way (260K, 4.0B).
+function params(n) {
+  if (!n) return '';
+  if (typeof n !== 'number') return String(n);
+  for (const [d, u] of [[1e12, 'T'], [1e9, 'B'], [1e6, 'M'], [1e3, 'K']]) if (n >= d) return (n / d).toFixed(n / d < 10 ? 1 : 0) + u;
+  return String(n);
+}
+
+const pullKind = {done: 'ok', failed: 'bad', queued: 'muted', downloading: 'warn', verifying: 'warn', uploading: 'warn'};
 
 export function catalogPage({el, page, admin}) {
   const models = h('div', {id: 'catalog'});
   const pulls = h('div', {id: 'pulls'});
   let running = false;
-  load(models, () => api.list('/api/catalog'), list => table([
+  let laneNames = new Map();
+  const names = ids => (ids || []).map(id => laneNames.get(id) || id).join(', ') || '—';
+  load(models, async () => {
+    const [list, lanes] = await Promise.all([api.list('/api/catalog'), api.list('/api/lanes')]);
+    laneNames = new Map(lanes.map(l => [l.id, l.name]));
+    return list;
+  }, list => table([
     {title: 'Model', cell: m => h('span', {class: 'mono'}, m.id)},
     {title: 'Size', cell: m => bytes(m.size_bytes), class: 'num'},
     {title: 'Quantization', cell: m => m.quantization || '—'},
-    {title: 'Family', cell: m => [m.family, m.parameters].filter(Boolean).join(' · ') || '—'},
+    {title: 'Family', cell: m => [m.family, params(m.parameters)].filter(Boolean).join(' · ') || '—'},
     {title: 'Storage', cell: m => m.storage || 'models folder'},
-    {title: 'Lanes', cell: m => (m.lanes || []).join(', ') || '—'},
-    {title: 'Serving on', cell: m => (m.loaded_on || []).length ? (m.loaded_on || []).join(', ') : '—'},
+    {title: 'Lanes', cell: m => names(m.lanes)},
+    {title: 'Serving on', cell: m => names(m.loaded_on)},
+    {title: '', cell: m => m.error ? h('span', {class: 'error-text small'}, m.error) : ''},
   ], list, 'The catalog is empty.'));
   if (admin) el.append(pullForm(refreshPulls));
   el.append(section('Pulls', pulls), section('Models', models));
@@ -28,7 +43,7 @@ export function catalogPage({el, page, admin}) {
     try {
       const list = await api.list('/api/catalog/pulls');
       if (page.left) return;
-      running = list.some(p => p.status === 'queued' || p.status === 'downloading' || p.status === 'verifying');
+      running = list.some(p => !['done', 'failed'].includes(p.status));
       replace(pulls, list.length ? list.map(pullRow) : h('p', {class: 'empty'}, 'No pulls yet.'));
     } catch (err) {
       if (!page.left) replace(pulls, errorBox(err));

@@ -21,7 +21,7 @@ export function keyColumns(revoke, extra = []) {
     {title: 'Models', cell: k => k.models && k.models.length ? k.models.join(', ') : 'all'},
     {title: 'Created', cell: k => when(k.created_at)},
     {title: 'State', cell: k => k.revoked_at ? badge('revoked', 'muted') : badge('active', 'ok')},
-    {title: '', cell: k => k.revoked_at ? '' : dangerButton('Revoke', () => revoke(k))},
+    {title: '', cell: k => k.revoked_at ? '' : Object.assign(dangerButton('Revoke', () => revoke(k)), {title: 'Revoke ' + k.name})},
   ];
 }
 

@@ -6,8 +6,10 @@ import * as api from '../api.js';
 import {section, form, notice, errorBox, load} from '../ui.js';
 import {when, bytes, num} from '../format.js';
 
-function value(v) {
+function value(v, key = '') {
   if (v === null || v === undefined) return '—';
+  if (Array.isArray(v)) return v.length ? v.map(x => value(x)).join(', ') : '—';
+  if (key.endsWith('_at') && typeof v === 'number') return when(v);
   if (typeof v === 'object') return JSON.stringify(v);
   return String(v);
 }
@@ -15,7 +17,7 @@ function value(v) {
 // objectTable shows a list of objects with whatever fields they have.
 function objectTable(list, empty) {
   const keys = [...new Set(list.flatMap(o => Object.keys(o || {})))].filter(k => k !== 'object');
-  return table(keys.map(k => ({title: k, cell: o => k.endsWith('bytes') ? bytes(o[k]) : value(o[k])})), list, empty);
+  return table(keys.map(k => ({title: k.replace(/_/g, ' '), cell: o => k.endsWith('bytes') ? bytes(o[k]) : value(o[k], k)})), list, empty);
 }
 
 export function runtimePage({el, page}) {
@@ -50,10 +52,10 @@ export function runtimePage({el, page}) {
           {title: 'State', cell: l => badge(l.state || '—', l.state === 'serving' ? 'ok' : l.state === 'switching' ? 'warn' : 'bad')},
           {title: 'Running', cell: l => num(l.inflight || 0), class: 'num'},
         ], rt.lanes || [], 'No lanes.')),
+        section('Loaded models', objectTable(rt.models || [], 'No model is loaded.')),
         h('div', {class: 'cols'},
-          section('Loaded models', objectTable(rt.models || [], 'No model is loaded.')),
-          section('Devices', objectTable(rt.devices || [], 'No devices reported.'))),
-        section('Backends', objectTable(rt.backends || [], 'No backends reported.')));
+          section('Devices', objectTable(rt.devices || [], 'No devices reported.')),
+          section('Backends', objectTable(rt.backends || [], 'No backends reported.'))));
     } catch (err) {
       if (!page.left) replace(overview, errorBox(err));
     }
