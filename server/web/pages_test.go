@@ -132,3 +132,25 @@ func TestPagesScriptsResolveAndNeverParseHTML(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnsTheSubpathsOfItsPrefixes: the web API owns what lies under its prefixes (the
+// pages call /api/catalog/pulls, /api/keys/ID, /api/bookings/ID/cancel with a cookie only, so
+// the guard must not ask them for a key) and nothing that merely starts with the same letters
+// (Ollama's /api/* stay Ollama's).
+func TestOwnsTheSubpathsOfItsPrefixes(t *testing.T) {
+	for path, want := range map[string]bool{
+		"/api/catalog": true, "/api/catalog/pulls": true, "/api/catalog/pulls/pull-1": true,
+		"/api/keys/key-1": true, "/api/bookings/b-1/cancel": true, "/api/profile/password": true,
+		"/api/storage": true, "/api/openapi.json": true, "/ui": true, "/ui/js/main.js": true,
+		"/api/keysmith": false, "/api/catalogs": false, "/api/tags": false, "/api/chat": false, "/api/pull": false, "/": false,
+	} {
+		if got := web.Owns(path); got != want {
+			t.Errorf("Owns(%q) = %v, want %v", path, got, want)
+		}
+	}
+	tt := newTestTeam(t)
+	b := tt.signIn(t, "bob", "password1")
+	if res := b.do("GET", "/api/catalog/pulls", ""); res.status != 200 {
+		t.Errorf("GET /api/catalog/pulls with a session: %d %s", res.status, res.body)
+	}
+}
