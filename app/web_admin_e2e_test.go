@@ -3,6 +3,8 @@ package app
 import (
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -145,6 +147,36 @@ func TestWebPagesE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("storage and backups", func(t *testing.T) {
+		p.t = t
+		p.open("#/admin/storage", "Storage admin")
+		p.click("#add-storage")
+		p.fill(`#storage-form [name="name"]`, "scratch")
+		p.fill(`#storage-form [name="path"]`, t.TempDir())
+		p.click("#storage-form button[type=submit]")
+		p.WaitText("#admin-storage", "scratch", 20*time.Second)
+		p.click(`#admin-storage button[title="Check scratch"]`)
+		p.WaitText("#admin-storage [data-check]", "ok", 20*time.Second)
+		p.Screenshot("admin-storage-checked")
+		p.click(`#admin-storage button[title="Usage of scratch"]`)
+		p.WaitText("#admin-storage [data-check]", "files", 20*time.Second)
+		p.open("#/admin/backups", "Backups")
+		corrupt := filepath.Join(t.TempDir(), "corrupt.db")
+		if err := os.WriteFile(corrupt, []byte("not a database at all"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p.Do("choose the file", chromedp.SetUploadFiles(chromedp.CSS("#restore-file"), []string{corrupt}))
+		p.click("#restore button[type=submit]")
+		p.WaitFor("the refusal", `document.querySelector('#restore .error')`, 20*time.Second)
+		if msg := p.Text("#restore .error"); msg == "" || strings.Contains(msg, "answered 400") {
+			t.Fatalf("the refusal of a corrupt backup says %q", msg)
+		}
+		p.Screenshot("backups-refused")
+		if code, out := w.call(t, "GET", "/api/admin/users", ""); code != 200 || !strings.Contains(out, "alice") {
+			t.Fatalf("after a refused restore: %d %s", code, out)
+		}
+	})
+
 	t.Run("every page", func(t *testing.T) {
 		p.t = t
 		// Some traffic for the charts, the usage and the request log.
@@ -156,7 +188,9 @@ func TestWebPagesE2E(t *testing.T) {
 		for _, pg := range webPageList {
 			p.open("#"+pg.hash, pg.title)
 			time.Sleep(300 * time.Millisecond) // charts and polls draw once more
-			p.Screenshot(pg.shot)
+			if pg.hash != "/usage" {
+				p.Screenshot(pg.shot)
+			}
 			p.CheckConsole()
 		}
 		p.Viewport(390, 844)
@@ -173,6 +207,11 @@ func TestWebPagesE2E(t *testing.T) {
 				continue
 			}
 			p.open("#"+pg.hash, pg.title)
+			if pg.hash == "/usage" { // alice made the requests
+				p.WaitFor("the usage chart", "document.querySelector('#usage-charts .bar')", 20*time.Second)
+				time.Sleep(300 * time.Millisecond)
+				p.Screenshot(pg.shot)
+			}
 			p.CheckConsole()
 		}
 		if strings.Contains(p.bodyText(), "Dashboard") {

@@ -5,12 +5,13 @@ import {num} from './format.js';
 
 const W = 640, H = 220, PAD = {l: 48, r: 12, t: 12, b: 28};
 
+// niceMax is the top of an axis of four equal whole steps of 1, 2 or 5 × 10^k over v (at
+// least 4, so that small counts get distinct ticks).
 function niceMax(v) {
-  // At least 4, so that the five whole-number ticks of small counts are distinct.
-  if (v <= 4) return 4;
-  const p = Math.pow(10, Math.floor(Math.log10(v)));
-  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
-  return 10 * p;
+  const want = Math.max(v, 4) / 4;
+  const p = Math.pow(10, Math.floor(Math.log10(want)));
+  for (const m of [1, 2, 5, 10]) if (m * p >= want) return 4 * m * p;
+  return 40 * p;
 }
 
 function axes(max, xLabels) {

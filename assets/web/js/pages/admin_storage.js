@@ -43,8 +43,8 @@ export function adminStoragePage({el}) {
       }
     };
     return h('span', {class: 'actions'},
-      h('button', {type: 'button', class: 'secondary', onclick: () => run('check')}, 'Check'),
-      h('button', {type: 'button', class: 'secondary', onclick: () => run('usage')}, 'Usage'), out);
+      h('button', {type: 'button', class: 'secondary', title: 'Check ' + s.name, onclick: () => run('check')}, 'Check'),
+      h('button', {type: 'button', class: 'secondary', title: 'Usage of ' + s.name, onclick: () => run('usage')}, 'Usage'), out);
   }
 
   function edit(s) {

@@ -9,7 +9,7 @@ export function auditPage({el}) {
   const box = h('div', {id: 'audit'});
   el.append(section(null, box));
   load(box, () => api.list('/api/admin/audit'), list => table([
-    {title: 'When', cell: e => when(e.at)},
+    {title: 'When', cell: e => when(e.at), class: 'nowrap'},
     {title: 'Who', cell: e => (e.actor && (e.actor.user || e.actor.key)) || '—'},
     {title: 'Action', cell: e => h('span', {class: 'mono'}, e.action)},
     {title: 'Target', cell: e => e.target || '—'},

@@ -32,7 +32,7 @@ export function requestsPage({el}) {
       rows = rows.concat(got);
       more.hidden = got.length < 50;
       replace(out, table([
-        {title: 'When', cell: r => when(r.at)},
+        {title: 'When', cell: r => when(r.at), class: 'nowrap'},
         {title: 'Person', cell: r => r.person || '—'},
         {title: 'Key', cell: r => r.key || '—'},
         {title: 'Model', cell: r => h('span', {class: 'mono'}, r.model || '—')},

@@ -62,7 +62,7 @@ export function runtimePage({el, page}) {
   }
   function refreshHistory() {
     load(history, () => api.list('/api/admin/runtime/history'), list => table([
-      {title: 'When', cell: e => when(e.at)},
+      {title: 'When', cell: e => when(e.at), class: 'nowrap'},
       {title: 'Event', cell: e => badge(e.event, 'muted')},
       {title: 'Lane', cell: e => e.lane || '—'},
       {title: 'Model', cell: e => h('span', {class: 'mono'}, e.model || '—')},
