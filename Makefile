@@ -127,10 +127,12 @@ fuzz: build
 bench: build
 	./bin/superfluid bench $(ARGS) $(BENCH_MODEL)
 
-# screenshots: the real app under Xvfb, each tab written to docs/screenshots/.
-screenshots: build
+# screenshots: the real app under Xvfb, each tab written to docs/screenshots/; then the web
+# pages (team mode) in headless Chromium, docs/screenshots/web-*.png (app/web_admin_e2e_test.go).
+screenshots: build browser
 	$(GO) build -o bin/fakehub ./scripts/fakehub
 	bash scripts/screenshots.sh
+	SUPERFLUID_SCREENSHOTS=1 $(GO) test $(GOFLAGS_BUILD) -count=1 -run 'TestWebPagesE2E' ./app
 
 # package: the Linux bundle of the binary `make build` made, written by fyne package (fyne.io/tools,
 # pinned below) from FyneApp.toml: dist/superfluid-VERSION-linux-ARCH-TARGET.tar.xz holding
