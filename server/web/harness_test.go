@@ -118,7 +118,8 @@ func newTestTeam(t *testing.T) *testTeam {
 	tt.Sessions = sessions.New(sessions.Config{Store: st, Now: tt.Clock.Now})
 	tt.API = web.New(web.Config{People: tt.People, Keys: tt.Keys, Bookings: tt.Bookings, Lanes: tt.Lanes, Devices: devices,
 		Quota: q, Core: tt.Core, Store: st, Sessions: tt.Sessions, Now: tt.Clock.Now})
-	srv := httptest.NewServer(server.New(server.Config{Keys: tt.Keys, People: tt.People, Lanes: tt.Lanes, Devices: devices,
+	// The test's own loopback peer is a trusted proxy: X-Forwarded-For picks a request's address.
+	srv := httptest.NewServer(server.New(server.Config{TrustedProxies: []string{"127.0.0.1"}, Keys: tt.Keys, People: tt.People, Lanes: tt.Lanes, Devices: devices,
 		Bookings: tt.Bookings, Quota: q, Web: tt.API}, tt.Core))
 	t.Cleanup(srv.Close)
 	tt.URL = srv.URL
@@ -237,3 +238,6 @@ func (tt *testTeam) withKey(t *testing.T, key, method, path, body string, header
 	}
 	return send(t, method, tt.URL+path, body, h)
 }
+
+// storeAuditAll is an audit query for every entry.
+func storeAuditAll() store.AuditQuery { return store.AuditQuery{Limit: 1000} }

@@ -114,6 +114,8 @@ func (a *API) document() document {
 		switch {
 		case o.out != nil:
 			ok.Content = map[string]mediaType{"application/json": {Schema: schemaOf(o.out)}}
+		case o.meta.Produces == "application/json":
+			ok.Content = map[string]mediaType{o.meta.Produces: {Schema: map[string]string{"type": "object"}}}
 		case o.meta.Produces != "":
 			ok.Content = map[string]mediaType{o.meta.Produces: {Schema: map[string]string{"type": "string"}}}
 		}
