@@ -218,6 +218,23 @@ func TestWebPagesE2E(t *testing.T) {
 			t.Fatalf("a member sees the admin pages in the navigation")
 		}
 	})
+
+	t.Run("password change", func(t *testing.T) {
+		p.t = t
+		p.open("#/profile", "Profile")
+		p.fill(`#main [name="current_password"]`, p.passwords["alice"])
+		p.fill(`#main [name="new_password"]`, "alice-password-2")
+		p.click("#main form button[type=submit]")
+		p.WaitText("#notices", "Password changed", 20*time.Second)
+		// The change rotated the session: a write still goes through with the new token.
+		p.open("#/keys", "My keys")
+		p.fill("#key-name", "after-change")
+		p.click("#create-key button[type=submit]")
+		p.WaitFor("the new key", "document.querySelector('#new-key-value')", 20*time.Second)
+		p.signOut()
+		p.passwords["alice"] = "alice-password-2"
+		p.signIn("alice")
+	})
 }
 
 // webPage is one page of the app: its address, its title and its screenshot's name.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -98,11 +99,13 @@ type pages struct {
 	*browsertest.Browser
 	t    *testing.T
 	base string
+	// passwords are the people's passwords as the test changes them.
+	passwords map[string]string
 }
 
 func openPages(t *testing.T, w *webTeam, width, height int) *pages {
 	b := browsertest.Start(t, width, height)
-	p := &pages{Browser: b, t: t, base: w.srv.URL}
+	p := &pages{Browser: b, t: t, base: w.srv.URL, passwords: maps.Clone(webPasswords)}
 	p.Do("open /ui/", chromedp.Navigate(w.srv.URL+"/ui/"))
 	p.WaitFor("the sign-in form", "document.querySelector('#signin')", 30*time.Second)
 	return p
@@ -126,7 +129,7 @@ func (p *pages) click(selector string) {
 // signIn signs in through the form and waits for the shell.
 func (p *pages) signIn(name string) {
 	p.t.Helper()
-	p.tryPassword(name, webPasswords[name])
+	p.tryPassword(name, p.passwords[name])
 	p.WaitText("#who-name", name, 20*time.Second)
 }
 

@@ -21,6 +21,19 @@ export function setCSRF(token) { csrf = token || ''; }
 export function onSignedOut(fn) { signedOutHandlers.push(fn); }
 
 export async function request(method, path, body, opts = {}) {
+  try {
+    return await send(method, path, body, opts);
+  } catch (err) {
+    // Another tab signed in again, or the password changed there: this session's token is
+    // stale. Ask for the current one and try once more.
+    if (err.code !== 'csrf_failed' || opts.retried) throw err;
+    const me = await send('GET', '/api/auth/me', undefined, {});
+    setCSRF(me.csrf_token);
+    return send(method, path, body, {...opts, retried: true});
+  }
+}
+
+async function send(method, path, body, opts) {
   const headers = {'Accept': opts.accept || 'application/json'};
   let payload;
   if (body instanceof Blob || body instanceof FormData) {
