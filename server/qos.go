@@ -32,7 +32,7 @@ func policies(cfg Config) []gin.HandlerFunc {
 	if limits == nil {
 		limits = NewLimits(LimitsConfig{})
 	}
-	hs := []gin.HandlerFunc{schedulingHeaders(cfg.AllowBatchInvariant), limits.handle}
+	hs := []gin.HandlerFunc{schedulingHeaders(cfg.AllowBatchInvariant, cfg.DefaultQoS), limits.handle}
 	if cfg.NonstreamKeepalive > 0 {
 		hs = append(hs, keepalive(cfg.NonstreamKeepalive))
 	}
@@ -41,15 +41,23 @@ func policies(cfg Config) []gin.HandlerFunc {
 
 // schedulingHeaders reads x-superfluid-qos and x-superfluid-batch-invariant into the request's
 // context (core.WithScheduling). An unknown class or switch is 400; a class above the key's
-// ceiling 403 admin_required; batch-invariant without --http-allow-batch-invariant 400.
-func schedulingHeaders(allowInvariant bool) gin.HandlerFunc {
+// ceiling 403 admin_required; batch-invariant without --http-allow-batch-invariant 400. A
+// request without a class gets defaultQoS's (nil or Unset: the endpoint's own), lowered to the
+// key's ceiling by the core like any default.
+func schedulingHeaders(allowInvariant bool, defaultQoS func() qos.Class) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		qh, bh := c.GetHeader(QoSHeader), c.GetHeader(BatchInvariantHeader)
+		var s core.Scheduling
+		if qh == "" && defaultQoS != nil {
+			s.QoS = defaultQoS()
+		}
 		if qh == "" && bh == "" {
+			if s.QoS != qos.Unset {
+				c.Request = c.Request.WithContext(core.WithScheduling(c.Request.Context(), s))
+			}
 			c.Next()
 			return
 		}
-		var s core.Scheduling
 		if qh != "" {
 			q, err := qos.Parse(qh)
 			if err != nil {

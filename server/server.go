@@ -23,6 +23,7 @@ import (
 	"github.com/superfluid/superfluid/server/batches"
 	"github.com/superfluid/superfluid/server/bookings"
 	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/core/qos"
 	"github.com/superfluid/superfluid/server/dialect"
 	"github.com/superfluid/superfluid/server/forward"
 	"github.com/superfluid/superfluid/server/lanes"
@@ -101,6 +102,10 @@ type Config struct {
 	// Web, in team mode, is the browser API (/api/auth/..., /api/admin/..., /ui/: package web);
 	// nil serves none, and those paths stay Ollama's unknown routes.
 	Web *web.API
+	// DefaultQoS is the scheduling class of a request that sends no x-superfluid-qos (Unset:
+	// each endpoint's own default); nil takes the web API's setting (PUT /api/admin/settings)
+	// when there is a web API.
+	DefaultQoS func() qos.Class
 }
 
 // DefaultWriteTimeout is how long one frame of a streamed reply may take to write when the
@@ -119,6 +124,9 @@ func New(cfg Config, svc *core.Service) http.Handler {
 		_ = r.SetTrustedProxies(nil)
 	}
 	writeTimeout := bound(cfg.WriteTimeout, DefaultWriteTimeout)
+	if cfg.DefaultQoS == nil && cfg.Web != nil {
+		cfg.DefaultQoS = cfg.Web.DefaultQoS
+	}
 	if cfg.Web != nil {
 		r.Use(markWeb) // first: every refusal on a web path is in the web API's shape
 	}

@@ -282,3 +282,26 @@ func sqliteFile(t *testing.T, path string, stmts ...string) {
 		}
 	}
 }
+
+// TestRestoreFromADatabaseFile: a closed database file itself (WAL mode in its header, not a
+// VACUUM INTO copy) is a backup too.
+func TestRestoreFromADatabaseFile(t *testing.T) {
+	dir := t.TempDir()
+	src, err := Open(filepath.Join(dir, "src.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedBackupRows(t, src, "src", 3)
+	want := liveSnapshot(t, src)
+	if err := src.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := openTest(t)
+	seedBackupRows(t, s, "live", 1)
+	if _, err := s.Restore(context.Background(), filepath.Join(dir, "src.db")); err != nil {
+		t.Fatalf("Restore: %v", err)
+	}
+	if got := liveSnapshot(t, s); got != want {
+		t.Errorf("after restore:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -26,6 +26,7 @@ import (
 
 // registerAdmin registers every /api/admin route except storage (storage_*.go).
 func registerAdmin(a *API) {
+	a.loadDefaultQoS()
 	a.adminUserRoutes()
 	a.adminBookingRoutes()
 	a.adminLaneRoutes()

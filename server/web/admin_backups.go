@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"os"
@@ -77,12 +78,15 @@ func (a *API) adminRestore(r *Request[NoBody]) error {
 	res, err := a.cfg.Store.Restore(r.Ctx, path)
 	if errors.Is(err, store.ErrInvalidBackup) {
 		reason := strings.TrimPrefix(err.Error(), "restore: "+store.ErrInvalidBackup.Error()+": ")
+		slog.Warn("web: a backup was refused; the database is unchanged", "reason", reason, "by", actorOf(r).PersonName)
 		_ = a.cfg.People.Record(r.Ctx, actorOf(r), "backup.restore", "database", map[string]any{"restored": false, "reason": reason})
 		return Errorf(http.StatusBadRequest, "invalid_backup", "", "the backup was refused and nothing changed: %s", reason)
 	}
 	if err != nil {
 		return err
 	}
+	a.loadDefaultQoS() // the settings came back with the rest
+	slog.Info("web: the database was restored from a backup", "tables", res.Tables, "rows", res.Rows, "by", actorOf(r).PersonName)
 	if err := a.cfg.People.Record(r.Ctx, actorOf(r), "backup.restore", "database", map[string]any{"restored": true, "tables": res.Tables, "rows": res.Rows}); err != nil {
 		return err
 	}

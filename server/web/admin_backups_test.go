@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/superfluid/superfluid/server/core/qos"
 	"github.com/superfluid/superfluid/server/people"
 	"github.com/superfluid/superfluid/server/web"
 )
@@ -77,6 +78,10 @@ func TestAdminBackupAndRestore(t *testing.T) {
 		t.Fatalf("download: %d %v %q", r.status, r.header, r.body[:min(len(r.body), 64)])
 	}
 	backup := r.body
+	// A setting changed after the backup: the restore brings the backup's back, in force.
+	if r := root.do("PUT", "/api/admin/settings", `{"default_qos": "background"}`); r.status != 200 || tt.API.DefaultQoS() != qos.Background {
+		t.Fatalf("set the default QoS: %d %s", r.status, r.body)
+	}
 
 	// A person added after the backup: a restore takes them away, a refused one keeps them.
 	if _, err := tt.People.Create(context.Background(), people.CLI, people.NewPerson{Name: "carol", Password: "password2"}); err != nil {
@@ -130,6 +135,9 @@ func TestAdminBackupAndRestore(t *testing.T) {
 		}
 		if got := names(t, tt); got != "root,bob" {
 			t.Errorf("after restore: %s, want root,bob", got)
+		}
+		if got := tt.API.DefaultQoS(); got != qos.Unset {
+			t.Errorf("default QoS after restore = %v, want the backup's (none)", got)
 		}
 	}
 	// The admin's session was in the backup: still signed in; the audit log is the backup's

@@ -2,8 +2,10 @@ package web
 
 import (
 	"context"
+	"log/slog"
 	"math"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/superfluid/superfluid/server/bookings"
@@ -12,10 +14,42 @@ import (
 
 // The admin's settings: the bookings policy (bookings.Service Policy/SetPolicy: approval, the
 // longest booking, hours per person per week) and the team's default scheduling class, kept
-// in the store's app settings. Every change is audited (settings.update, with from and to).
+// in the store's app settings and applied by the router to every request that names no class
+// (server.Config.DefaultQoS). Every change is audited (settings.update, with from and to).
 func (a *API) adminSettingsRoutes() {
 	Handle(a, http.MethodGet, "/api/admin/settings", adminMeta("settings", "The bookings policy and the default QoS class"), a.adminSettings)
 	Handle(a, http.MethodPut, "/api/admin/settings", adminMeta("settings", "Change the bookings policy or the default QoS class (fields left out stay)"), a.adminPutSettings)
+}
+
+// loadDefaultQoS reads the stored default class, at the start and after a restore (a stored
+// value this build does not know is logged and ignored).
+func (a *API) loadDefaultQoS() {
+	if a.cfg.defaultQoS == nil { // registerAdmin, before any request reads it
+		a.cfg.defaultQoS = new(atomic.Int32)
+	}
+	if a.cfg.Store == nil {
+		return
+	}
+	v, err := a.cfg.Store.AppSetting(context.Background(), DefaultQoSSetting)
+	if err != nil {
+		slog.Warn("web: the default QoS class was not read; each endpoint's own applies", "err", err)
+		return
+	}
+	class, err := qos.Parse(v)
+	if err != nil {
+		slog.Warn("web: the stored default QoS class is unknown; each endpoint's own applies", "value", v)
+		return
+	}
+	a.cfg.defaultQoS.Store(int32(class))
+}
+
+// DefaultQoS is the class of a request that names none (qos.Unset: each endpoint's own
+// default), as the settings say; the router reads it for every request (server.Config).
+func (a *API) DefaultQoS() qos.Class {
+	if a == nil || a.cfg.defaultQoS == nil {
+		return qos.Unset
+	}
+	return qos.Class(a.cfg.defaultQoS.Load())
 }
 
 // DefaultQoSSetting is the app setting holding the team's default scheduling class for requests
@@ -86,6 +120,8 @@ func (a *API) adminPutSettings(r *Request[AdminSettingsChange]) (AdminSettings, 
 		if err := a.cfg.Store.SetAppSetting(r.Ctx, DefaultQoSSetting, after.DefaultQoS); err != nil {
 			return AdminSettings{}, err
 		}
+		class, _ := qos.Parse(after.DefaultQoS) // parsed above
+		a.cfg.defaultQoS.Store(int32(class))
 	}
 	a.cfg.Bookings.SetPolicy(bookings.Policy{NeedsApproval: after.ApprovalRequired, MaxLength: maxLength, MaxHoursPerWeek: after.HoursPerWeek})
 	detail := map[string]any{}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/superfluid/superfluid/server/bookings"
+	"github.com/superfluid/superfluid/server/core/qos"
+	"github.com/superfluid/superfluid/server/web"
 )
 
 func TestAdminSettings(t *testing.T) {
@@ -25,6 +27,14 @@ func TestAdminSettings(t *testing.T) {
 	}
 	if r := root.do("GET", "/api/admin/settings", ""); r.obj["default_qos"] != "agent" || r.obj["approval_required"] != true {
 		t.Errorf("get after put: %s", r.body)
+	}
+	// The router reads the class from the API (server.Config.DefaultQoS); a restart reads it
+	// back from the store.
+	if got := tt.API.DefaultQoS(); got != qos.Agent {
+		t.Errorf("DefaultQoS = %v, want agent", got)
+	}
+	if got := web.New(web.Config{People: tt.People, Keys: tt.Keys, Store: tt.Store, Sessions: tt.Sessions}).DefaultQoS(); got != qos.Agent {
+		t.Errorf("DefaultQoS after a restart = %v, want agent", got)
 	}
 	// The new policy applies to the next booking: a member's now waits for approval.
 	if r := tt.withKey(t, tt.BobKey, "POST", "/v1/bookings", `{"lane": "main", "start": "+1h", "end": "+2h"}`); r.status != 201 || r.obj["state"] != "pending" {

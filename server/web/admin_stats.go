@@ -101,7 +101,11 @@ func (a *API) adminStats(r *Request[NoBody]) (AdminStats, error) {
 	}
 	to := a.cfg.Now().UTC()
 	from := to.Add(-window)
-	out := AdminStats{Window: strings.TrimSpace(r.Gin.DefaultQuery("window", "24h")), From: from.Unix(), To: to.Unix(),
+	name := strings.TrimSpace(r.Gin.Query("window"))
+	if name == "" {
+		name = "24h"
+	}
+	out := AdminStats{Window: name, From: from.Unix(), To: to.Unix(),
 		ByPerson: []AdminStatsPerson{}, ByModel: []AdminStatsModel{}}
 	ctx := r.Ctx
 	totals, err := a.cfg.Store.Usage(ctx, store.UsageQuery{From: from, To: to})

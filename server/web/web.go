@@ -46,6 +46,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -93,6 +94,8 @@ type Config struct {
 	// StorageCache is the folder an s3 storage's pulled models are kept in locally (their
 	// loadable copy); "" refuses pulls into an s3 storage.
 	StorageCache string
+	// defaultQoS is the team's default scheduling class (admin_settings.go; registerAdmin).
+	defaultQoS *atomic.Int32
 }
 
 // API is the web API: its registry of routes. New builds it; Mount puts it on a router.
