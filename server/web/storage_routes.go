@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/people"
@@ -49,7 +50,7 @@ type StorageRequest struct {
 	AccessKey string   `json:"access_key" maxLength:"1024"`
 	Password  *string  `json:"password,omitempty" maxLength:"1024" doc:"s3: the secret key, write-only. Left out of a PUT: the stored one stays; \"\": it is removed"`
 	Shared    bool     `json:"shared"`
-	People    []string `json:"people" maxItems:"1000" doc:"ids of the persons who may use it"`
+	People    []string `json:"people" maxItems:"1000" doc:"the persons who may use it (ids or names; stored as ids)"`
 }
 
 // StorageCheck is the answer of POST /api/admin/storage/{id}/check.
@@ -115,7 +116,11 @@ func registerStorage(a *API) {
 	created.Status = http.StatusCreated
 	Handle(a, http.MethodPost, "/api/admin/storage", created,
 		func(r *Request[StorageRequest]) (StorageObject, error) {
-			st, err := svc.Create(r.Ctx, a.storageBy(r.Ctx), r.Body.spec())
+			sp, err := a.storageSpec(r.Ctx, r.Body)
+			if err != nil {
+				return StorageObject{}, err
+			}
+			st, err := svc.Create(r.Ctx, a.storageBy(r.Ctx), sp)
 			if err != nil {
 				return StorageObject{}, storageError(err)
 			}
@@ -123,7 +128,11 @@ func registerStorage(a *API) {
 		})
 	Handle(a, http.MethodPut, "/api/admin/storage/:id", admin("Replace a storage's settings"),
 		func(r *Request[StorageRequest]) (StorageObject, error) {
-			st, err := svc.Update(r.Ctx, a.storageBy(r.Ctx), r.Param("id"), r.Body.spec())
+			sp, err := a.storageSpec(r.Ctx, r.Body)
+			if err != nil {
+				return StorageObject{}, err
+			}
+			st, err := svc.Update(r.Ctx, a.storageBy(r.Ctx), r.Param("id"), sp)
 			if err != nil {
 				return StorageObject{}, storageError(err)
 			}
@@ -158,9 +167,22 @@ func registerStorage(a *API) {
 // Storage is the storage service the routes use (nil without a store).
 func (a *API) Storage() *storage.Service { return a.cfg.Storage }
 
-func (b StorageRequest) spec() storage.Spec {
+// storageSpec is the service's Spec of a request, its people (ids or names) turned into the
+// ids of existing persons.
+func (a *API) storageSpec(ctx context.Context, b StorageRequest) (storage.Spec, error) {
+	ids := make([]string, 0, len(b.People))
+	for _, who := range b.People {
+		p, err := a.cfg.People.Get(ctx, strings.TrimSpace(who))
+		if errors.Is(err, people.ErrNotFound) {
+			return storage.Spec{}, Errorf(http.StatusBadRequest, "invalid_body", "people", "people: no person %q (GET /api/admin/users lists them)", who)
+		}
+		if err != nil {
+			return storage.Spec{}, err
+		}
+		ids = append(ids, p.ID)
+	}
 	return storage.Spec{Name: b.Name, Kind: b.Kind, Path: b.Path, Endpoint: b.Endpoint, Bucket: b.Bucket, Region: b.Region,
-		Prefix: b.Prefix, AccessKey: b.AccessKey, Secret: b.Password, Shared: b.Shared, People: b.People}
+		Prefix: b.Prefix, AccessKey: b.AccessKey, Secret: b.Password, Shared: b.Shared, People: ids}, nil
 }
 
 func storageObject(st storage.Storage) StorageObject {

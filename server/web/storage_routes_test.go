@@ -125,6 +125,7 @@ func TestStorageRoutes(t *testing.T) {
 		{"POST", "/api/admin/storage", `{"kind":"local","path":"/tmp"}`, "400", "invalid_body", "name"},
 		{"POST", "/api/admin/storage", `{"name":"x","kind":"local","path":"rel/dir"}`, "400", "invalid_body", "path"},
 		{"POST", "/api/admin/storage", `{"name":"x","kind":"s3","endpoint":"ftp://h","bucket":"b"}`, "400", "invalid_body", "endpoint"},
+		{"POST", "/api/admin/storage", `{"name":"x","kind":"local","path":"/tmp","people":["nobody-here"]}`, "400", "invalid_body", "people"},
 		{"PUT", "/api/admin/storage/storage-nope", `{"name":"x","kind":"local","path":"/tmp"}`, "404", "storage_not_found", ""},
 		{"DELETE", "/api/admin/storage/storage-nope", "", "404", "storage_not_found", ""},
 		{"POST", "/api/admin/storage/storage-nope/check", "", "404", "storage_not_found", ""},
@@ -134,6 +135,15 @@ func TestStorageRoutes(t *testing.T) {
 		if fmt.Sprint(r.status) != c.status || r.code() != c.code || r.param() != c.param {
 			t.Errorf("%s %s %s: %d %s, want %s %s param %q", c.method, c.path, c.body, r.status, r.body, c.status, c.code, c.param)
 		}
+	}
+
+	// People may be named; the storage keeps their ids.
+	byName := do("POST", "/api/admin/storage", fmt.Sprintf(`{"name":"named","kind":"local","path":%q,"people":["bob"]}`, dir))
+	if byName.status != 201 || fmt.Sprint(byName.obj["people"]) != "["+bob.ID+"]" {
+		t.Errorf("a storage for bob by name: %d %s", byName.status, byName.body)
+	}
+	if r := do("DELETE", "/api/admin/storage/"+byName.obj["id"].(string), ""); r.status != 204 {
+		t.Errorf("delete: %d %s", r.status, r.body)
 	}
 
 	// A member sees the shared storage and the one listing them, without its access key; the
@@ -179,8 +189,8 @@ func TestStorageRoutes(t *testing.T) {
 			t.Errorf("audit entry %s carries a secret: %s", e.Action, e.Detail)
 		}
 	}
-	if actions["storage.create"] != 2 || actions["storage.update"] != 3 || actions["storage.delete"] != 1 {
-		t.Errorf("audit actions = %v, want 2 creates, 3 updates, 1 delete", actions)
+	if actions["storage.create"] != 3 || actions["storage.update"] != 3 || actions["storage.delete"] != 2 {
+		t.Errorf("audit actions = %v, want 3 creates, 3 updates, 2 deletes", actions)
 	}
 	rs.mustNotContain(t, routeSecret, "Wrong-secret-value-777")
 	if strings.Contains(logs.String(), routeSecret) || strings.Contains(logs.String(), "Wrong-secret-value") {
