@@ -128,7 +128,7 @@ bench: build
 	./bin/superfluid bench $(ARGS) $(BENCH_MODEL)
 
 # screenshots: the real app under Xvfb, each tab written to docs/screenshots/; then the web
-# pages (team mode) in headless Chromium, docs/screenshots/web-*.png (app/web_admin_e2e_test.go).
+# pages (team mode) in headless Chromium, docs/screenshots/web-*.png (app/web_pages_e2e_test.go).
 screenshots: build browser
 	$(GO) build -o bin/fakehub ./scripts/fakehub
 	bash scripts/screenshots.sh
