@@ -63,7 +63,7 @@ OLLAMA_VERSION := $(shell $(GO) list -m -f '{{.Version}}' github.com/ollama/olla
 PEERS_DIR      := $(HOME)/.cache/superfluid/peers/ollama-$(OLLAMA_VERSION)
 export SUPERFLUID_OLLAMA ?= $(PEERS_DIR)/ollama
 
-.PHONY: all setup agents peers build portable run test test-short gotest fuzz bench screenshots package clean
+.PHONY: all setup agents peers browser build portable run test test-short gotest fuzz bench screenshots package clean
 all: build
 
 setup:
@@ -90,9 +90,14 @@ agents:
 peers: setup
 	@GO='$(GO)' bash scripts/peers/build-ollama.sh $(PEERS_DIR) $(OLLAMA_VERSION) $(GOFLAGS_BUILD)
 
+# browser: install Debian's chromium for the web pages' browser tests (a no-op when installed;
+# never fails: without apt the tests skip).
+browser:
+	@bash scripts/browser/install.sh
+
 # test: gofmt, vet and every test; bin/superfluid is built first, for the tests that start it as a
 # real process (runtime/supervise runs it as a supervised `command` engine).
-test: setup agents peers build
+test: setup agents peers browser build
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "not gofmt-formatted: $$unformatted"; exit 1; fi
 	$(GO) vet $(GOFLAGS_BUILD) ./...
@@ -122,10 +127,12 @@ fuzz: build
 bench: build
 	./bin/superfluid bench $(ARGS) $(BENCH_MODEL)
 
-# screenshots: the real app under Xvfb, each tab written to docs/screenshots/.
-screenshots: build
+# screenshots: the real app under Xvfb, each tab written to docs/screenshots/; then the web
+# pages (team mode) in headless Chromium, docs/screenshots/web-*.png (app/web_pages_e2e_test.go).
+screenshots: build browser
 	$(GO) build -o bin/fakehub ./scripts/fakehub
 	bash scripts/screenshots.sh
+	SUPERFLUID_SCREENSHOTS=1 $(GO) test $(GOFLAGS_BUILD) -count=1 -run 'TestWebPagesE2E' ./app
 
 # package: the Linux bundle of the binary `make build` made, written by fyne package (fyne.io/tools,
 # pinned below) from FyneApp.toml: dist/superfluid-VERSION-linux-ARCH-TARGET.tar.xz holding
