@@ -3,7 +3,6 @@ package websession
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -78,6 +77,13 @@ func (h *Handler) serveWS(w http.ResponseWriter, r *http.Request) {
 		slots: make(chan struct{}, maxCallsPerSocket)}
 	defer s.close()
 	go s.keepAlive()
+	go func() {
+		select {
+		case <-h.base.Done(): // Handler.Close: the app is quitting
+			conn.Close(websocket.StatusGoingAway, "server closing")
+		case <-ctx.Done():
+		}
+	}()
 	s.readLoop(authed)
 }
 
@@ -146,11 +152,10 @@ func (s *socket) readLoop(authed bool) {
 		})
 	}
 	for {
-		typ, b, err := s.conn.Read(s.ctx)
+		// Not s.ctx: a cancelled Read closes at once, without the close frame Handler.Close
+		// sends; closing the connection ends this Read.
+		typ, b, err := s.conn.Read(context.Background())
 		if err != nil {
-			if errors.Is(err, context.Canceled) {
-				s.conn.Close(websocket.StatusGoingAway, "server closing")
-			}
 			return
 		}
 		f, ferr := parseFrame(b)
