@@ -21,8 +21,12 @@ func dialWS(t *testing.T, srv *httptest.Server, protocols []string, hdr http.Hea
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/web/ws",
+	c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/web/ws",
 		&websocket.DialOptions{Subprotocols: protocols, HTTPHeader: hdr})
+	if c != nil {
+		c.SetReadLimit(4 * MaxFrame) // replies may quote a big frame's values
+	}
+	return c, resp, err
 }
 
 func mustDial(t *testing.T, srv *httptest.Server) *websocket.Conn {
