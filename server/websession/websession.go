@@ -133,7 +133,7 @@ const (
 )
 
 //go:embed page
-var page embed.FS
+var pageFS embed.FS
 
 // Handler serves the --web listener.
 type Handler struct {
@@ -160,7 +160,7 @@ func New(s Session, cfg Config) *Handler {
 	}
 	h := &Handler{s: s, cfg: cfg, mux: http.NewServeMux()}
 	h.base, h.closeBase = context.WithCancel(context.Background())
-	files, _ := fs.Sub(page, "page")
+	files, _ := fs.Sub(pageFS, "page")
 	h.mux.HandleFunc("GET /web/health", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
