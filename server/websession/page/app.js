@@ -243,7 +243,7 @@
         setStats("Stopped.");
       } else {
         setStats(`${done.tokens} tokens · ${done.tokens_per_second.toFixed(1)} tokens/s · ${done.cached_tokens} cached prompt tokens` +
-          (done.finish_reason ? " · " + done.finish_reason : ""));
+          (done.finish_reason === "length" ? " · stopped at max tokens" : ""));
       }
       if (reply) st.history.push({ role: "assistant", content: reply, reasoning: thought });
       else if (done.stopped) st.history.pop();
