@@ -109,8 +109,9 @@ type webServer struct {
 	srv *http.Server
 	// URL is the page's address with the token in its fragment (the page removes it from the
 	// address bar at once).
-	URL  string
-	done chan error
+	URL   string
+	token string
+	done  chan error
 }
 
 // listenWeb opens the --web listener, before anything else starts: a network address or a
@@ -138,7 +139,7 @@ func (a *App) startWeb(l net.Listener, c *desktop.Controller) (*webServer, error
 			return ok && id != nil && id.Admin
 		}})
 	w := &webServer{h: h, srv: &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute},
-		URL: "http://" + l.Addr().String() + "/#token=" + token, done: make(chan error, 1)}
+		URL: "http://" + l.Addr().String() + "/#token=" + token, token: token, done: make(chan error, 1)}
 	go func() { w.done <- w.srv.Serve(l) }()
 	return w, nil
 }
@@ -157,4 +158,36 @@ func (w *webServer) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return w.srv.Shutdown(ctx)
+}
+
+// benchWeb is the browser transport of a bench server (bench --suite web): on a free loopback
+// port, over a desktop controller of its own.
+type benchWeb struct {
+	url, token string
+	web        *webServer
+	c          *desktop.Controller
+}
+
+func (a *App) benchWeb() (*benchWeb, error) {
+	l, err := websession.Listen("127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	c := newController(a)
+	web, err := a.startWeb(l, c)
+	if err != nil {
+		l.Close()
+		c.Close()
+		return nil, err
+	}
+	return &benchWeb{url: "http://" + l.Addr().String(), token: web.token, web: web, c: c}, nil
+}
+
+// Close stops the listener, then the controller (nil: nothing).
+func (b *benchWeb) Close() {
+	if b == nil {
+		return
+	}
+	b.web.Close()
+	b.c.Close()
 }
