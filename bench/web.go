@@ -87,6 +87,10 @@ type webClient struct {
 	url, token, model string
 	conn              *websocket.Conn
 	next              int
+	// frames are the socket's frames as they come; readErr why they ended (set before the
+	// channel closes).
+	frames  chan []byte
+	readErr error
 }
 
 func (c *webClient) chatParams(prompt string, tokens int) map[string]any {
@@ -101,6 +105,20 @@ func (c *webClient) dial(ctx context.Context) error {
 		return fmt.Errorf("dial /web/ws: %w", err)
 	}
 	c.conn = conn
+	// Read all the time, as a browser does: the server's pings need their pongs between chats
+	// too (it closes a socket that stops answering).
+	c.frames = make(chan []byte, 1024)
+	go func() {
+		defer close(c.frames)
+		for {
+			_, b, err := conn.Read(context.Background())
+			if err != nil {
+				c.readErr = err
+				return
+			}
+			c.frames <- b
+		}
+	}()
 	return nil
 }
 
@@ -204,9 +222,15 @@ func (c *webClient) socket(ctx context.Context, prompt string, tokens int) (samp
 		return s, err
 	}
 	for {
-		_, b, err := c.conn.Read(ctx)
-		if err != nil {
-			return s, err
+		var b []byte
+		select {
+		case <-ctx.Done():
+			return s, ctx.Err()
+		case f, ok := <-c.frames:
+			if !ok {
+				return s, fmt.Errorf("the socket closed: %w", c.readErr)
+			}
+			b = f
 		}
 		var ev webEvent
 		if err := json.Unmarshal(b, &ev); err != nil {

@@ -316,3 +316,24 @@ func TestCloseEndsSockets(t *testing.T) {
 		t.Fatalf("after Close: %v", err)
 	}
 }
+
+// TestWSUnansweredPingsClose: a client that stops reading (so answers no ping) loses its
+// socket within a ping interval and a write timeout; one that reads keeps it.
+func TestWSUnansweredPingsClose(t *testing.T) {
+	_, srv, h := startFake(t, Config{PingInterval: 50 * time.Millisecond, WriteTimeout: 100 * time.Millisecond})
+	alive := mustDial(t, srv)
+	alive.CloseRead(context.Background()) // reads (and answers pings) in the background
+	deaf := mustDial(t, srv)              // never reads: its pongs never go out
+	deadline := time.Now().Add(5 * time.Second)
+	for h.Sockets() != 1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := h.Sockets(); n != 1 {
+		t.Fatalf("%d sockets open, want the reading one only", n)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := h.Sockets(); n != 1 {
+		t.Fatalf("the reading socket closed too (%d open)", n)
+	}
+	_ = deaf
+}
