@@ -15,6 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/superfluid/superfluid/server/store"
 	"github.com/superfluid/superfluid/server/websession"
 )
 
@@ -141,7 +142,7 @@ func TestWebPlaygroundInChromium(t *testing.T) {
 	if !fileExists(chromium) {
 		t.Skipf("no Chromium at %s", chromium)
 	}
-	_, web, long := startWebApp(t)
+	a, web, long := startWebApp(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1100, 800))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancelAlloc()
@@ -234,6 +235,24 @@ func TestWebPlaygroundInChromium(t *testing.T) {
 			t.Fatalf("after Stop: %q (lengths %s)", stats, eval(`window.__grew.join(",")`))
 		}
 		t.Logf("stopped after lengths %s; reply length %s", eval(`window.__grew.join(",")`), eval(`String(document.querySelector(".msg.assistant .body").textContent.length)`))
+		// The generation itself stopped: its record says the client went away, short of 400 tokens.
+		var rec *store.RequestRecord
+		for deadline := time.Now().Add(10 * time.Second); rec == nil && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			recs, err := a.Store().RecentRequests(context.Background(), 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range recs {
+				if r.Model == long && r.Endpoint == "playground" {
+					rec = &r
+					break
+				}
+			}
+		}
+		if rec == nil || !rec.ClientDisconnected || rec.CompletionTokens >= 400 {
+			t.Fatalf("the stopped reply's record: %+v", rec)
+		}
+		t.Logf("stopped generation: %d tokens, finish %q, error %q", rec.CompletionTokens, rec.FinishReason, rec.Error)
 	}
 
 	// Saved conversations: reopen the first one (its title is the first question).
