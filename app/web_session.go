@@ -111,7 +111,9 @@ type webServer struct {
 	// address bar at once).
 	URL   string
 	token string
-	done  chan error
+	// done closes when Serve returns, with serveErr.
+	done     chan struct{}
+	serveErr error
 }
 
 // listenWeb opens the --web listener, before anything else starts: a network address or a
@@ -139,8 +141,11 @@ func (a *App) startWeb(l net.Listener, c *desktop.Controller) (*webServer, error
 			return ok && id != nil && id.Admin
 		}})
 	w := &webServer{h: h, srv: &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute},
-		URL: "http://" + l.Addr().String() + "/#token=" + token, token: token, done: make(chan error, 1)}
-	go func() { w.done <- w.srv.Serve(l) }()
+		URL: "http://" + l.Addr().String() + "/#token=" + token, token: token, done: make(chan struct{})}
+	go func() {
+		w.serveErr = w.srv.Serve(l)
+		close(w.done)
+	}()
 	return w, nil
 }
 
@@ -157,7 +162,12 @@ func (w *webServer) Close() error {
 	w.h.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return w.srv.Shutdown(ctx)
+	err := w.srv.Shutdown(ctx)
+	<-w.done
+	if !errors.Is(w.serveErr, http.ErrServerClosed) && err == nil {
+		err = w.serveErr
+	}
+	return err
 }
 
 // benchWeb is the browser transport of a bench server (bench --suite web): on a free loopback
