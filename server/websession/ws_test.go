@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -244,23 +245,42 @@ func TestThousandIdleSockets(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	goroutines := runtime.NumGoroutine()
 	conns := make([]*websocket.Conn, 0, n)
+	began := time.Now()
 	defer func() {
 		for _, c := range conns {
 			c.CloseNow()
 		}
 	}()
-	for i := 0; i < n; i++ {
-		c, _, err := dialWS(t, srv, nil, nil)
-		if err != nil {
-			t.Fatalf("socket %d: %v", i, err)
-		}
-		// The client must read for pings to be answered; CloseRead does that for an idle one.
-		c.CloseRead(context.Background())
-		conns = append(conns, c)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for w := 0; w < 8; w++ { // eight dialers: the handshakes, not the sockets, take the time
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 8 {
+				c, _, err := dialWS(t, srv, nil, nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				// The client must read for pings to be answered; CloseRead does that for an idle one.
+				c.CloseRead(context.Background())
+				mu.Lock()
+				conns = append(conns, c)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("dial: %v", err)
 	}
 	if got := h.Sockets(); got != n {
 		t.Fatalf("%d sockets open, want %d", got, n)
 	}
+	t.Logf("opened %d sockets in %s", n, time.Since(began).Round(time.Millisecond))
 	time.Sleep(700 * time.Millisecond) // a few ping rounds
 	if got := h.Sockets(); got != n {
 		t.Fatalf("pings closed sockets: %d open", got)
