@@ -132,7 +132,7 @@ bench: build
 screenshots: build browser
 	$(GO) build -o bin/fakehub ./scripts/fakehub
 	bash scripts/screenshots.sh
-	SUPERFLUID_SCREENSHOTS=1 $(GO) test $(GOFLAGS_BUILD) -count=1 -run 'TestWebPagesE2E' ./app
+	SUPERFLUID_SCREENSHOTS=1 $(GO) test $(GOFLAGS_BUILD) -count=1 -run 'TestWebPagesE2E|TestWebPlaygroundInChromium' ./app
 
 # package: the Linux bundle of the binary `make build` made, written by fyne package (fyne.io/tools,
 # pinned below) from FyneApp.toml: dist/superfluid-VERSION-linux-ARCH-TARGET.tar.xz holding

@@ -120,7 +120,14 @@ func benchServe(cfg Config) func(bench.ServeOptions) (*bench.Server, error) {
 		if err == nil {
 			l, err = net.Listen("tcp", "127.0.0.1:0")
 		}
+		var web *benchWeb
+		if err == nil && so.Web {
+			web, err = a.benchWeb()
+		}
 		if err != nil {
+			if l != nil {
+				l.Close()
+			}
 			a.Close()
 			return nil, err
 		}
@@ -131,10 +138,15 @@ func benchServe(cfg Config) func(bench.ServeOptions) (*bench.Server, error) {
 			a.Serve(sctx, l)
 		}()
 		stop := func() {
+			web.Close()
 			cancel()
 			<-done
 			a.Close()
 		}
-		return &bench.Server{URL: "http://" + l.Addr().String(), Model: e.ID, Stop: stop}, nil
+		srv := &bench.Server{URL: "http://" + l.Addr().String(), Model: e.ID, Stop: stop}
+		if web != nil {
+			srv.WebURL, srv.WebToken = web.url, web.token
+		}
+		return srv, nil
 	}
 }

@@ -47,6 +47,8 @@ func TestBenchSuites(t *testing.T) {
 		}, []string{"== gateway:", "upstream: `superfluid serve` process", "2 lanes", "gateway: `superfluid serve --team` process",
 			"sk-ss- key", "openai lane", "TTFT p50", "at once", "CPU ms/1k",
 			"       1   direct ", "       1  gateway ", "       2  gateway ", "  gw/dir ", "gateway's own"}},
+		{"web", func(o *bench.Options) { o.Repeat, o.DecodeTokens = 2, 16 },
+			[]string{"== web:", "/v1 chat stream", "/web/stream SSE", "/web/ws", "TTFT med", "tok/s med", "vs /v1"}},
 		// A `superfluid serve --team` process of this binary's command line, people made by its CLI.
 		{"fairshare", func(o *bench.Options) {
 			o.Repeat, o.DecodeTokens, o.Command, o.Env = 1, 16, []string{os.Args[0]}, []string{cliEnv + "=1"}

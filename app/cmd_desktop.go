@@ -28,6 +28,7 @@ func desktopFlags(cmd *cobra.Command, cfg *Config, hidden *bool) {
 	qosFlags(fs, cfg)
 	libraryFlags(fs, cfg)
 	teamFlags(fs, cfg)
+	webFlag(fs, cfg)
 }
 
 // hasDisplay reports whether a window can be opened (on Linux: an X11 or Wayland display).
@@ -48,8 +49,15 @@ func runDesktop(cmd *cobra.Command, cfg Config, hidden bool) error {
 	// Signals are caught from here on: a SIGTERM during start-up still quits cleanly.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	wl, err := listenWeb(cfg)
+	if err != nil {
+		return err
+	}
 	a, err := Open(cfg)
 	if err != nil {
+		if wl != nil {
+			wl.Close()
+		}
 		return err
 	}
 	defer a.Close()
@@ -62,6 +70,15 @@ func runDesktop(cmd *cobra.Command, cfg Config, hidden bool) error {
 	}
 	c := newController(a)
 	defer c.Close()
+	if wl != nil {
+		web, err := a.startWeb(wl, c)
+		if err != nil {
+			wl.Close()
+			return err
+		}
+		defer web.Close()
+		web.note(cmd.ErrOrStderr())
+	}
 	hidden = hidden || c.StartHidden()
 	ui := fyneapp.NewWithID("io.superfluid.app")
 	app := tray.New(ui, c, trayIcons(), nil)

@@ -39,6 +39,7 @@ first when it is not in the catalog).`,
 	}
 	serverFlags(cmd.Flags(), &cfg)
 	teamFlags(cmd.Flags(), &cfg)
+	webFlag(cmd.Flags(), &cfg)
 	cmd.Flags().BoolVar(&verbose, "verbose", false, "show llama.cpp's log (the worker's stderr); failures quote its last line either way")
 	return cmd
 }
@@ -78,8 +79,15 @@ func serve(cmd *cobra.Command, cfg Config) error {
 		return fmt.Errorf("listen on %s: %w (is another server using the port? pass --port)", addr, err)
 	}
 	defer l.Close()
+	wl, err := listenWeb(cfg)
+	if err != nil {
+		return err
+	}
 	a, err := New(cfg)
 	if err != nil {
+		if wl != nil {
+			wl.Close()
+		}
 		return err
 	}
 	defer a.Close()
@@ -93,6 +101,17 @@ func serve(cmd *cobra.Command, cfg Config) error {
 	a.exposureNote(cmd.ErrOrStderr(), l.Addr())
 	a.teamNote(cmd.ErrOrStderr())
 	fmt.Fprintf(cmd.ErrOrStderr(), "superfluid: serving %s on http://%s (data in %s)\n", what, l.Addr(), cfg.DataDir)
+	if wl != nil {
+		c := newController(a)
+		defer c.Close()
+		web, err := a.startWeb(wl, c)
+		if err != nil {
+			wl.Close()
+			return err
+		}
+		defer web.Close()
+		web.note(cmd.ErrOrStderr())
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return a.Serve(ctx, l)

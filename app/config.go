@@ -98,6 +98,8 @@ type Config struct {
 	QuotaDailyTokens, QuotaMonthlyTokens int64
 	QuotaCachedFraction                  float64
 	PersonConcurrency                    int
+	// Web is the --web address: the browser playground's loopback listener ("" for none).
+	Web string
 	// CORSOrigins are browser origins answered besides the localhost ones (--cors-origins).
 	CORSOrigins []string
 	// RateLimitIP is the requests a minute one client address may send (--rate-limit-ip);

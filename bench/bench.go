@@ -71,6 +71,8 @@ type ServeOptions struct {
 	Parallel, Threads int
 	// ContextLength is the window the model is served with (0: the bench's --ctx).
 	ContextLength int
+	// Web asks for the browser transport (--web) beside the API (Server.WebURL).
+	Web bool
 }
 
 // Server is a running app.
@@ -81,6 +83,8 @@ type Server struct {
 	Model string
 	// Stop shuts the server down and unloads every model.
 	Stop func()
+	// WebURL is the browser transport's base URL and WebToken its token (ServeOptions.Web).
+	WebURL, WebToken string
 }
 
 // Suite is one benchmark.
@@ -104,6 +108,7 @@ var Suites = []Suite{
 	{"agents", "time to first token of a 20k-token Claude Code request (system prompt + tools), cold and with its prefix cached, vs the engine's prefill of it", benchAgents, false},
 	{"qos", "interactive TTFT while 8 background streams run vs idle, and requests/s with key checks and rate limits vs without", benchQoS, false},
 	{"gateway", "streaming tokens/s and TTFT through a `serve --team` gateway (a person's key, an openai lane forwarding to a superfluid process) vs that process directly, at 1 and 32 streams at once, and the gateway's CPU per 1,000 tokens", benchGateway, false},
+	{"web", "the browser transport (--web): /web/stream and /web/ws tokens/s and time to first token vs /v1/chat/completions streaming", benchWeb, false},
 	{"fairshare", "team mode: one person's single streams' TTFT while another holds 32 streams on a 4-lane model, vs idle, with fair share and without, beside the engine floor (3 streams, no wait)", benchFairShare, false},
 	{"soak", "mixed traffic in every dialect with hang-ups, worker kills and reloads for --duration (1h): memory, fd and goroutine curves, nothing lost, nothing malformed; not in all", benchSoak, true},
 }

@@ -70,6 +70,10 @@ type ChatSettings struct {
 	Model       string
 	Temperature float64
 	MaxTokens   int
+	// TopP (0: the server's default) and Seed (0: a fresh seed) are the browser playground's
+	// (--web) further choices.
+	TopP float64
+	Seed uint64
 }
 
 // ChatStats describe a finished reply.

@@ -77,6 +77,11 @@ func (c *Controller) SaveConversation(conv tray.Conversation) error {
 	return c.d.Store.SaveConversation(context.Background(), rec)
 }
 
+// DeleteConversation removes a saved playground chat (the browser playground's delete).
+func (c *Controller) DeleteConversation(id string) error {
+	return c.d.Store.DeleteConversation(context.Background(), id)
+}
+
 // Chat runs a playground reply through the same core as the three APIs (the prefix cache and
 // the request records included).
 func (c *Controller) Chat(ctx context.Context, s tray.ChatSettings, msgs []tray.Message, onPiece func(tray.Piece)) (tray.ChatStats, error) {
@@ -91,7 +96,11 @@ func (c *Controller) Chat(ctx context.Context, s tray.ChatSettings, msgs []tray.
 		req.Messages = append(req.Messages, chat.Message{Role: m.Role, Content: m.Content, Reasoning: m.Reasoning})
 	}
 	temp := s.Temperature
-	req.Generation = llm.Request{MaxTokens: s.MaxTokens, Sampling: llm.Sampling{Temperature: &temp}}
+	req.Generation = llm.Request{MaxTokens: s.MaxTokens, Sampling: llm.Sampling{Temperature: &temp, Seed: s.Seed}}
+	if s.TopP > 0 {
+		topP := s.TopP
+		req.Generation.Sampling.TopP = &topP
+	}
 	res, err := c.svc.Chat(ctx, req, func(_ int, ev llm.Event) error {
 		if ev.Text != "" || ev.Reasoning != "" {
 			onPiece(tray.Piece{Text: ev.Text, Reasoning: ev.Reasoning})
