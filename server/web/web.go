@@ -209,6 +209,7 @@ func New(cfg Config) *API {
 	registerStorage(a)
 	registerCatalog(a)
 	a.docRoutes()
+	a.pageRoutes()
 	return a
 }
 
