@@ -257,7 +257,9 @@ func TestWebPlaygroundInChromium(t *testing.T) {
 
 	// Saved conversations: reopen the first one (its title is the first question).
 	do("reopen", chromedp.Click(css(`#new`)), chromedp.WaitNotPresent(css(`.msg`)),
-		chromedp.Click(css(`#convs li button.open[title^="Once upon a time"]`)),
+		// The list is redrawn when a save lands, which can retire a node between a query and
+		// its click; a click from inside the page queries and clicks in one step.
+		chromedp.Poll[chromedp.Void](`(() => { const b = document.querySelector('#convs li button.open[title^="Once upon a time"]'); if (!b) return false; b.click(); return true })()`),
 		chromedp.WaitVisible(css(`.msg.assistant:nth-of-type(4)`)))
 	if got := text(`.msg.assistant .body`); got != reply {
 		t.Fatalf("reopened reply %q, want %q", got, reply)
