@@ -1,0 +1,32 @@
+package websession
+
+import (
+	"testing"
+	"time"
+)
+
+// TestRev20bTokenlessSocketsCannotStarveThePage (rev20b): a local process without the token
+// opens MaxSockets WebSockets and never sends an auth frame. Each holds a slot for authTimeout
+// (and can be reopened forever), so the owner's page, which has the token, is refused 503
+// too_many_sockets. Sockets still waiting for their auth frame must not take the slots of
+// authenticated ones.
+func TestRev20bTokenlessSocketsCannotStarveThePage(t *testing.T) {
+	_, srv, _ := startFake(t, Config{MaxSockets: 2})
+	for i := 0; i < 2; i++ {
+		c, _, err := dialWS(t, srv, []string{Subprotocol}, nil) // no token, no auth frame
+		if err != nil {
+			t.Fatalf("tokenless socket %d: %v", i, err)
+		}
+		t.Cleanup(func() { c.CloseNow() })
+	}
+	time.Sleep(50 * time.Millisecond)
+	c, resp, err := dialWS(t, srv, nil, nil) // the page: the token in the handshake
+	if err != nil {
+		code := 0
+		if resp != nil {
+			code = resp.StatusCode
+		}
+		t.Fatalf("the page's socket was refused (%d) while 2 tokenless sockets wait: %v", code, err)
+	}
+	c.CloseNow()
+}
