@@ -1,0 +1,41 @@
+package web_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
+	"github.com/superfluid/superfluid/server/servertest"
+)
+
+// TestRev20bPullIntoStorageOfAModelAlreadyPulled (rev20b): a model already in the models
+// folder, pulled again into a local storage, reports "done" with that storage, yet nothing
+// lands there (PullInto returns the existing entry "wherever it is"): the admin is told the
+// model is in the storage when it is not.
+func TestRev20bPullIntoStorageOfAModelAlreadyPulled(t *testing.T) {
+	ct := newCatalogTeam(t)
+	ct.Cat.Hub.AddFile("owner/twice-GGUF", "twice-Q8_0.gguf", servertest.TinyModel(t, gguftest.TinyLlamaOptions{Seed: 5}))
+	first := ct.withKey(t, ct.RootKey, "POST", "/api/catalog/pulls", `{"model":"hf.co/owner/twice-GGUF:Q8_0"}`)
+	if first.status != 202 {
+		t.Fatalf("first pull: %d %s", first.status, first.body)
+	}
+	if f := ct.waitPull(t, first.obj["id"].(string), nil); f.obj["status"] != "done" {
+		t.Fatalf("first pull: %s", f.body)
+	}
+	st := ct.withKey(t, ct.RootKey, "POST", "/api/admin/storage", fmt.Sprintf(`{"name":"disk","kind":"local","path":%q}`, t.TempDir()))
+	if st.status != 201 {
+		t.Fatal(st.status, string(st.body))
+	}
+	stID := st.obj["id"].(string)
+	r := ct.withKey(t, ct.RootKey, "POST", "/api/catalog/pulls", fmt.Sprintf(`{"model":"hf.co/owner/twice-GGUF:Q8_0","storage":%q}`, stID))
+	if r.status != 202 {
+		t.Fatalf("pull into the storage: %d %s", r.status, r.body)
+	}
+	final := ct.waitPull(t, r.obj["id"].(string), nil)
+	if final.obj["status"] == "done" {
+		u := ct.withKey(t, ct.RootKey, "GET", "/api/admin/storage/"+stID+"/usage", "")
+		if u.obj["objects"] != 1.0 {
+			t.Errorf("the pull into %s says done, but the storage holds %s", stID, u.body)
+		}
+	}
+}
