@@ -1,6 +1,8 @@
 package websession
 
 import (
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -29,4 +31,24 @@ func TestRev20bTokenlessSocketsCannotStarveThePage(t *testing.T) {
 		t.Fatalf("the page's socket was refused (%d) while 2 tokenless sockets wait: %v", code, err)
 	}
 	c.CloseNow()
+}
+
+// TestRev20bPageHeaders (rev20b): nothing else checks the playground page's policy headers
+// (deleting them from New left every test passing): no framing by other sites, no inline
+// script, no sniffing, no referrer carrying the address.
+func TestRev20bPageHeaders(t *testing.T) {
+	_, srv, _ := startFake(t, Config{})
+	for _, p := range []string{"/", "/app.js", "/markdown.js", "/style.css"} {
+		resp, err := http.Get(srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		csp := resp.Header.Get("Content-Security-Policy")
+		if resp.StatusCode != 200 || !strings.Contains(csp, "default-src 'self'") || !strings.Contains(csp, "frame-ancestors 'none'") ||
+			strings.Contains(csp, "unsafe-inline") || resp.Header.Get("X-Content-Type-Options") != "nosniff" ||
+			resp.Header.Get("Referrer-Policy") != "no-referrer" {
+			t.Errorf("%s: %d, CSP %q, headers %v", p, resp.StatusCode, csp, resp.Header)
+		}
+	}
 }
