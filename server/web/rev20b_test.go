@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"fmt"
+	"net/http"
 	"testing"
 
 	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
@@ -36,6 +37,22 @@ func TestRev20bPullIntoStorageOfAModelAlreadyPulled(t *testing.T) {
 		u := ct.withKey(t, ct.RootKey, "GET", "/api/admin/storage/"+stID+"/usage", "")
 		if u.obj["objects"] != 1.0 {
 			t.Errorf("the pull into %s says done, but the storage holds %s", stID, u.body)
+		}
+	}
+}
+
+// TestRev20bDocsViewerHeaders (rev20b): /ui/ carries PagesCSP, nosniff and DENY framing, but
+// the other HTML page the binary serves, the swagger-ui viewer at /api/docs/ (which runs
+// "Try it out" requests with the admin's cookie and CSRF token), carries none of them.
+func TestRev20bDocsViewerHeaders(t *testing.T) {
+	tt := newTestTeam(t)
+	for _, p := range []string{"/api/docs/index.html", "/api/docs/swagger-initializer.js"} {
+		r := send(t, "GET", tt.URL+p, "", http.Header{})
+		if r.status != 200 {
+			t.Fatalf("%s: %d", p, r.status)
+		}
+		if r.header.Get("X-Content-Type-Options") != "nosniff" || r.header.Get("Content-Security-Policy") == "" {
+			t.Errorf("%s: no nosniff or CSP: %v", p, r.header)
 		}
 	}
 }
