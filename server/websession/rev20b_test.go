@@ -1,6 +1,8 @@
 package websession
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -50,5 +52,39 @@ func TestRev20bPageHeaders(t *testing.T) {
 			resp.Header.Get("Referrer-Policy") != "no-referrer" {
 			t.Errorf("%s: %d, CSP %q, headers %v", p, resp.StatusCode, csp, resp.Header)
 		}
+	}
+}
+
+// TestRev20bCloseStopsStreams (rev20b): Close ends the WebSockets' chats, but a chat streaming
+// over POST /web/stream goes on: http.Server.Shutdown does not cancel a request's context, so
+// webServer.Close waits its 5 s out and returns while the chat still runs on the controller
+// and core the app closes next.
+func TestRev20bCloseStopsStreams(t *testing.T) {
+	f, srv, h := startFake(t, Config{})
+	f.reply = make([]string, 2000)
+	for i := range f.reply {
+		f.reply[i] = "x"
+	}
+	f.pieceEvery = 5 * time.Millisecond
+	req, _ := http.NewRequest("POST", srv.URL+"/web/stream",
+		strings.NewReader(`{"method":"chat","params":{"model":"tiny","messages":[{"role":"user","content":"hi"}]}}`))
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	go io.Copy(io.Discard, resp.Body)
+	time.Sleep(50 * time.Millisecond)
+	h.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := srv.Config.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown with a stream running: %v", err)
+	}
+	select {
+	case <-f.stopped:
+	case <-time.After(time.Second):
+		t.Fatal("the streamed chat went on after Close")
 	}
 }
