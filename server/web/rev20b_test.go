@@ -2,7 +2,10 @@ package web_test
 
 import (
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
@@ -54,5 +57,37 @@ func TestRev20bDocsViewerHeaders(t *testing.T) {
 		if r.header.Get("X-Content-Type-Options") != "nosniff" || r.header.Get("Content-Security-Policy") == "" {
 			t.Errorf("%s: no nosniff or CSP: %v", p, r.header)
 		}
+	}
+}
+
+// TestRev20bPullIntoFolderFollowsALinkOut (rev20b): a pull into a local (or smb/nfs) storage
+// downloads under the folder by a lexical check only, so a symbolic link inside the folder
+// (on a share, anyone who can write it can make one) sends the download elsewhere on this
+// machine. The storage's own Objects refuse that (os.Root); the pull must too.
+func TestRev20bPullIntoFolderFollowsALinkOut(t *testing.T) {
+	ct := newCatalogTeam(t)
+	ct.Cat.Hub.AddFile("owner/link-GGUF", "link-Q8_0.gguf", servertest.TinyModel(t, gguftest.TinyLlamaOptions{Seed: 6}))
+	dir, outside := t.TempDir(), t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(dir, "hf")); err != nil {
+		t.Fatal(err)
+	}
+	st := ct.withKey(t, ct.RootKey, "POST", "/api/admin/storage", fmt.Sprintf(`{"name":"share","kind":"nfs","path":%q}`, dir))
+	if st.status != 201 {
+		t.Fatal(st.status, string(st.body))
+	}
+	r := ct.withKey(t, ct.RootKey, "POST", "/api/catalog/pulls", fmt.Sprintf(`{"model":"hf.co/owner/link-GGUF:Q8_0","storage":%q}`, st.obj["id"]))
+	if r.status != 202 {
+		t.Fatalf("start: %d %s", r.status, r.body)
+	}
+	final := ct.waitPull(t, r.obj["id"].(string), nil)
+	var escaped []string
+	filepath.WalkDir(outside, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			escaped = append(escaped, p)
+		}
+		return nil
+	})
+	if len(escaped) > 0 {
+		t.Errorf("the pull (%s) wrote outside the storage through its link: %v", final.obj["status"], escaped)
 	}
 }
