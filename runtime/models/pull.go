@@ -69,6 +69,23 @@ func (m *Manager) PullInto(ctx context.Context, src Source, reference, base stri
 	if !filepath.IsLocal(filepath.FromSlash(res.Folder)) || !under(dir) {
 		return nil, fmt.Errorf("%w: pull: pull %s: %s is outside the models folder %s: %w", llm.ErrEngineFailure, ref.Repo, dir, root, source.ErrUnsafe)
 	}
+	// A storage's folder may be a share others write: a symbolic link in it must not lead the
+	// download out of it (rev20b). The deepest part of dir that exists is resolved; a link
+	// swapped in after this check is not caught.
+	if base != "" {
+		existing := dir
+		for {
+			if _, err := os.Lstat(existing); err == nil || filepath.Dir(existing) == existing {
+				break
+			}
+			existing = filepath.Dir(existing)
+		}
+		realRoot, err1 := filepath.EvalSymlinks(root)
+		realDir, err2 := filepath.EvalSymlinks(existing)
+		if err1 != nil || err2 != nil || (realDir != realRoot && !inside(realRoot, realDir)) {
+			return nil, fmt.Errorf("%w: pull: pull %s: %s leads outside the folder %s through a symbolic link: %w", llm.ErrEngineFailure, ref.Repo, dir, root, source.ErrUnsafe)
+		}
+	}
 	paths, err := src.Download(ctx, res, dir, func(p Progress) {
 		if progress != nil {
 			progress(p)

@@ -161,7 +161,13 @@ func (h *Handler) authed(next http.HandlerFunc) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, MaxFrame)
-		next(w, r)
+		// Close ends these calls too (a chat over /web/stream, a load): http.Server.Shutdown
+		// waits for them without cancelling their context (rev20b).
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		stop := context.AfterFunc(h.base, cancel)
+		defer stop()
+		next(w, r.WithContext(ctx))
 	})
 }
 

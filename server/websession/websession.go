@@ -140,7 +140,8 @@ type Handler struct {
 	s       Session
 	cfg     Config
 	mux     *http.ServeMux
-	sockets atomic.Int64
+	sockets atomic.Int64 // authenticated WebSockets (MaxSockets bounds them)
+	pending atomic.Int64 // WebSockets still owing their auth frame (maxPendingSockets)
 	// base ends with Close: every WebSocket closes (http.Server.Shutdown leaves hijacked
 	// connections alone).
 	base      context.Context
@@ -189,7 +190,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // Sockets is how many WebSockets are open now.
-func (h *Handler) Sockets() int { return int(h.sockets.Load()) }
+func (h *Handler) Sockets() int { return int(h.sockets.Load() + h.pending.Load()) }
 
 // Close closes every WebSocket (their chats stop); plain requests end with the http.Server.
 func (h *Handler) Close() { h.closeBase() }

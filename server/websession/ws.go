@@ -16,6 +16,18 @@ import (
 // and a token in the URL would leak into logs and history).
 const Subprotocol = "superfluid.v1"
 
+// maxPendingSockets bounds the sockets waiting for their auth frame (rev20b).
+const maxPendingSockets = 64
+
+// takeSocket takes one of MaxSockets' slots; false when they are all taken.
+func (h *Handler) takeSocket() bool {
+	if h.sockets.Add(1) > int64(h.cfg.MaxSockets) {
+		h.sockets.Add(-1)
+		return false
+	}
+	return true
+}
+
 // authTimeout is how long a socket without a token in its handshake has to send its auth frame.
 const authTimeout = 10 * time.Second
 
@@ -56,12 +68,19 @@ func (h *Handler) serveWS(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errNoToken)
 		return
 	}
-	if h.sockets.Add(1) > int64(h.cfg.MaxSockets) {
-		h.sockets.Add(-1)
+	// A socket authenticated in its handshake takes a slot of MaxSockets; one still owing its
+	// auth frame takes one of maxPendingSockets instead, so tokenless sockets (anyone local can
+	// open them) never crowd out the page's.
+	if authed {
+		if !h.takeSocket() {
+			writeError(w, errTooMany)
+			return
+		}
+	} else if h.pending.Add(1) > maxPendingSockets {
+		h.pending.Add(-1)
 		writeError(w, errTooMany)
 		return
 	}
-	defer h.sockets.Add(-1)
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		Subprotocols: []string{Subprotocol},
 		// ServeHTTP checked the Origin already, accepting localhost and 127.0.0.1 alike.
@@ -76,6 +95,14 @@ func (h *Handler) serveWS(w http.ResponseWriter, r *http.Request) {
 	s := &socket{h: h, conn: conn, ctx: ctx, cancel: cancel, streams: map[string]context.CancelFunc{},
 		slots: make(chan struct{}, maxCallsPerSocket)}
 	defer s.close()
+	defer func() {
+		if s.slot {
+			h.sockets.Add(-1)
+		} else if !authed {
+			h.pending.Add(-1)
+		}
+	}()
+	s.slot = authed
 	go s.keepAlive()
 	go func() {
 		select {
@@ -94,6 +121,7 @@ type socket struct {
 	ctx    context.Context // ends with the socket: its calls and streams stop
 	cancel context.CancelFunc
 	slots  chan struct{} // the calls running now
+	slot   bool          // holds a slot of MaxSockets (read loop only)
 
 	mu      sync.Mutex
 	streams map[string]context.CancelFunc // the running chats by frame id, for cancel
@@ -169,6 +197,12 @@ func (s *socket) readLoop(authed bool) {
 			}
 			authTimer.Stop()
 			authed = true
+			s.h.pending.Add(-1)
+			if s.slot = s.h.takeSocket(); !s.slot {
+				s.h.pending.Add(1) // the deferred release counts it down again
+				s.conn.Close(websocket.StatusTryAgainLater, "too many WebSockets are open")
+				return
+			}
 			s.write(Reply{ID: f.ID, Result: map[string]bool{"ok": true}})
 			continue
 		}
