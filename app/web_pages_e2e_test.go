@@ -274,6 +274,19 @@ func TestWebPagesE2E(t *testing.T) {
 		p.signOut()
 		p.passwords["alice"] = "alice-password-2"
 		p.signIn("alice")
+
+		// Her booking, cancelled from her list: the lane is free again.
+		p.open("#/bookings", "Bookings")
+		cancel := "#my-bookings button.danger"
+		p.click(cancel)
+		p.WaitText(cancel, "Confirm", 5*time.Second)
+		p.click(cancel)
+		p.WaitFor("the cancellation, or its refusal", `document.querySelector('#notices')?.textContent.match(/Cancelled|error/i)`, 20*time.Second)
+		if got := p.Text("#notices"); !strings.Contains(got, "Cancelled.") {
+			t.Fatalf("cancel: %s", got)
+		}
+		p.open("#/lanes", "Lanes")
+		p.WaitText(`.lane[data-lane="main"] .lane-holder`, "free", 20*time.Second)
 	})
 }
 
