@@ -93,7 +93,11 @@ func (a *API) logout(r *Request[NoBody]) (NoBody, error) {
 
 // me answers with the session, or for a key with its person (no CSRF token: keys need none).
 func (a *API) me(r *Request[NoBody]) (SessionInfo, error) {
-	info := SessionInfo{User: UserOf(r.Caller.Person), CSRFToken: r.Caller.Session}
+	p, err := r.Caller.person() // an admin key of nobody is nobody to show
+	if err != nil {
+		return SessionInfo{}, err
+	}
+	info := SessionInfo{User: UserOf(p), CSRFToken: r.Caller.Session}
 	if r.Caller.Session != "" {
 		info.ExpiresAt = r.Gin.GetInt64(expiresKey)
 	}

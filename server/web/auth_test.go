@@ -48,3 +48,18 @@ func indexOf(s, sub string) int {
 	}
 	return -1
 }
+
+// TestSecureCookieBehindTLSProxy: behind a trusted proxy saying the client came over HTTPS,
+// the cookie is Secure; the header alone, on a request no proxy forwarded, is ignored.
+func TestSecureCookieBehindTLSProxy(t *testing.T) {
+	tt := newTestTeam(t)
+	login := `{"name": "bob", "password": "password1"}`
+	r := tt.browser(t).do("POST", "/api/auth/login", login, "X-Forwarded-For", "10.1.2.3", "X-Forwarded-Proto", "https")
+	if r.status != 200 || !contains(r.header.Get("Set-Cookie"), "Secure") {
+		t.Fatalf("behind a TLS proxy: %d %q", r.status, r.header.Get("Set-Cookie"))
+	}
+	r = tt.browser(t).do("POST", "/api/auth/login", login, "X-Forwarded-Proto", "https")
+	if r.status != 200 || contains(r.header.Get("Set-Cookie"), "Secure") {
+		t.Fatalf("the header without a proxy: %d %q", r.status, r.header.Get("Set-Cookie"))
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/people"
 )
 
@@ -165,5 +166,24 @@ func TestOwnUsage(t *testing.T) {
 	}
 	if r := tt.signIn(t, "bob", "password1").do("GET", "/api/usage?from=yesterday", ""); r.status != 400 || r.param() != "from" {
 		t.Errorf("a bad date: %d %s", r.status, r.body)
+	}
+}
+
+// TestKeyOfNobody: an admin key that belongs to no person may read what is everyone's and use
+// the admin routes, but has no own things (403 person_required).
+func TestKeyOfNobody(t *testing.T) {
+	tt := newTestTeam(t)
+	key, _, err := tt.Keys.Create(context.Background(), auth.NewKey{Name: "ops", Admin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := tt.withKey(t, key, "GET", "/api/lanes", ""); r.status != 200 {
+		t.Fatalf("lanes: %d %s", r.status, r.body)
+	}
+	for _, c := range []struct{ method, path, body string }{{"GET", "/api/auth/me", ""}, {"GET", "/api/profile", ""}, {"GET", "/api/keys", ""},
+		{"POST", "/api/keys", `{"name": "x"}`}, {"POST", "/api/bookings", `{"lane": "main", "start": "now", "end": "+1h"}`}} {
+		if r := tt.withKey(t, key, c.method, c.path, c.body); r.status != 403 || r.code() != "person_required" {
+			t.Errorf("%s %s: %d %s", c.method, c.path, r.status, r.body)
+		}
 	}
 }

@@ -137,14 +137,14 @@ type Meta struct {
 	Hidden bool
 }
 
-// Caller is who sent a request: a person (the zero Person for an admin key of nobody) and,
-// for a request with an API key, the key's identity; Session is the session's CSRF token's
-// owner id ("" for a key).
+// Caller is who sent a request: a person (the zero Person for a key of nobody, such as
+// --api-key) and, for a request with an API key, the key's identity.
 type Caller struct {
 	Person people.Person
 	// Key is the API key's identity; nil for a cookie session.
 	Key *auth.Identity
-	// Session is set for a cookie session: the session's CSRF token (which names it).
+	// Session is set for a cookie session ("" for a key): the session's CSRF token, which
+	// names the session across its rotations.
 	Session string
 }
 
