@@ -177,6 +177,46 @@ func TestWebPagesE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("admin forms", func(t *testing.T) {
+		p.t = t
+		// A lane whose upstream refuses connections: added, shown with its state, removed.
+		p.open("#/lanes", "Lanes")
+		p.fill(`#add-lane [name="name"]`, "up")
+		p.Do("choose the engine", chromedp.SetValue(chromedp.CSS(`#add-lane [name="engine"]`), "openai"))
+		p.Do("choose the device", chromedp.SetValue(chromedp.CSS(`#add-lane [name="device"]`), "remote"))
+		p.fill(`#add-lane [name="model"]`, "qwen")
+		p.fill(`#add-lane [name="url"]`, "http://127.0.0.1:9/v1")
+		p.click(`#add-lane button[type=submit]`)
+		p.WaitFor("the new lane, or a refusal", `document.querySelector('.lane[data-lane="up"]') || document.querySelector('#add-lane .error')`, 20*time.Second)
+		if msg := p.Text("#add-lane .error"); msg != "" {
+			t.Fatalf("adding a lane: %s", msg)
+		}
+		remove := `.lane[data-lane="up"] button.danger`
+		p.click(remove)
+		p.WaitText(remove, "Confirm", 5*time.Second)
+		p.click(remove)
+		p.WaitFor("the lane gone", `!document.querySelector('.lane[data-lane="up"]')`, time.Minute)
+
+		// A person added without a password gets one made up, shown once.
+		p.open("#/admin/people", "People")
+		p.fill(`#main form [name="name"]`, "bob")
+		p.click("#main form button[type=submit]")
+		p.WaitText("#main .secret", "Password for bob", 20*time.Second)
+		p.WaitText("#people", "bob", 20*time.Second)
+
+		// The approval policy, switched off and on again through the settings form.
+		p.open("#/admin/settings", "Settings")
+		p.click("#approval-required")
+		p.click("#settings-form button[type=submit]")
+		p.WaitText("#notices", "Settings saved", 20*time.Second)
+		if code, out := w.call(t, "GET", "/api/admin/settings", ""); code != 200 || !strings.Contains(out, `"approval_required":false`) {
+			t.Fatalf("settings after switching approval off: %d %s", code, out)
+		}
+		p.click("#approval-required")
+		p.click("#settings-form button[type=submit]")
+		p.WaitFor("the policy back on", `(() => { const x = new XMLHttpRequest(); x.open('GET', '/api/admin/settings', false); x.send(); return JSON.parse(x.responseText).approval_required; })()`, 20*time.Second)
+	})
+
 	t.Run("every page", func(t *testing.T) {
 		p.t = t
 		// Some traffic for the charts, the usage and the request log.
@@ -234,6 +274,19 @@ func TestWebPagesE2E(t *testing.T) {
 		p.signOut()
 		p.passwords["alice"] = "alice-password-2"
 		p.signIn("alice")
+
+		// Her booking, cancelled from her list: the lane is free again.
+		p.open("#/bookings", "Bookings")
+		cancel := "#my-bookings button.danger"
+		p.click(cancel)
+		p.WaitText(cancel, "Confirm", 5*time.Second)
+		p.click(cancel)
+		p.WaitFor("the cancellation, or its refusal", `document.querySelector('#notices')?.textContent.match(/Cancelled|error/i)`, 20*time.Second)
+		if got := p.Text("#notices"); !strings.Contains(got, "Cancelled.") {
+			t.Fatalf("cancel: %s", got)
+		}
+		p.open("#/lanes", "Lanes")
+		p.WaitText(`.lane[data-lane="main"] .lane-holder`, "free", 20*time.Second)
 	})
 }
 

@@ -19,6 +19,9 @@ function weekStart(d) {
 export function bookingsPage({el, page, user, admin}) {
   let week = weekStart(new Date());
   let lanes = [], mine = [], all = [];
+  // What the tables show: redrawn only when it changes, so that a half-confirmed Cancel
+  // survives the refresh.
+  let shownMine = '', shownPending = '';
   // Bookings name their lane by id; show its name.
   const laneName = b => {
     const l = lanes.find(x => x.id === b.lane || x.name === b.lane);
@@ -78,7 +81,10 @@ export function bookingsPage({el, page, user, admin}) {
     const chosen = laneSelect.value;
     replace(laneSelect, lanes.map(l => h('option', {value: l.name || l.id, selected: (l.name || l.id) === chosen}, (l.name || l.id) + ' — ' + (l.model || ''))));
     draw();
-    replace(own, table([
+    const mineNow = JSON.stringify([mine, lanes.map(l => [l.id, l.name])]);
+    if (mineNow !== shownMine) {
+      shownMine = mineNow;
+      replace(own, table([
       {title: 'Lane', cell: laneName},
       {title: 'From', cell: b => when(b.start)},
       {title: 'Until', cell: b => when(b.end)},
@@ -86,8 +92,10 @@ export function bookingsPage({el, page, user, admin}) {
       {title: '', cell: b => (b.state === 'pending' || b.state === 'approved') && toDate(b.end) > new Date()
         ? dangerButton('Cancel', async () => { await api.post('/api/bookings/' + encodeURIComponent(b.id) + '/cancel'); notice('Cancelled.'); refresh(); }) : ''},
     ], [...mine].sort((a, b) => b.start - a.start), 'You have no bookings.'));
-    if (admin) {
-      const waiting = all.filter(b => b.state === 'pending');
+    }
+    const waiting = all.filter(b => b.state === 'pending');
+    if (admin && JSON.stringify(waiting) !== shownPending) {
+      shownPending = JSON.stringify(waiting);
       replace(pending, table([
         {title: 'Person', cell: b => b.person || b.person_id},
         {title: 'Lane', cell: laneName},

@@ -19,12 +19,19 @@ export function lanesPage({el, page, admin}) {
   const grid = h('div', {class: 'lanes', id: 'lanes'});
   const status = h('p', {class: 'muted small', id: 'lanes-updated'});
   el.append(section(null, h('p', {class: 'muted'}, 'Each lane is a slot on a device serving one model. The state updates live.'), status, grid));
-  if (admin) el.append(addLane(() => refresh()));
+  const devices = h('select', {name: 'device', required: true});
+  if (admin) el.append(addLane(devices, () => refresh()));
 
   async function refresh() {
     try {
-      const lanes = await api.list('/api/lanes');
+      const answer = await api.get('/api/lanes');
+      const lanes = (answer && answer.data) || [];
       if (page.left) return;
+      if (admin && !devices.options.length) {
+        // The machine's devices, and "remote" for a forwarding lane whose server is elsewhere.
+        const names = [...((answer && answer.devices) || []).map(d => d.name), 'remote'];
+        names.forEach(n => devices.append(h('option', {value: n}, n)));
+      }
       replace(grid, lanes.length ? lanes.map(l => laneCard(l, admin, refresh)) : h('p', {class: 'empty'}, 'No lanes yet.' + (admin ? ' Add one below.' : ' An admin adds them.')));
       status.textContent = 'Updated ' + new Date().toLocaleTimeString();
     } catch (err) {
@@ -63,19 +70,21 @@ function laneCard(l, admin, refresh) {
   return card;
 }
 
-function addLane(refresh) {
-  return section('Add a lane', form([
+function addLane(devices, refresh) {
+  const f = form([
     field('Name', h('input', {name: 'name', required: true, placeholder: 'gpu0-a'})),
-    field('Device', h('input', {name: 'device', placeholder: 'gpu0'})),
+    field('Device', devices),
     field('Engine', select('engine', [['local', 'local (this server)'], ['openai', 'openai (forward)'], ['command', 'command (supervised server)']], 'local')),
     field('Model', h('input', {name: 'model', required: true, placeholder: 'a catalog id'})),
     field('URL', h('input', {name: 'url', placeholder: 'openai: http://host:8000/v1'})),
-  ], 'Add lane', async (v, f) => {
+  ], 'Add lane', async (v, fm) => {
     const body = {name: v.name, device: v.device, engine: v.engine, model: v.model};
     if (v.url) body.url = v.url;
     await api.post('/api/admin/lanes', body);
     notice('Added lane ' + v.name);
-    f.reset();
+    fm.reset();
     refresh();
-  }));
+  });
+  f.id = 'add-lane';
+  return section('Add a lane', f);
 }
