@@ -26,6 +26,7 @@ import (
 	"github.com/superfluid/superfluid/server/people"
 	"github.com/superfluid/superfluid/server/quota"
 	"github.com/superfluid/superfluid/server/store"
+	"github.com/superfluid/superfluid/server/web"
 )
 
 // App is a running server: store, model catalog and manager, core and HTTP handler.
@@ -40,9 +41,11 @@ type App struct {
 	stopMetrics func()
 	// stopHistory ends the load history's record of them (team_history.go).
 	stopHistory func()
-	keys        *auth.Keyring // API keys (access.go)
-	bind        *server.Bind  // the host the server listens on, for the Host check
-	team        *team         // team mode's lanes (team.go); nil outside it
+	// web is team mode's browser API (nil without --team); closed before the manager.
+	web  *web.API
+	keys *auth.Keyring // API keys (access.go)
+	bind *server.Bind  // the host the server listens on, for the Host check
+	team *team         // team mode's lanes (team.go); nil outside it
 
 	// people is team mode's people (team.go), nil without --team; firstAdmin the line about
 	// the first admin, until teamNote prints it.
@@ -171,12 +174,13 @@ func (a *App) build() error {
 	a.stopMetrics = a.metrics.Watch(a.svc)
 	a.buildTeam()
 	a.stopHistory = a.watchLoadHistory()
+	a.web = a.webAPI()
 	a.handler = server.New(server.Config{KeepAlive: cfg.KeepAlive, WriteTimeout: cfg.WriteTimeout, TrustedProxies: cfg.TrustedProxies,
 		CompletionBurst: cfg.CompletionBurst, CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline,
 		Metrics: a.metrics, Keys: a.keys, Bind: a.bind, CORSOrigins: corsOrigins(cfg),
 		Limits: serverLimits(cfg, a.quota), AllowBatchInvariant: cfg.AllowBatchInvariant, NonstreamKeepalive: cfg.NonstreamKeepalive, Batches: a.batches,
 		Lanes: a.team.lanesManager(), Devices: a.team.laneDevices(), Bookings: a.team.bookingService(),
-		People: a.people, SharedPrefixes: shared, Quota: a.quota, Web: a.webAPI()}, a.svc)
+		People: a.people, SharedPrefixes: shared, Quota: a.quota, Web: a.web}, a.svc)
 	return nil
 }
 
@@ -332,6 +336,7 @@ func (a *App) close() error {
 	if err := a.batches.StopBackground(ctx); err != nil {
 		slog.Warn("the batch runner did not stop in time", "err", err)
 	}
+	a.web.Close()       // pulls still running are cancelled before the manager and store go
 	a.team.close(ctx)   // lanes drain their requests and let their engines go
 	a.mgr.Close()       // loads are refused from here on; requests still running end with an engine failure...
 	a.preloading.Wait() // (the preload, refused too, is done)

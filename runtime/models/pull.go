@@ -38,8 +38,8 @@ func (m *Manager) Pull(ctx context.Context, src Source, reference string, progre
 
 // PullInto is Pull with the files downloaded under base, an absolute folder (a storage's),
 // instead of the models folder ("" is the models folder); the entry points at them there. A
-// reference already in the catalog with its files present returns its entry wherever it is
-// (an id names one file).
+// reference already in the catalog with its files present under base returns its entry; one
+// elsewhere is refused (ErrInvalidInput, saying where it is), since an id names one file.
 func (m *Manager) PullInto(ctx context.Context, src Source, reference, base string, progress func(Progress)) (*Entry, error) {
 	root, under := m.cat.Dir(), m.cat.owns
 	if base != "" {
@@ -61,6 +61,11 @@ func (m *Manager) PullInto(ctx context.Context, src Source, reference, base stri
 	}
 	id := res.ID
 	if e, err := m.cat.Lookup(id); err == nil && e.Err == nil && e.SHA256 == res.Files[0].SHA256 {
+		if base != "" && !under(e.Path) {
+			// An id names one file: saying "done" would leave the storage without the model.
+			return nil, fmt.Errorf("%w: pull %s into %s: the model is already in the catalog at %s; remove it first (superfluid rm %s) to pull it into this storage",
+				llm.ErrInvalidInput, reference, base, e.Path, id)
+		}
 		return e, nil
 	}
 	// The source names the folder; a folder outside the models folder (or the storage's) would

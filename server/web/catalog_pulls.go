@@ -50,6 +50,10 @@ type pullRun func(ctx context.Context, progress func(core.PullProgress)) (string
 // in the catalog).
 type pullTracker struct {
 	now func() time.Time
+	// ctx is what every pull runs under: close cancels it, so no pull outlives the server's
+	// manager and store (a pull is detached from the request that asked, not from the process).
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu    sync.Mutex
 	pulls []*pullState // oldest first
@@ -66,7 +70,8 @@ func newPullTracker(now func() time.Time) *pullTracker {
 	if now == nil {
 		now = time.Now
 	}
-	return &pullTracker{now: now}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &pullTracker{now: now, ctx: ctx, cancel: cancel}
 }
 
 // start begins run in the background (detached from the request that asked: a pull outlives
@@ -88,7 +93,7 @@ func (t *pullTracker) start(model, storage string, run pullRun) Pull {
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
-		id, err := run(context.Background(), func(pp core.PullProgress) { t.progress(p, pp) })
+		id, err := run(t.ctx, func(pp core.PullProgress) { t.progress(p, pp) })
 		t.finish(p, id, err)
 	}()
 	return p.pull
@@ -176,3 +181,9 @@ func (t *pullTracker) get(id string) (Pull, bool) {
 
 // wait blocks until every pull started so far has finished (tests).
 func (t *pullTracker) wait() { t.wg.Wait() }
+
+// close cancels the running pulls and waits for them to end (they finish as failed).
+func (t *pullTracker) close() {
+	t.cancel()
+	t.wg.Wait()
+}

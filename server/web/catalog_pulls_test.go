@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/superfluid/superfluid/server/core"
 )
@@ -75,5 +77,34 @@ func TestPullTrackerKeepsFiftyFinished(t *testing.T) {
 	}
 	if _, ok := tr.get(first.ID); ok {
 		t.Errorf("the oldest finished pull is still kept")
+	}
+}
+
+// TestPullTrackerCloseCancelsRunningPulls: at shutdown a running pull's context ends and close
+// returns only once the pull has, so no pull writes into a manager or store closed after it.
+func TestPullTrackerCloseCancelsRunningPulls(t *testing.T) {
+	tr := newPullTracker(nil)
+	started := make(chan struct{})
+	var ended atomic.Bool
+	tr.start("hf.co/o/r:Q4_K_M", "", func(ctx context.Context, _ func(core.PullProgress)) (string, error) {
+		close(started)
+		<-ctx.Done() // a download blocks until its context ends
+		time.Sleep(50 * time.Millisecond)
+		ended.Store(true)
+		return "", ctx.Err()
+	})
+	<-started
+	closed := make(chan struct{})
+	go func() { tr.close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("close did not end the running pull")
+	}
+	if !ended.Load() {
+		t.Fatal("close returned while the pull still ran")
+	}
+	if got := tr.list(); len(got) != 1 || got[0].Status != PullFailed || got[0].FinishedAt == nil {
+		t.Fatalf("after close: %+v, want the pull failed and finished", got)
 	}
 }

@@ -62,6 +62,7 @@ func registerCatalog(a *API) {
 		return
 	}
 	pulls := newPullTracker(a.cfg.Now)
+	a.closers = append(a.closers, pulls.close)
 	Handle(a, http.MethodGet, "/api/catalog", Meta{Summary: "The model catalog: sizes, quantizations, where each can load and is loaded", Tag: "catalog", Access: SignedIn},
 		func(r *Request[NoBody]) (CatalogList, error) { return a.catalog(r.Ctx) })
 	Handle(a, http.MethodGet, "/api/catalog/pulls", Meta{Summary: "The pulls: running and the last 50 finished", Tag: "catalog", Access: SignedIn},

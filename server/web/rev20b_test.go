@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
@@ -35,12 +36,15 @@ func TestRev20bPullIntoStorageOfAModelAlreadyPulled(t *testing.T) {
 	if r.status != 202 {
 		t.Fatalf("pull into the storage: %d %s", r.status, r.body)
 	}
+	// A pull into the storage either puts the model there or fails saying where it is.
 	final := ct.waitPull(t, r.obj["id"].(string), nil)
 	if final.obj["status"] == "done" {
 		u := ct.withKey(t, ct.RootKey, "GET", "/api/admin/storage/"+stID+"/usage", "")
 		if u.obj["objects"] != 1.0 {
 			t.Errorf("the pull into %s says done, but the storage holds %s", stID, u.body)
 		}
+	} else if msg, _ := final.obj["error"].(string); final.obj["status"] != "failed" || !strings.Contains(msg, "already in the catalog") {
+		t.Errorf("the pull into %s: %s, want done or failed saying where the model is", stID, final.body)
 	}
 }
 

@@ -105,6 +105,19 @@ type API struct {
 	// doc is the OpenAPI document, built at the first request for it (every route is
 	// registered by then: New registers all of them).
 	doc *lazyDoc
+	// closers stop the API's background work (the pulls) at Close.
+	closers []func()
+}
+
+// Close stops the API's background work: running pulls are cancelled and waited for, so none
+// writes into a manager or store that closes next. A nil API does nothing.
+func (a *API) Close() {
+	if a == nil {
+		return
+	}
+	for _, c := range a.closers {
+		c()
+	}
 }
 
 // Access is who may call a route.
