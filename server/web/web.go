@@ -105,6 +105,8 @@ type API struct {
 	// doc is the OpenAPI document, built at the first request for it (every route is
 	// registered by then: New registers all of them).
 	doc *lazyDoc
+	// attempts serializes the sign-in checks of one account and of one address (auth.go).
+	attempts keyedMutex
 }
 
 // Access is who may call a route.
