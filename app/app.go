@@ -26,6 +26,7 @@ import (
 	"github.com/superfluid/superfluid/server/people"
 	"github.com/superfluid/superfluid/server/quota"
 	"github.com/superfluid/superfluid/server/store"
+	"github.com/superfluid/superfluid/server/web"
 )
 
 // App is a running server: store, model catalog and manager, core and HTTP handler.
@@ -34,6 +35,7 @@ type App struct {
 	cfg      Config
 	batches  *batches.Service // the Files and Batches APIs and the batch runner
 	handler  http.Handler
+	web      *web.API      // team mode's browser API (nil without --team)
 	preload  *models.Entry // the model named on the command line, or nil
 	metrics  *metrics.Metrics
 	// stopMetrics ends the count of the manager's model events.
@@ -171,12 +173,13 @@ func (a *App) build() error {
 	a.stopMetrics = a.metrics.Watch(a.svc)
 	a.buildTeam()
 	a.stopHistory = a.watchLoadHistory()
+	a.web = a.webAPI()
 	a.handler = server.New(server.Config{KeepAlive: cfg.KeepAlive, WriteTimeout: cfg.WriteTimeout, TrustedProxies: cfg.TrustedProxies,
 		CompletionBurst: cfg.CompletionBurst, CompletionRate: cfg.CompletionRate, CompletionDeadline: cfg.CompletionDeadline,
 		Metrics: a.metrics, Keys: a.keys, Bind: a.bind, CORSOrigins: corsOrigins(cfg),
 		Limits: serverLimits(cfg, a.quota), AllowBatchInvariant: cfg.AllowBatchInvariant, NonstreamKeepalive: cfg.NonstreamKeepalive, Batches: a.batches,
 		Lanes: a.team.lanesManager(), Devices: a.team.laneDevices(), Bookings: a.team.bookingService(),
-		People: a.people, SharedPrefixes: shared, Quota: a.quota, Web: a.webAPI()}, a.svc)
+		People: a.people, SharedPrefixes: shared, Quota: a.quota, Web: a.web}, a.svc)
 	return nil
 }
 
@@ -354,6 +357,9 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	// WriteTimeout would cut long generations. IdleTimeout closes kept-alive connections that
 	// send nothing more.
 	srv := &http.Server{Handler: a.handler, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	if a.web != nil {
+		srv.RegisterOnShutdown(a.web.Shutdown) // the live log streams end rather than hold the drain
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	select {
