@@ -42,7 +42,7 @@ type App struct {
 	// stopHistory ends the load history's record of them (team_history.go).
 	stopHistory func()
 	// web is team mode's browser API (nil without --team); closed before the manager.
-	web  *web.API
+	web  *web.API      // closed before the manager, shut down with the listener
 	keys *auth.Keyring // API keys (access.go)
 	bind *server.Bind  // the host the server listens on, for the Host check
 	team *team         // team mode's lanes (team.go); nil outside it
@@ -359,6 +359,9 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	// WriteTimeout would cut long generations. IdleTimeout closes kept-alive connections that
 	// send nothing more.
 	srv := &http.Server{Handler: a.handler, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	if a.web != nil {
+		srv.RegisterOnShutdown(a.web.Shutdown) // the live log streams end rather than hold the drain
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	select {

@@ -76,6 +76,8 @@ func (a *API) adminLogStream(r *Request[NoBody]) error {
 		select {
 		case <-r.Ctx.Done():
 			return nil
+		case <-a.closing: // the server is shutting down
+			return nil
 		case line, ok := <-sub.C:
 			if !ok {
 				// Dropped for falling behind (or the log closed): say so; the page reconnects.

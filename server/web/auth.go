@@ -3,6 +3,8 @@ package web
 import (
 	"errors"
 	"net/http"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/superfluid/superfluid/server/people"
@@ -52,6 +54,7 @@ var invalidCredentials = Errorf(http.StatusUnauthorized, "invalid_credentials", 
 func (a *API) login(r *Request[LoginRequest]) (SessionInfo, error) {
 	ctx, c := r.Ctx, r.Gin
 	address := c.ClientIP()
+	defer a.attempts.lockAttempt(r.Body.Name, address)()
 	wait, locked, err := a.cfg.Sessions.Locked(ctx, r.Body.Name, address)
 	if err != nil {
 		return SessionInfo{}, err
@@ -102,4 +105,48 @@ func (a *API) me(r *Request[NoBody]) (SessionInfo, error) {
 		info.ExpiresAt = r.Gin.GetInt64(expiresKey)
 	}
 	return info, nil
+}
+
+// keyedMutex holds a mutex per key while someone waits on or holds it.
+type keyedMutex struct {
+	mu    sync.Mutex
+	locks map[string]*keyedLock
+}
+
+type keyedLock struct {
+	sync.Mutex
+	users int
+}
+
+func (k *keyedMutex) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = map[string]*keyedLock{}
+	}
+	l := k.locks[key]
+	if l == nil {
+		l = &keyedLock{}
+		k.locks[key] = l
+	}
+	l.users++
+	k.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		k.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(k.locks, key)
+		}
+		k.mu.Unlock()
+	}
+}
+
+// lockAttempt holds the sign-in checks of account and of address until the returned func:
+// the lockout's check (Locked), the password's and the failure's count (Fail) are one step for
+// them, so guesses sent at once cannot all pass the check before any is counted. The account
+// is always taken before the address, so two attempts never wait on each other in a cycle.
+func (k *keyedMutex) lockAttempt(account, address string) (unlock func()) {
+	ua := k.lock("account:" + strings.ToLower(strings.TrimSpace(account)))
+	ub := k.lock("address:" + address)
+	return func() { ub(); ua() }
 }

@@ -34,6 +34,7 @@ func (a *API) changePassword(r *Request[PasswordChange]) (NoBody, error) {
 		return NoBody{}, err
 	}
 	ctx, address := r.Ctx, r.Gin.ClientIP()
+	defer a.attempts.lockAttempt(p.Name, address)()
 	wait, locked, err := a.cfg.Sessions.Locked(ctx, p.Name, address)
 	if err != nil {
 		return NoBody{}, err

@@ -46,6 +46,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -107,6 +108,11 @@ type API struct {
 	doc *lazyDoc
 	// closers stop the API's background work (the pulls) at Close.
 	closers []func()
+	// attempts serializes the sign-in checks of one account and of one address (auth.go).
+	attempts keyedMutex
+	// closing is closed by Shutdown: the long-lived replies (the log stream) end.
+	closing   chan struct{}
+	closeOnce sync.Once
 }
 
 // Close stops the API's background work: running pulls are cancelled and waited for, so none
@@ -119,6 +125,11 @@ func (a *API) Close() {
 		c()
 	}
 }
+
+// Shutdown ends the web API's long-lived replies (the live log stream), so a graceful
+// http.Server.Shutdown, which cancels no request, is not held by them: register it with
+// http.Server.RegisterOnShutdown. It may be called more than once.
+func (a *API) Shutdown() { a.closeOnce.Do(func() { close(a.closing) }) }
 
 // Access is who may call a route.
 type Access int
@@ -207,7 +218,7 @@ func New(cfg Config) *API {
 	if cfg.MaxAge <= 0 {
 		cfg.MaxAge = sessions.DefaultMaxAge
 	}
-	a := &API{cfg: cfg, doc: &lazyDoc{}}
+	a := &API{cfg: cfg, doc: &lazyDoc{}, closing: make(chan struct{})}
 	if cfg.People != nil && cfg.Sessions != nil {
 		cfg.People.OnDisable(a.endSessionsOfDisabled) // chained after the bookings' hook
 	}
