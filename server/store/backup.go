@@ -183,12 +183,18 @@ func (s *Store) replaceFrom(ctx context.Context, path string) (_ Restored, err e
 	// Every table is emptied (children first) before any is filled (parents first): an ON
 	// DELETE CASCADE then only ever deletes old rows.
 	for _, t := range slices.Backward(tables) {
+		if restoreKeeps[t.name] {
+			continue
+		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM main.`+quoteName(t.name)); err != nil {
 			return Restored{}, fmt.Errorf("restore: empty %s: %w", t.name, err)
 		}
 	}
 	var out Restored
 	for _, t := range tables {
+		if restoreKeeps[t.name] || restoreEmpties[t.name] {
+			continue
+		}
 		cols := quoteNames(t.columns)
 		res, err := tx.ExecContext(ctx, `INSERT INTO main.`+quoteName(t.name)+` (`+cols+`) SELECT `+cols+` FROM backup.`+quoteName(t.name))
 		if err != nil {
@@ -206,6 +212,15 @@ func (s *Store) replaceFrom(ctx context.Context, path string) (_ Restored, err e
 	}
 	return out, nil
 }
+
+// restoreKeeps are the tables a restore leaves as they are: the sign-in failures, so a restore
+// does not reset a lockout. restoreEmpties are those it empties and does not fill: the web
+// sessions, so no session signed out (or ended by a password change) since the backup comes
+// back; everyone signs in again, under the backup's people and passwords (rev20a).
+var (
+	restoreKeeps   = map[string]bool{"web_signin_failures": true}
+	restoreEmpties = map[string]bool{"web_sessions": true}
+)
 
 // table is one live table: its name and columns.
 type table struct {

@@ -139,9 +139,14 @@ func TestAdminBackupAndRestore(t *testing.T) {
 		if got := tt.API.DefaultQoS(); got != qos.Unset {
 			t.Errorf("default QoS after restore = %v, want the backup's (none)", got)
 		}
+		// A restore brings back no session (one signed out since the backup must stay out):
+		// the admin signs in again, under the backup's password.
+		if r := root.do("GET", "/api/auth/me", ""); r.status != 401 {
+			t.Errorf("the session that restored, after the restore: %d %s, want 401", r.status, r.body)
+		}
+		root = tt.signIn(t, "root", "password0")
 	}
-	// The admin's session was in the backup: still signed in; the audit log is the backup's
-	// plus the restores themselves.
+	// The audit log is the backup's plus the restores themselves.
 	r = root.do("GET", "/api/admin/audit?action=backup.restore", "")
 	if r.status != 200 || len(r.list()) != 1 || !strings.Contains(string(r.body), `"restored":true`) {
 		t.Errorf("audit after restore: %d %s", r.status, r.body)

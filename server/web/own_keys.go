@@ -116,6 +116,9 @@ func (a *API) keysOf(r *Request[NoBody], p people.Person) ([]auth.Info, error) {
 }
 
 func (a *API) createOwnKey(r *Request[NewOwnKey]) (Key, error) {
+	if err := r.Caller.mayManageKeys(); err != nil {
+		return Key{}, err
+	}
 	p, err := r.Caller.person()
 	if err != nil {
 		return Key{}, err
@@ -141,6 +144,9 @@ func (a *API) createOwnKey(r *Request[NewOwnKey]) (Key, error) {
 }
 
 func (a *API) revokeOwnKey(r *Request[NoBody]) (Deleted, error) {
+	if err := r.Caller.mayManageKeys(); err != nil {
+		return Deleted{}, err
+	}
 	p, err := r.Caller.person()
 	if err != nil {
 		return Deleted{}, err
@@ -165,4 +171,14 @@ func (a *API) revokeOwnKey(r *Request[NoBody]) (Deleted, error) {
 	}
 	// Another person's key is answered as if it did not exist.
 	return Deleted{}, Errorf(http.StatusNotFound, "key_not_found", "", "you have no key %q", want)
+}
+
+// mayManageKeys refuses a key that is not an admin's: a member's key is what an admin limited
+// (models, rates, origins), so it must not mint one without those limits or revoke its
+// siblings (rev20a). A cookie session, or an admin key, manages the person's keys.
+func (c Caller) mayManageKeys() error {
+	if c.Key != nil && !c.Key.Admin {
+		return Errorf(http.StatusForbidden, "session_required", "", "creating or revoking keys needs a signed-in session (the web pages, POST /api/auth/login) or an admin key")
+	}
+	return nil
 }
