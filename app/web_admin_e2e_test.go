@@ -78,6 +78,10 @@ func TestWebAdminServeProcess(t *testing.T) {
 	if res, body := do("POST", "/api/admin/backups/restore", "application/octet-stream", backup, login.CSRF); res.StatusCode != 200 || !strings.Contains(string(body), `"restored":true`) {
 		t.Fatalf("restore: %d %s", res.StatusCode, body)
 	}
+	// A restore brings back no session: sign in again (the backup has the same password).
+	if res, body := do("POST", "/api/auth/login", "application/json", []byte(`{"name": "admin", "password": "`+m[1]+`"}`), ""); res.StatusCode != 200 {
+		t.Fatalf("sign-in after the restore: %d %s", res.StatusCode, body)
+	}
 	deadline := time.After(30 * time.Second)
 	for seen := false; !seen; {
 		select {
