@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/superfluid/superfluid/server/auth"
+	"github.com/superfluid/superfluid/server/web"
 	"github.com/superfluid/superfluid/server/core/qos"
 	"github.com/superfluid/superfluid/server/dialect"
 	"github.com/superfluid/superfluid/server/reqbody"
@@ -60,55 +61,12 @@ func keyError(err error) error {
 	}
 }
 
-// keyObject is a key on the wire.
-type keyObject struct {
-	Object      string   `json:"object"`
-	ID          string   `json:"id"`
-	Name        string   `json:"name"`
-	Prefix      string   `json:"prefix"`
-	Admin       bool     `json:"admin"`
-	Models      []string `json:"models"`
-	QoS         *string  `json:"qos"`
-	RPM         int      `json:"rpm"`
-	TPM         int      `json:"tpm"`
-	Concurrency int      `json:"concurrency"`
-	Origins     []string `json:"origins"`
-	Source      string   `json:"source"`
-	CreatedAt   *int64   `json:"created_at"`
-	RevokedAt   *int64   `json:"revoked_at"`
-	// Key is the key itself, in the answer to its creation only.
-	Key string `json:"key,omitempty"`
-	// User is the person the key belongs to (team mode); absent for a key of nobody.
-	User *userRef `json:"user,omitempty"`
-}
+// keyObject is a key on the wire: the same object the web API shows (server/web), one type
+// for both.
+type keyObject = web.Key
 
-// userRef names a key's person.
-type userRef struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
-	Role string `json:"role"`
-}
-
-func wireKey(k auth.Info) keyObject {
-	o := keyObject{Object: "api_key", ID: k.ID, Name: k.Name, Prefix: k.Prefix, Admin: k.Admin, Models: nonNil(k.Models),
-		RPM: k.Limits.RPM, TPM: k.Limits.TPM, Concurrency: k.Limits.Concurrency, Origins: nonNil(k.Origins), Source: k.Source}
-	if k.Person != nil {
-		o.User = &userRef{ID: k.Person.ID, Name: k.Person.Name, Role: k.Person.Role}
-	}
-	if k.QoS != qos.Unset {
-		q := k.QoS.String()
-		o.QoS = &q
-	}
-	if !k.CreatedAt.IsZero() {
-		t := k.CreatedAt.Unix()
-		o.CreatedAt = &t
-	}
-	if !k.RevokedAt.IsZero() {
-		t := k.RevokedAt.Unix()
-		o.RevokedAt = &t
-	}
-	return o
-}
+// wireKey is k on the wire.
+func wireKey(k auth.Info) keyObject { return web.KeyOf(k) }
 
 func nonNil(s []string) []string {
 	if s == nil {
