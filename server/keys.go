@@ -11,10 +11,10 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/superfluid/superfluid/server/auth"
-	"github.com/superfluid/superfluid/server/web"
 	"github.com/superfluid/superfluid/server/core/qos"
 	"github.com/superfluid/superfluid/server/dialect"
 	"github.com/superfluid/superfluid/server/reqbody"
+	"github.com/superfluid/superfluid/server/web"
 )
 
 // keyRoutes serves the keys, in the error shape the router's table gives /v1/keys (OpenAI's);
