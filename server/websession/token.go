@@ -15,7 +15,8 @@ import (
 const TokenFile = "web-token"
 
 // LoadToken returns the token kept in dir/web-token, creating it once (32 random bytes, hex,
-// mode 0600). A file another user could read is tightened to 0600 first.
+// mode 0600). A file another user could read, or one that is not a plain file, is replaced by
+// a new token: the old one may be known.
 func LoadToken(dir string) (string, error) {
 	path := filepath.Join(dir, TokenFile)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -39,10 +40,13 @@ func LoadToken(dir string) (string, error) {
 	if !errors.Is(err, fs.ErrExist) {
 		return "", fmt.Errorf("web token: %w", err)
 	}
-	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
-		if err := os.Chmod(path, 0o600); err != nil {
+	if st, err := os.Lstat(path); err == nil && (st.Mode().Perm()&0o077 != 0 || !st.Mode().IsRegular()) {
+		// Another user could have read it (or it is not our file): its token is spent. A new
+		// one replaces it; the page the app opens next carries that one.
+		if err := os.Remove(path); err != nil {
 			return "", fmt.Errorf("web token: %w", err)
 		}
+		return LoadToken(dir)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
