@@ -253,6 +253,8 @@ func TestWebPlaygroundInChromium(t *testing.T) {
 			t.Fatalf("the stopped reply's record: %+v", rec)
 		}
 		t.Logf("stopped generation: %d tokens, finish %q, error %q", rec.CompletionTokens, rec.FinishReason, rec.Error)
+	} else {
+		t.Log("Stop mid-stream not checked: it needs ../shared/models/llama-2-tiny-random.gguf, whose replies run long enough to stop")
 	}
 
 	// Saved conversations: reopen the first one (its title is the first question).
