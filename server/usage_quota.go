@@ -9,6 +9,7 @@ import (
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/quota"
 	"github.com/superfluid/superfluid/server/store"
+	"github.com/superfluid/superfluid/server/web"
 )
 
 // UsageQuotas are the token quotas a usage answer reports (team mode); the zero value
@@ -22,34 +23,14 @@ type UsageQuotas struct {
 
 // quotaObject is what is left of an owner's quotas on the wire: per window the quota (null:
 // none), what is used (requests in flight included), what remains (null: no quota) and when it
-// resets (Unix seconds; midnight UTC, the first of the month UTC).
-type quotaObject struct {
-	DailyTokens      *int64 `json:"daily_tokens"`
-	DailyUsed        int64  `json:"daily_used"`
-	DailyRemaining   *int64 `json:"daily_remaining"`
-	DailyResetsAt    int64  `json:"daily_resets_at"`
-	MonthlyTokens    *int64 `json:"monthly_tokens"`
-	MonthlyUsed      int64  `json:"monthly_used"`
-	MonthlyRemaining *int64 `json:"monthly_remaining"`
-	MonthlyResetsAt  int64  `json:"monthly_resets_at"`
-}
+// resets (Unix seconds). The web API shows the same object (server/web), one type for both.
+type quotaObject = web.Quota
 
 func wireQuota(st *quota.Status) *quotaObject {
 	if st == nil {
 		return nil
 	}
-	limit := func(w quota.Window) (tokens, remaining *int64) {
-		if w.Limit == 0 {
-			return nil, nil
-		}
-		n, r := w.Limit, w.Remaining()
-		return &n, &r
-	}
-	o := &quotaObject{DailyUsed: st.Daily.Used, DailyResetsAt: st.Daily.ResetsAt.Unix(),
-		MonthlyUsed: st.Monthly.Used, MonthlyResetsAt: st.Monthly.ResetsAt.Unix()}
-	o.DailyTokens, o.DailyRemaining = limit(st.Daily)
-	o.MonthlyTokens, o.MonthlyRemaining = limit(st.Monthly)
-	return o
+	return web.QuotaOf(*st)
 }
 
 // callerQuotas are the quotas a GET /v1/usage reports: the caller's person's and key's own,
