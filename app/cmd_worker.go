@@ -40,6 +40,12 @@ func newWorkerCommand() *cobra.Command {
 	fs.BoolVar(&opts.VocabOnly, "vocab-only", false, "load only the vocabulary (for tokenizing): no weights, no context")
 	fs.IntVar(&opts.GPULayers, "gpu-layers", 0, "layers to offload to the runtime's GPU devices")
 	fs.StringVar(&opts.Runtime, "runtime", "cpu", "the runtime's name, for reports")
+	fs.StringVar(&opts.Speculative, "speculative", "", "default speculative decoding: off, ngram or draft")
+	fs.IntVar(&opts.DraftTokens, "draft-tokens", 0, "default most tokens drafted per step")
+	fs.StringVar(&opts.DraftModelPath, "draft-model", "", "GGUF file of a draft model with the same vocabulary")
+	fs.StringVar(&opts.KVDir, "kv-dir", "", "folder of the prefix cache on disk")
+	fs.Int64Var(&opts.KVDiskMax, "kv-disk-max", 0, "size cap of the prefix cache on disk, bytes")
+	fs.StringVar(&opts.FlashAttention, "flash-attn", "", "flash attention: on, off or auto")
 	return cmd
 }
 

@@ -36,7 +36,26 @@ type Options struct {
 	// (OLLAMA_LIBRARY_PATH); 0 keeps the model on the CPU. Runtime names that runtime.
 	GPULayers int
 	Runtime   string
+	// Speculative is the default speculation mode (llm.SpecOff, SpecNgram, SpecDraft) of
+	// requests that name none; "" means llm.SpecOff. DraftTokens is the default most tokens
+	// drafted per step (0: the engine's own default).
+	Speculative string
+	DraftTokens int
+	// DraftModelPath is a small model with the target's vocabulary, loaded in its own context
+	// beside it to draft tokens (SpecDraft); "" loads none.
+	DraftModelPath string
+	// KVDir is where lanes' prefixes are saved when they would be lost (unload, eviction,
+	// shutdown) and restored from; "" keeps the prefix cache in memory only. KVDiskMax caps the
+	// folder's size (least recently used files go first); 0 means DefaultKVDiskMax.
+	KVDir     string
+	KVDiskMax int64
+	// FlashAttention is "on", "off" or "auto" ("": auto, the engine picks per model and
+	// runtime what measured fastest).
+	FlashAttention string
 }
+
+// DefaultKVDiskMax is the disk prefix cache's size cap when Options names none.
+const DefaultKVDiskMax = 4 << 30
 
 // Engine is a loaded model with its context and scheduling loop. It implements llm.Engine.
 type Engine struct {

@@ -6,6 +6,7 @@ package llm
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -99,6 +100,50 @@ type Request struct {
 	// (0-20) for that many of the most likely alternatives at each position.
 	Logprobs    bool `json:"logprobs,omitempty"`
 	TopLogprobs int  `json:"top_logprobs,omitempty"`
+	// Speculative chooses speculative decoding for this request; nil takes the engine's
+	// default (the model's setting).
+	Speculative *Speculative `json:"speculative,omitempty"`
+}
+
+// Speculation modes: none, prompt lookup (draft the continuation of the longest recent n-gram
+// match in the prompt and reply), or a draft model loaded beside the target.
+const (
+	SpecOff   = "off"
+	SpecNgram = "ngram"
+	SpecDraft = "draft"
+)
+
+// MaxDraftTokens is the most tokens one speculation step may draft.
+const MaxDraftTokens = 32
+
+// Speculative is one request's choice of speculative decoding.
+type Speculative struct {
+	// Mode is SpecOff, SpecNgram or SpecDraft; "" keeps the engine's default mode.
+	Mode string `json:"mode,omitempty"`
+	// DraftTokens is the most tokens drafted per step (1-MaxDraftTokens); 0 keeps the
+	// engine's default.
+	DraftTokens int `json:"draft_tokens,omitempty"`
+}
+
+// SpecStats count what speculative decoding did for one generation (or, in Totals, an engine).
+type SpecStats struct {
+	// Mode is the drafter that ran (SpecNgram or SpecDraft).
+	Mode string `json:"mode,omitempty"`
+	// Proposed is the drafted tokens sent for verification, Accepted those the target model
+	// kept.
+	Proposed int `json:"proposed"`
+	Accepted int `json:"accepted"`
+	// Note says why speculation was turned off for the request, or ran differently than asked
+	// (e.g. "no draft model is loaded; n-gram drafting instead").
+	Note string `json:"note,omitempty"`
+}
+
+// AcceptanceRate is Accepted / Proposed (0 when nothing was proposed).
+func (s SpecStats) AcceptanceRate() float64 {
+	if s.Proposed == 0 {
+		return 0
+	}
+	return float64(s.Accepted) / float64(s.Proposed)
 }
 
 // Priority is a generation's place in an engine's queue.
@@ -211,7 +256,26 @@ type Started struct {
 	PromptTokens int `json:"prompt_tokens"`
 	CachedTokens int `json:"cached_tokens"`
 	Lane         int `json:"lane"`
+	// RestoredTokens is how many of CachedTokens came from the prefix cache on disk (a prefix
+	// saved before an unload or restart) rather than from a lane's memory.
+	RestoredTokens int `json:"restored_tokens,omitempty"`
+	// CacheMiss says why the prompt was not served whole from the cache (CacheMiss* values);
+	// "" when every cacheable token was.
+	CacheMiss string `json:"cache_miss,omitempty"`
 }
+
+// Reasons a prompt missed the prefix cache (Started.CacheMiss, Done.CacheMiss). A divergence is
+// written "diverged at token N" (CacheMissDiverged(N)).
+const (
+	CacheMissCold            = "cold"             // nothing cached or saved shares its start
+	CacheMissEvicted         = "evicted"          // its prefix was cached, then dropped unsaved
+	CacheMissSettingsChanged = "settings changed" // a saved prefix matches, but was made by other model settings
+	CacheMissOff             = "cache off"        // the request asked for no cache (NoCache)
+)
+
+// CacheMissDiverged is the miss reason of a prompt whose best cached prefix matched its first n
+// tokens only.
+func CacheMissDiverged(n int) string { return fmt.Sprintf("diverged at token %d", n) }
 
 // Done closes a successful generation.
 type Done struct {
@@ -227,6 +291,11 @@ type Done struct {
 	// Warning says what the app noticed about the reply, for the client and the request
 	// record: e.g. text that looks like a tool call but did not parse (kept as content).
 	Warning string `json:"warning,omitempty"`
+	// Spec counts speculative decoding; nil when it did not run.
+	Spec *SpecStats `json:"spec,omitempty"`
+	// RestoredTokens and CacheMiss repeat the Started event's (for the request record).
+	RestoredTokens int    `json:"restored_tokens,omitempty"`
+	CacheMiss      string `json:"cache_miss,omitempty"`
 }
 
 // Usage counts tokens the OpenAI way.

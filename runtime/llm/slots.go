@@ -27,6 +27,8 @@ type LaneState struct {
 	Task         string `json:"task,omitempty"`
 	PromptTokens int    `json:"prompt_tokens,omitempty"`
 	Generated    int    `json:"generated,omitempty"`
+	// LastMiss is why the lane's latest request missed the cache ("" for a full hit).
+	LastMiss string `json:"last_miss,omitempty"`
 }
 
 // TickPlan is what one batch carried.
@@ -47,6 +49,16 @@ type Totals struct {
 	Decoded         int `json:"decoded"`
 	// PrefixCopies counts prefixes copied from a busy lane instead of recomputed.
 	PrefixCopies int `json:"prefix_copies"`
+	// SpecProposed and SpecAccepted total speculative decoding's drafted and kept tokens.
+	SpecProposed int `json:"spec_proposed"`
+	SpecAccepted int `json:"spec_accepted"`
+	// KVSaved and KVRestored count prefixes written to and read back from the disk cache,
+	// KVRestoredTokens the prompt tokens those reads served; KVDiskBytes is the disk cache's
+	// size now.
+	KVSaved          int   `json:"kv_saved"`
+	KVRestored       int   `json:"kv_restored"`
+	KVRestoredTokens int   `json:"kv_restored_tokens"`
+	KVDiskBytes      int64 `json:"kv_disk_bytes"`
 }
 
 // SlotsReporter is implemented by engines that can describe their lanes.

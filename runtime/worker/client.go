@@ -37,6 +37,14 @@ type Options struct {
 	// llamacpp.Options); 0 keeps the model on the CPU.
 	GPULayers int
 	Runtime   string
+	// Speculative, DraftTokens, DraftModelPath, KVDir, KVDiskMax and FlashAttention are the
+	// engine's (see llamacpp.Options); zero values leave the worker's defaults.
+	Speculative    string
+	DraftTokens    int
+	DraftModelPath string
+	KVDir          string
+	KVDiskMax      int64
+	FlashAttention string
 	// Log receives the worker's stderr (llama.cpp's log); nil discards it.
 	Log io.Writer
 	// StartTimeout bounds loading the model; 0 means 5 minutes.
@@ -501,6 +509,19 @@ func (o Options) args(socket string) []string {
 	}
 	if o.GPULayers > 0 {
 		args = append(args, "--gpu-layers", strconv.Itoa(o.GPULayers), "--runtime", o.Runtime)
+	}
+	for _, f := range []struct{ flag, value string }{
+		{"--speculative", o.Speculative}, {"--draft-model", o.DraftModelPath}, {"--kv-dir", o.KVDir}, {"--flash-attn", o.FlashAttention},
+	} {
+		if f.value != "" {
+			args = append(args, f.flag, f.value)
+		}
+	}
+	if o.DraftTokens > 0 {
+		args = append(args, "--draft-tokens", strconv.Itoa(o.DraftTokens))
+	}
+	if o.KVDiskMax > 0 {
+		args = append(args, "--kv-disk-max", strconv.FormatInt(o.KVDiskMax, 10))
 	}
 	return args
 }
