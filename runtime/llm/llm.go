@@ -38,6 +38,11 @@ type ModelInfo struct {
 	Parallel           int    `json:"parallel"`
 	Threads            int    `json:"threads"`
 	Runtime            string `json:"runtime"`
+	// FlashAttention reports whether the context runs flash attention (it shapes the KV
+	// cache's layout, so saved prefixes are only valid under the same setting).
+	FlashAttention bool `json:"flash_attention,omitempty"`
+	// DraftModel is the draft model's path when one is loaded for speculative decoding.
+	DraftModel string `json:"draft_model,omitempty"`
 	// AddBOS reports whether the tokenizer prepends a BOS token when asked for special tokens.
 	AddBOS bool `json:"add_bos"`
 	// MaxTokenBytes is the length in bytes of the longest token text in the vocabulary (0:
