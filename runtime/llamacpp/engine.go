@@ -94,7 +94,8 @@ type Engine struct {
 	vocabulary vocabulary
 	// embeds holds the embedding loop's state; nil for a generation model (see embed.go).
 	embeds *embedState
-	clock  uint64 // advances on every lane assignment; orders lanes by recent use
+	spec   specState // speculative decoding (spec.go)
+	clock  uint64    // advances on every lane assignment; orders lanes by recent use
 
 	closeOnce sync.Once
 	// modelMu keeps Close from freeing the model under a caller outside the loop (Tokenize,
@@ -120,6 +121,9 @@ func Load(opts Options) (*Engine, error) {
 	}
 	if opts.Threads <= 0 {
 		opts.Threads = threadsFor(st.Size())
+	}
+	if err := checkSpecMode(opts.Speculative); err != nil {
+		return nil, fmt.Errorf("speculative: %w", err)
 	}
 	backendOnce.Do(llama.BackendInit)
 
@@ -191,6 +195,11 @@ func Load(opts Options) (*Engine, error) {
 		failed:    make(chan struct{}),
 		batchSize: opts.BatchSize,
 		chars:     meta.chars,
+	}
+	if err := e.loadSpec(opts, modelParams, meta.embeds); err != nil {
+		batch.Free()
+		llama.FreeModel(model)
+		return nil, err
 	}
 	e.decode = lctx.Decode
 	e.now, e.after = time.Now, time.After
@@ -314,6 +323,9 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 	if err := sampling.Check(req, e.info.VocabSize); err != nil {
 		return err
 	}
+	if err := checkSpeculative(req); err != nil {
+		return err
+	}
 	if req.TopLogprobs > 0 {
 		e.vocab() // the alternatives' texts; built here, once, rather than on the loop
 	}
@@ -409,6 +421,7 @@ func (e *Engine) Close() error {
 		if e.batch != nil {
 			e.batch.Free()
 		}
+		e.spec.draft.close()
 		llama.FreeModel(e.model)
 	})
 	return nil

@@ -21,6 +21,7 @@ type lane struct {
 	logitIndex int
 	// lastUsed orders free lanes for eviction: the least recently used cache goes first.
 	lastUsed uint64
+	spec     laneSpec // speculative decoding (spec.go)
 }
 
 func (l *lane) prefilling() bool { return len(l.cache) < len(l.job.prompt) }
@@ -138,6 +139,7 @@ func commonPrefix(a, b []int) int {
 // tick sends one batch: a token for every decoding lane, then prompt chunks within the budget.
 func (e *Engine) tick() {
 	e.batch.Clear()
+	e.planDrafts()
 	rows := 0
 	for _, l := range e.lanes {
 		l.fed, l.logitIndex = l.fed[:0], -1
@@ -148,6 +150,10 @@ func (e *Engine) tick() {
 		l.fed = append(l.fed, l.next)
 		e.batch.Add(l.next, nil, len(l.cache), true, l.id)
 		rows++
+		for i, t := range l.spec.draft {
+			e.batch.Add(t, nil, len(l.cache)+1+i, true, l.id)
+			rows++
+		}
 	}
 	decodeRows := rows
 	for _, l := range e.lanes {
@@ -184,7 +190,10 @@ func (e *Engine) tick() {
 			continue
 		}
 		l.cache = append(l.cache, l.fed...)
-		if l.logitIndex >= 0 {
+		switch {
+		case len(l.spec.draft) > 0:
+			e.verify(l)
+		case l.logitIndex >= 0:
 			e.sample(l, l.logitIndex)
 		}
 	}

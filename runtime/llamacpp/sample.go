@@ -7,8 +7,9 @@ import (
 	"github.com/superfluid/superfluid/runtime/llm"
 )
 
-// sample picks the lane's next token from batch row idx and streams its text.
-func (e *Engine) sample(l *lane, idx int) {
+// sample picks the lane's next token from batch row idx, streams its text and reports whether
+// the job goes on, with the token in l.next.
+func (e *Engine) sample(l *lane, idx int) bool {
 	j := l.job
 	logits := e.lctx.GetLogitsIth(idx)
 	if !anyFinite(logits) {
@@ -16,14 +17,14 @@ func (e *Engine) sample(l *lane, idx int) {
 		// job fails, the lane's cache stays valid and the engine goes on.
 		j.out.finish(llm.ErrModelFault)
 		l.job = nil
-		return
+		return false
 	}
 	token := j.sampler.Sample(logits)
 	if j.grammar != nil {
 		var ok bool
 		if token, ok = e.constrain(j, logits, token); !ok {
 			e.finish(l, llm.FinishStop) // the format is complete and nothing may follow
-			return
+			return false
 		}
 	}
 	j.sampler.Accept(token)
@@ -32,7 +33,7 @@ func (e *Engine) sample(l *lane, idx int) {
 	}
 	if !j.req.IgnoreEOS && e.model.TokenIsEog(token) {
 		e.finish(l, llm.FinishStop)
-		return
+		return false
 	}
 	if j.grammar != nil {
 		j.grammar.Accept(int32(token))
@@ -56,7 +57,9 @@ func (e *Engine) sample(l *lane, idx int) {
 		e.finish(l, llm.FinishLength)
 	default:
 		l.next = token
+		return true
 	}
+	return false
 }
 
 // finish ends the lane's job successfully: flushes held-back text and sends Done.
@@ -82,6 +85,7 @@ func (e *Engine) finish(l *lane, reason string) {
 		},
 		Lane:    l.id,
 		Expired: j.expired,
+		Spec:    e.specDone(l, j),
 	}})
 	j.out.finish(nil)
 }

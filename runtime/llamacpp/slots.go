@@ -71,6 +71,7 @@ func (e *Engine) snapshot() llm.Slots {
 		Totals: llm.Totals{
 			Requests: e.stats.requests, PromptTokens: e.stats.promptTokens, CachedTokens: e.stats.cachedTokens,
 			PrefillComputed: e.stats.prefillComputed, Decoded: e.stats.decoded, PrefixCopies: e.stats.copies,
+			SpecProposed: e.spec.proposed, SpecAccepted: e.spec.accepted,
 		},
 	}
 	for _, l := range e.lanes {
