@@ -20,6 +20,14 @@
 // (bigstack.go): llama.cpp's std::regex pre-tokenizers recurse per character of a run. A model
 // that yields no finite logit fails the generation with llm.ErrModelFault; the engine goes on.
 //
+// Speculative decoding (spec.go): a decoding lane may feed its next token plus up to k drafted
+// ones in the same batch, and verify samples the rows in order with the job's own sampler,
+// grammar and logprobs, keeping drafts while they agree; the drafters are prompt lookup
+// (ngram.go: the continuation of the last n-gram match in the lane's tokens) and a draft model
+// with the target's vocabulary in its own context (draft.go). Per-lane adaptation shrinks k
+// after rejections and pauses drafting while acceptance stays low. Done.Spec and the /slots
+// totals count what was drafted and kept.
+//
 // A model whose GGUF says it embeds (a pooling type, or an encoder architecture such as BERT)
 // runs the embedding loop instead (embed.go): the engine is then an llm.Embedder, pools one
 // whole sequence per batch and refuses generation with llm.ErrUnsupportedModel. pooled.go

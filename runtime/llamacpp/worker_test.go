@@ -39,6 +39,9 @@ func runWorker(args []string) int {
 	fs.IntVar(&opts.Parallel, "parallel", 0, "")
 	fs.IntVar(&opts.Threads, "threads", 0, "")
 	fs.BoolVar(&opts.VocabOnly, "vocab-only", false, "")
+	fs.StringVar(&opts.Speculative, "speculative", "", "")
+	fs.IntVar(&opts.DraftTokens, "draft-tokens", 0, "")
+	fs.StringVar(&opts.DraftModelPath, "draft-model", "", "")
 	failAfter := fs.Int("fail-decode-after", -1, "")
 	if err := fs.Parse(args); err != nil {
 		return 2
