@@ -184,7 +184,9 @@ func (e *Engine) tick() {
 		e.failAll(fmt.Errorf("%w: llama_decode: %v", llm.ErrEngineFailure, err))
 		return
 	}
-	e.stats.observe(decodeRows, rows-decodeRows, e.batchSize, time.Since(began))
+	elapsed := time.Since(began)
+	e.stats.observe(decodeRows, rows-decodeRows, e.batchSize, elapsed)
+	e.spec.cost.observe(rows-decodeRows, elapsed)
 	for _, l := range e.lanes {
 		if l.job == nil || len(l.fed) == 0 {
 			continue

@@ -2,6 +2,7 @@ package llamacpp
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/ollama/ollama/llama"
 
@@ -28,6 +29,7 @@ type specState struct {
 	draft       *draftModel // nil when no draft model is loaded
 	proposed    int
 	accepted    int
+	cost        rowCost
 }
 
 // laneSpec is one lane's speculation for the job it runs.
@@ -175,6 +177,7 @@ func (e *Engine) planDrafts() {
 			decoding++
 		}
 	}
+	e.spec.cost.lanes, e.spec.cost.drafts = decoding, 0
 	budget := e.batchSize - decoding
 	if prefilling {
 		budget -= e.batchSize / 4
@@ -206,6 +209,7 @@ func (e *Engine) planDrafts() {
 	for _, l := range e.lanes {
 		if len(l.spec.draft) > 0 {
 			l.spec.stats.Proposed += len(l.spec.draft)
+			e.spec.cost.drafts += len(l.spec.draft)
 		}
 	}
 }
@@ -244,13 +248,14 @@ func (e *Engine) verify(l *lane) {
 		kept++
 	}
 	e.lctx.KvCacheSeqRm(l.id, len(l.cache), -1)
-	ls.adapt(len(draft), kept)
+	ls.adapt(len(draft), kept, e.spec.cost.breakEven())
 	ls.draft = ls.draft[:0]
 }
 
 // Adaptation: the draft length halves toward what was accepted after a rejection and doubles
-// after a full acceptance; when the running acceptance rate falls below pauseBelow drafting
-// pauses, for pauseSteps tokens the first time and twice as long each time after.
+// after a full acceptance; when the running acceptance rate falls below the rate at which a
+// drafted row pays for itself (rowCost.breakEven; pauseBelow until measured) drafting pauses,
+// for pauseSteps tokens the first time and twice as long each time after.
 const (
 	pauseBelow   = 0.3
 	pauseSteps   = 8
@@ -260,7 +265,7 @@ const (
 	resumeLength = 2
 )
 
-func (ls *laneSpec) adapt(proposed, kept int) {
+func (ls *laneSpec) adapt(proposed, kept int, breakEven float64) {
 	if proposed == 0 {
 		return
 	}
@@ -271,10 +276,52 @@ func (ls *laneSpec) adapt(proposed, kept int) {
 	} else {
 		ls.k = max(1, min(ls.k-1, (ls.k+kept+1)/2))
 	}
-	if ls.verified >= minVerified && ls.rate < pauseBelow {
+	if breakEven <= 0 {
+		breakEven = pauseBelow
+	}
+	if ls.verified >= minVerified && ls.rate < breakEven {
 		ls.pauseLeft = min(pauseMax, pauseSteps<<ls.pauses)
 		ls.pauses++
-		ls.verified, ls.rate = 0, pauseBelow // a fresh look after the pause
+		ls.verified, ls.rate = 0, breakEven // a fresh look after the pause
 		ls.k = min(ls.maxK, resumeLength)
 	}
+}
+
+// rowCost learns what a drafted row costs from the loop's decode-only ticks: the time of a
+// tick of n lanes without drafts (plain, per lane count) against one with d drafted rows more.
+// lanes and drafts describe the tick being sent; only the loop goroutine touches it.
+type rowCost struct {
+	lanes, drafts int
+	plain         map[int]float64 // seconds per tick of that many lanes, no drafts
+	perRow        float64         // seconds per drafted row
+}
+
+// observe folds a decode-only tick of d into the estimates.
+func (c *rowCost) observe(prefillRows int, d time.Duration) {
+	if prefillRows > 0 || c.lanes == 0 || d <= 0 {
+		return
+	}
+	const alpha = 0.1
+	if c.plain == nil {
+		c.plain = map[int]float64{}
+	}
+	if c.drafts == 0 {
+		c.plain[c.lanes] = ewma(c.plain[c.lanes], d.Seconds(), alpha)
+		return
+	}
+	if base, ok := c.plain[c.lanes]; ok {
+		c.perRow = ewma(c.perRow, max(0, d.Seconds()-base)/float64(c.drafts), alpha)
+	}
+}
+
+// breakEven is the acceptance rate at which drafting pays: a drafted row costs perRow, a kept
+// one saves a lane its share of a tick. 0 while not measured. The margin covers the drafting
+// itself and the estimates' noise.
+func (c *rowCost) breakEven() float64 {
+	base, ok := c.plain[c.lanes]
+	if !ok || c.perRow == 0 || base <= 0 {
+		return 0
+	}
+	const margin = 1.15
+	return min(0.9, margin*c.perRow*float64(c.lanes)/base)
 }

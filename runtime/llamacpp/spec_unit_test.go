@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/superfluid/superfluid/runtime/llm"
 )
@@ -34,18 +35,18 @@ func TestNgramDraft(t *testing.T) {
 // pauses (longer each time) while acceptance stays low.
 func TestSpecAdapt(t *testing.T) {
 	ls := laneSpec{mode: llm.SpecNgram, maxK: 8, k: 8, rate: 1}
-	ls.adapt(8, 2)
+	ls.adapt(8, 2, 0)
 	if ls.k >= 8 || ls.k < 3 {
 		t.Fatalf("after 2 of 8 kept k = %d, want it shrunk toward 3", ls.k)
 	}
-	ls.adapt(ls.k, ls.k)
-	ls.adapt(ls.k, ls.k)
-	ls.adapt(ls.k, ls.k)
+	ls.adapt(ls.k, ls.k, 0)
+	ls.adapt(ls.k, ls.k, 0)
+	ls.adapt(ls.k, ls.k, 0)
 	if ls.k != 8 {
 		t.Fatalf("after full acceptances k = %d, want back at 8", ls.k)
 	}
 	for range 8 {
-		ls.adapt(ls.k, 0)
+		ls.adapt(ls.k, 0, 0)
 		if ls.pauseLeft > 0 {
 			break
 		}
@@ -55,7 +56,7 @@ func TestSpecAdapt(t *testing.T) {
 	}
 	ls.pauseLeft = 0
 	for range 8 {
-		ls.adapt(ls.k, 0)
+		ls.adapt(ls.k, 0, 0)
 		if ls.pauseLeft > 0 {
 			break
 		}
@@ -76,6 +77,37 @@ func TestSpecAdapt(t *testing.T) {
 	l = &lane{job: &job{maxTokens: 100}, cache: make([]int, 505), spec: laneSpec{mode: llm.SpecNgram, k: 8}}
 	if got := l.spec.want(l, 512); got != 5 {
 		t.Fatalf("505 of 512 cached: want = %d, want 5", got)
+	}
+}
+
+// TestRowCost: the break-even acceptance rate follows the measured cost of a drafted row
+// against a plain tick, and pauses drafting below it.
+func TestRowCost(t *testing.T) {
+	var c rowCost
+	if c.breakEven() != 0 {
+		t.Fatal("break-even before any tick")
+	}
+	for range 50 {
+		c.lanes, c.drafts = 1, 0
+		c.observe(0, 10*time.Millisecond)
+		c.lanes, c.drafts = 1, 4
+		c.observe(0, 18*time.Millisecond)
+	}
+	c.lanes, c.drafts = 1, 0
+	c.observe(3, time.Second) // a tick with prompt rows says nothing about decoding
+	if got := c.breakEven(); got < 0.2 || got > 0.26 {
+		t.Fatalf("a drafted row at 2 ms against 10 ms a step: break-even %.3f, want 0.23", got)
+	}
+	c.lanes = 2 // no plain tick of 2 lanes seen yet
+	if c.breakEven() != 0 {
+		t.Fatal("break-even for an unmeasured lane count")
+	}
+	ls := laneSpec{mode: llm.SpecNgram, maxK: 4, k: 4, rate: 1}
+	for range minVerified + 8 {
+		ls.adapt(4, 1, 0.5) // 25% kept: pays against the default 0.3, not against 0.5
+	}
+	if ls.pauses == 0 {
+		t.Fatal("25% acceptance against a break-even of 50%: drafting never paused")
 	}
 }
 
