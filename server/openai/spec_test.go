@@ -192,3 +192,34 @@ func TestSpeculativeRefused(t *testing.T) {
 		t.Errorf("%d refused requests reached the engine", n)
 	}
 }
+
+// TestSpeculativeRecorded: the request record keeps speculation's counts (summed over the
+// choices), the tokens restored from disk and the cache miss.
+func TestSpeculativeRecorded(t *testing.T) {
+	f := setup(t, config{engine: func(e *enginetest.Engine) { e.RestoredTokens, e.CacheMiss = 7, llm.CacheMissDiverged(9) }})
+	got, err := f.client.Chat.Completions.New(t.Context(), params(func(p *openai.ChatCompletionNewParams) { p.N = openai.Int(2) }),
+		option.WithJSONSet("speculative", "ngram"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := specOf(t, got.JSON.ExtraFields["superfluid"].Raw()); got != `{"proposed":12,"accepted":6,"acceptance_rate":0.5}` {
+		t.Errorf("two choices: spec %s", got)
+	}
+	plain, err := f.client.Chat.Completions.New(t.Context(), params(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.st.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := f.st.Request(t.Context(), got.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.SpecProposed != 12 || rec.SpecAccepted != 6 || rec.RestoredTokens != 7 || rec.CacheMiss != "diverged at token 9" {
+		t.Errorf("record %+v", rec)
+	}
+	if rec, err = f.st.Request(t.Context(), plain.ID); err != nil || rec.SpecProposed != 0 || rec.SpecAccepted != 0 {
+		t.Errorf("record without speculation %+v %v", rec, err)
+	}
+}
