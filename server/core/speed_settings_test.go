@@ -59,8 +59,15 @@ func TestSpeedSettings(t *testing.T) {
 	if err := cat.Svc.SetModelSettings(ctx, set); err != nil {
 		t.Fatal(err)
 	}
-	if m, _ := cat.Svc.Model("m"); m.Loaded() {
+	m, _ := cat.Svc.Model("m")
+	if m.Loaded() {
 		t.Error("still loaded after its speculation changed")
+	}
+	if d, err := cat.Svc.DefaultsFor(ctx, m); err != nil || d.Speculative == nil || *d.Speculative != (llm.Speculative{Mode: llm.SpecNgram, DraftTokens: 6}) {
+		t.Errorf("defaults: %+v %v, want the model's ngram with 6 draft tokens", d.Speculative, err)
+	}
+	if d, _ := cat.Svc.DefaultsFor(ctx, mustModel(t, cat, "d")); d.Speculative == nil || d.Speculative.Mode != llm.SpecOff {
+		t.Errorf("a model without settings, no --speculative: %+v, want off", d.Speculative)
 	}
 
 	// A .gguf path outside the catalog is a draft model too.
@@ -120,4 +127,13 @@ func TestSpeedSettings(t *testing.T) {
 	if got := cat.Mgr.Settings("m"); got.DraftModelPath != bigEntry.Path {
 		t.Errorf("a refused change reached the manager: %+v", got)
 	}
+}
+
+func mustModel(t *testing.T, cat *servertest.Catalog, id string) *core.Model {
+	t.Helper()
+	m, err := cat.Svc.Model(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
