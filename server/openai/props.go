@@ -124,14 +124,14 @@ func (h *handlers) props(c *gin.Context) error {
 		path = filepath.Base(m.Path) // the absolute path is the operator's business (see entry)
 	}
 	c.JSON(http.StatusOK, gin.H{
-		"model":       m.ID,
-		"model_path":  path,
-		"loaded":      m.Loaded(),
-		"max_context": info.ContextLength,
+		"model":                       m.ID,
+		"model_path":                  path,
+		"loaded":                      m.Loaded(),
+		"max_context":                 info.ContextLength,
 		"default_generation_settings": h.defaultSettings(c, m, info),
-		"total_slots":               info.Parallel,
-		"chat_template":             m.Template.Source(),
-		"chat_template_is_fallback": m.Template.IsFallback(),
+		"total_slots":                 info.Parallel,
+		"chat_template":               m.Template.Source(),
+		"chat_template_is_fallback":   m.Template.IsFallback(),
 		"kv_cache": gin.H{
 			"n_ctx_per_lane": info.ContextLength, "lanes": info.Parallel, "type": "f16", "unified": false,
 		},

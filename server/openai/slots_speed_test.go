@@ -32,7 +32,7 @@ func TestSlotsAndPropsSpeed(t *testing.T) {
 		speculative bool
 	}{{"", llm.SpecOff, false}, {llm.SpecNgram, llm.SpecNgram, true}, {llm.SpecDraft, llm.SpecNgram, true}} {
 		eng := &slotsEngine{Engine: enginetest.New(4096, defaultReply), slots: llm.Slots{
-			Lanes: []llm.LaneState{{ID: 0, State: "idle", LastMiss: llm.CacheMissDiverged(40)}, {ID: 1, State: "idle"}},
+			Lanes:  []llm.LaneState{{ID: 0, State: "idle", LastMiss: llm.CacheMissDiverged(40)}, {ID: 1, State: "idle"}},
 			Totals: llm.Totals{SpecProposed: 60, SpecAccepted: 38, KVSaved: 3, KVRestored: 2, KVRestoredTokens: 900, KVDiskBytes: 1 << 20},
 		}}
 		svc := core.New(core.Config{Speculative: tc.flag}, nil, &core.Model{ID: "fake", Path: "/models/fake.gguf", Engine: eng, Template: tmpl, ContextLength: 4096})
