@@ -100,6 +100,10 @@ type Request struct {
 	Status                                       int
 	PromptTokens, CachedTokens, CompletionTokens int
 	Duration                                     string
+	// SpecProposed and SpecAccepted are speculative decoding's drafted and kept tokens (0:
+	// it did not run); CacheMiss why the prompt missed the prefix cache ("" for a hit).
+	SpecProposed, SpecAccepted int
+	CacheMiss                  string
 }
 
 // Activity is what the server is doing: its lanes and the latest requests.

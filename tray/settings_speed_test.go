@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 )
 
 // TestSpeedSettingsForm: the settings dialog shows a model's speculation, draft model and
@@ -50,5 +51,25 @@ func TestSpeedSettingsForm(t *testing.T) {
 	ui(app, func() { form.draftTokens.SetText("many") })
 	if err := func() error { ui(app, func() { err = form.save() }); return err }(); err == nil {
 		t.Fatal("draft tokens \"many\" saved")
+	}
+}
+
+// TestRequestLogSpeedColumns: the server tab's request log shows what speculative decoding
+// drafted and kept, and why the prompt missed the cache.
+func TestRequestLogSpeedColumns(t *testing.T) {
+	v := &serverView{log: []Request{
+		{Model: "m", FinishReason: "stop", SpecProposed: 60, SpecAccepted: 38, CacheMiss: "diverged at token 12"},
+		{Model: "m", FinishReason: "stop"},
+	}}
+	for _, c := range []struct {
+		row, col int
+		want     string
+	}{{0, 9, "Drafted/kept"}, {0, 10, "Cache miss"}, {1, 8, "stop"}, {1, 9, "60 / 38"}, {1, 10, "diverged at token 12"}, {2, 9, "—"}, {2, 10, ""}} {
+		if got := v.cell(widget.TableCellID{Row: c.row, Col: c.col}); got != c.want {
+			t.Errorf("cell %d,%d = %q, want %q", c.row, c.col, got, c.want)
+		}
+	}
+	if len(requestColumns) != len(requestColumnWidths) {
+		t.Errorf("%d columns, %d widths", len(requestColumns), len(requestColumnWidths))
 	}
 }
