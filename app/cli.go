@@ -138,6 +138,7 @@ func serverFlags(fs *pflag.FlagSet, cfg *Config) {
 	fs.IntVar(&cfg.Parallel, "parallel", cfg.Parallel, "requests decoded together (lanes)")
 	fs.IntVar(&cfg.Threads, "threads", cfg.Threads, "CPU threads (0 = chosen from the model size)")
 	fs.IntVar(&cfg.MaxTokens, "max-tokens", cfg.MaxTokens, "default completion cap (0 = fill the context)")
+	speculativeFlags(fs, cfg)
 	fs.IntVar(&cfg.Queue, "queue", cfg.Queue, "requests that may wait for a lane; beyond it the answer is 429 (0 = unbounded)")
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "where the server keeps its data")
 	fs.IntVar(&cfg.RecordsDays, "records-days", cfg.RecordsDays, "days the request records are kept; older ones are pruned in the background (0 = forever)")

@@ -44,6 +44,8 @@ type Config struct {
 	Threads       int
 	// MaxTokens caps completions that name no cap; 0 fills the context.
 	MaxTokens int
+	// Speculative is the speculation mode of models whose settings name none (--speculative).
+	Speculative string
 	// Queue bounds the generations waiting for a lane; past it requests get 429.
 	Queue int
 	// CompletionBurst and CompletionRate are the per-client fill-in-the-middle token bucket;
@@ -137,6 +139,7 @@ func DefaultConfig() Config {
 		Host:                "127.0.0.1",
 		Port:                8453,
 		Parallel:            4,
+		Speculative:         defaultSpeculative,
 		Queue:               64,
 		CompletionBurst:     20,
 		RateLimitIP:         -1,
