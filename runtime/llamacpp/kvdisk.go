@@ -2,6 +2,7 @@ package llamacpp
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -44,6 +45,9 @@ type kvNote struct {
 	miss     string
 }
 
+// kvWarnings is where the disk cache's warnings go (tests read them).
+var kvWarnings io.Writer = os.Stderr
+
 const (
 	maxDropped   = 64
 	pendingSaves = 4 // prefixes copied out and waiting for the writer; more are dropped
@@ -71,7 +75,7 @@ func newKVDisk(opts Options, e *Engine) *kvDisk {
 	}
 	store, err := openKVStore(opts.KVDir, limit, model)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "superfluid worker: the prefix cache on disk is off: %v\n", err)
+		fmt.Fprintf(kvWarnings, "superfluid worker: the prefix cache on disk is off: %v\n", err)
 		return d
 	}
 	d.store = store
@@ -96,7 +100,7 @@ func (d *kvDisk) write() {
 	for w := range d.writes {
 		if err := d.store.write(w.ent, w.payload); err != nil {
 			d.warnOnce.Do(func() {
-				fmt.Fprintf(os.Stderr, "superfluid worker: cannot save prefixes in %s (%v); serving continues without saving them\n", d.store.dir, err)
+				fmt.Fprintf(kvWarnings, "superfluid worker: cannot save prefixes in %s (%v); serving continues without saving them\n", d.store.dir, err)
 			})
 			continue
 		}
