@@ -151,6 +151,7 @@ func serverFlags(fs *pflag.FlagSet, cfg *Config) {
 	fs.IntVar(&cfg.MaxLoaded, "max-loaded", cfg.MaxLoaded, "models loaded at once; loading one more evicts the least recently used idle model (0 = no bound)")
 	fs.Var(bytesFlag{&cfg.MemoryBudget}, "memory-budget", `RAM the loaded models may take, e.g. "12GB" (0 = three quarters of the RAM available at start)`)
 	fs.Var(proxiesFlag{&cfg.TrustedProxies}, "trusted-proxies", "reverse proxies (addresses or CIDR ranges, comma-separated) whose X-Forwarded-For names the client; by default the header is ignored")
+	kvDiskFlag(fs, cfg)
 	accessFlags(fs, cfg)
 	qosFlags(fs, cfg)
 	libraryFlags(fs, cfg)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/superfluid/superfluid/runtime/llamacpp"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server/quota"
 	"github.com/superfluid/superfluid/server/runlog"
@@ -61,6 +62,8 @@ type Config struct {
 	// FilesMaxBytes caps the files kept (uploads and batch results, --files-max-bytes); past it
 	// uploads get 413 files_quota_exceeded. 0 is no cap.
 	FilesMaxBytes int64
+	// KVDiskMax caps the prefix cache on disk in <DataDir>/kv (--kv-disk-max); 0 turns it off.
+	KVDiskMax int64
 	// FilesExpiry is how long files are kept (--files-expiry); 0 keeps them until deleted.
 	FilesExpiry time.Duration
 	// KeepAlive is the SSE keep-alive interval.
@@ -148,6 +151,7 @@ func DefaultConfig() Config {
 		QuotaCachedFraction: quota.DefaultCachedFraction,
 		RecordsDays:         30,
 		FilesMaxBytes:       10_000_000_000,
+		KVDiskMax:           llamacpp.DefaultKVDiskMax,
 		CompletionRate:      10,
 		KeepAlive:           5 * time.Second,
 		WriteTimeout:        30 * time.Second,

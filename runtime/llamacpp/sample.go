@@ -80,8 +80,10 @@ func (e *Engine) finish(l *lane, reason string) {
 			Prefill: first.Sub(j.started),
 			Decode:  now.Sub(first),
 		},
-		Lane:    l.id,
-		Expired: j.expired,
+		Lane:           l.id,
+		Expired:        j.expired,
+		RestoredTokens: j.kv.restored,
+		CacheMiss:      j.kv.miss,
 	}})
 	j.out.finish(nil)
 }
