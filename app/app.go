@@ -166,7 +166,7 @@ func (a *App) build() error {
 	a.bind = newBind(cfg)
 	a.metrics = metrics.New()
 	shared := teamPrefixes(cfg, st)
-	a.svc = core.NewCatalog(core.Config{MaxTokens: cfg.MaxTokens, Queue: cfg.Queue, CheckRuntime: a.checkRuntime, Observer: a.metrics,
+	a.svc = core.NewCatalog(core.Config{MaxTokens: cfg.MaxTokens, Speculative: cfg.Speculative, Queue: cfg.Queue, CheckRuntime: a.checkRuntime, Observer: a.metrics,
 		QoS: qosConfig(cfg), IsolateCache: cfg.Team, SharedPrefixes: corePrefixes(shared)}, st, a.mgr, a.sources)
 	a.batches = batches.New(batches.Config{Owner: ownerLookup(a.keys), AdmitLine: quotaLineAdmission(a.quota),
 		Files: batches.FilesConfig{Dir: filesDir(cfg.DataDir), MaxBytes: cfg.FilesMaxBytes, Expiry: cfg.FilesExpiry}}, a.svc, st)
@@ -197,9 +197,11 @@ func (a *App) newRunner(e *models.Entry, vocabOnly bool) models.Runner {
 		SocketDir: filepath.Join(a.cfg.DataDir, "run"),
 	}
 	if !vocabOnly {
+		opts.KVDir, opts.KVDiskMax = kvDisk(&a.cfg)
 		// The model's own settings, as the core handed them to the manager: its window, lanes
 		// and runtime.
 		set := a.mgr.Settings(e.ID)
+		speedOptions(&opts, set, &a.cfg)
 		if set.ContextLength > 0 {
 			opts.ContextLength = set.ContextLength
 		}

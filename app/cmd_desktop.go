@@ -24,6 +24,7 @@ func desktopFlags(cmd *cobra.Command, cfg *Config, hidden *bool) {
 	fs.StringVar(&cfg.Host, "host", cfg.Host, "address the server listens on")
 	fs.IntVar(&cfg.Port, "port", cfg.Port, "port the server listens on")
 	fs.BoolVar(hidden, "hidden", false, "start in the tray without opening the window")
+	kvDiskFlag(fs, cfg)
 	accessFlags(fs, cfg)
 	qosFlags(fs, cfg)
 	libraryFlags(fs, cfg)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/superfluid/superfluid/runtime/llamacpp"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server/quota"
 	"github.com/superfluid/superfluid/server/runlog"
@@ -44,6 +45,8 @@ type Config struct {
 	Threads       int
 	// MaxTokens caps completions that name no cap; 0 fills the context.
 	MaxTokens int
+	// Speculative is the speculation mode of models whose settings name none (--speculative).
+	Speculative string
 	// Queue bounds the generations waiting for a lane; past it requests get 429.
 	Queue int
 	// CompletionBurst and CompletionRate are the per-client fill-in-the-middle token bucket;
@@ -59,6 +62,8 @@ type Config struct {
 	// FilesMaxBytes caps the files kept (uploads and batch results, --files-max-bytes); past it
 	// uploads get 413 files_quota_exceeded. 0 is no cap.
 	FilesMaxBytes int64
+	// KVDiskMax caps the prefix cache on disk in <DataDir>/kv (--kv-disk-max); 0 turns it off.
+	KVDiskMax int64
 	// FilesExpiry is how long files are kept (--files-expiry); 0 keeps them until deleted.
 	FilesExpiry time.Duration
 	// KeepAlive is the SSE keep-alive interval.
@@ -137,6 +142,7 @@ func DefaultConfig() Config {
 		Host:                "127.0.0.1",
 		Port:                8453,
 		Parallel:            4,
+		Speculative:         defaultSpeculative,
 		Queue:               64,
 		CompletionBurst:     20,
 		RateLimitIP:         -1,
@@ -145,6 +151,7 @@ func DefaultConfig() Config {
 		QuotaCachedFraction: quota.DefaultCachedFraction,
 		RecordsDays:         30,
 		FilesMaxBytes:       10_000_000_000,
+		KVDiskMax:           llamacpp.DefaultKVDiskMax,
 		CompletionRate:      10,
 		KeepAlive:           5 * time.Second,
 		WriteTimeout:        30 * time.Second,

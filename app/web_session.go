@@ -95,12 +95,14 @@ func (w webSession) DeleteConversation(id string) error { return notFound(w.c.De
 func (w webSession) Settings(id string) (websession.ModelSettings, error) {
 	s, err := w.c.Settings(id)
 	return websession.ModelSettings{ContextLength: s.ContextLength, Lanes: s.Lanes, KeepAlive: s.KeepAlive, Runtime: s.Runtime,
-		Temperature: s.Temperature, TopP: s.TopP, TopK: s.TopK, MaxTokens: s.MaxTokens, SystemPrompt: s.SystemPrompt}, notFound(err)
+		Temperature: s.Temperature, TopP: s.TopP, TopK: s.TopK, MaxTokens: s.MaxTokens, SystemPrompt: s.SystemPrompt,
+		Speculative: s.Speculative, DraftModel: s.DraftModel, DraftTokens: s.DraftTokens, FlashAttention: s.FlashAttention}, notFound(err)
 }
 
 func (w webSession) SetSettings(id string, s websession.ModelSettings) error {
 	return notFound(w.c.SetSettings(id, tray.ModelSettings{ContextLength: s.ContextLength, Lanes: s.Lanes, KeepAlive: s.KeepAlive,
-		Runtime: s.Runtime, Temperature: s.Temperature, TopP: s.TopP, TopK: s.TopK, MaxTokens: s.MaxTokens, SystemPrompt: s.SystemPrompt}))
+		Runtime: s.Runtime, Temperature: s.Temperature, TopP: s.TopP, TopK: s.TopK, MaxTokens: s.MaxTokens, SystemPrompt: s.SystemPrompt,
+		Speculative: s.Speculative, DraftModel: s.DraftModel, DraftTokens: s.DraftTokens, FlashAttention: s.FlashAttention}))
 }
 
 // webServer is the running --web listener.

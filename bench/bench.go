@@ -176,6 +176,17 @@ func WriteModel(path string) error {
 	})
 }
 
+// WriteCopyModel writes a TinyLlama-1.1B-shaped Q8_0 model whose weights are set by hand to
+// copy (gguftest.WriteCopyLlama): it rewrites a text from its prompt token for token, the edit
+// workload speculation is measured on, at the cost per token of the random-weight model above.
+// Texts it copies exactly come from gguftest.CopyText.
+func WriteCopyModel(path string) error {
+	return gguftest.WriteCopyLlama(path, gguftest.TinyLlamaOptions{
+		Vocab: 32000, Embd: 2048, Layers: 22, Heads: 32, KVHeads: 4, FF: 5632, ContextLength: 2048,
+		Q8: true, Name: "TinyLlama-1.1B-shape-copy",
+	})
+}
+
 // serve starts a server through o.Serve.
 func serve(o Options, so ServeOptions) (*apiClient, func(), error) {
 	if o.Serve == nil {

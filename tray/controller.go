@@ -100,6 +100,10 @@ type Request struct {
 	Status                                       int
 	PromptTokens, CachedTokens, CompletionTokens int
 	Duration                                     string
+	// SpecProposed and SpecAccepted are speculative decoding's drafted and kept tokens (0:
+	// it did not run); CacheMiss why the prompt missed the prefix cache ("" for a hit).
+	SpecProposed, SpecAccepted int
+	CacheMiss                  string
 }
 
 // Activity is what the server is doing: its lanes and the latest requests.
@@ -126,6 +130,12 @@ type ModelSettings struct {
 	TopK                 string
 	MaxTokens            int
 	SystemPrompt         string
+	// Speculative is off, ngram, draft or "" (the server's default); DraftModel a catalog id or
+	// a .gguf file with the model's vocabulary; DraftTokens 0 for the engine's default;
+	// FlashAttention on, off or "" (auto).
+	Speculative, DraftModel string
+	DraftTokens             int
+	FlashAttention          string
 	// DefaultContext is the window the model loads with when ContextLength is 0 (the server's
 	// --ctx, else the model's own at most 4096); TrainContext the window it was trained for
 	// (0: unknown). Both are facts shown next to the field; SetSettings ignores them.

@@ -86,8 +86,8 @@ func newServerView(a *App) *serverView {
 }
 
 var (
-	requestColumns      = []string{"Time", "Model", "Endpoint", "Status", "Prompt", "Cached", "Reply", "Time taken", "Finish"}
-	requestColumnWidths = []float32{80, 150, 170, 60, 65, 65, 60, 90, 80}
+	requestColumns      = []string{"Time", "Model", "Endpoint", "Status", "Prompt", "Cached", "Reply", "Time taken", "Finish", "Drafted/kept", "Cache miss"}
+	requestColumnWidths = []float32{80, 150, 170, 60, 65, 65, 60, 90, 80, 95, 150}
 )
 
 func (v *serverView) cell(id widget.TableCellID) string {
@@ -112,11 +112,18 @@ func (v *serverView) cell(id widget.TableCellID) string {
 		return strconv.Itoa(r.CompletionTokens)
 	case 7:
 		return r.Duration
-	default:
+	case 8:
 		if r.Error != "" {
 			return "error"
 		}
 		return r.FinishReason
+	case 9:
+		if r.SpecProposed == 0 {
+			return "—"
+		}
+		return strconv.Itoa(r.SpecProposed) + " / " + strconv.Itoa(r.SpecAccepted)
+	default:
+		return r.CacheMiss
 	}
 }
 

@@ -23,6 +23,8 @@ type settingsForm struct {
 	temperature, topP, topK *widget.Entry
 	maxTokens               *widget.Entry
 	system                  *widget.Entry
+	speculative, flash      *widget.Select
+	draftModel, draftTokens *widget.Entry
 	memory                  *widget.Label
 	form                    *widget.Form
 	ctxHint                 *widget.Label // below the context field, wrapped (a FormItem's hint would widen the dialog)
@@ -61,6 +63,13 @@ func newSettingsForm(a *App, id string, s ModelSettings) *settingsForm {
 	f.system = widget.NewMultiLineEntry()
 	f.system.SetText(s.SystemPrompt)
 	f.system.SetPlaceHolder("none")
+	f.speculative = widget.NewSelect([]string{serverDefault, "off", "ngram", "draft"}, nil)
+	f.speculative.SetSelected(cmp.Or(s.Speculative, serverDefault))
+	f.draftModel = entry(s.DraftModel, "none (a model id or a .gguf file with the same vocabulary)")
+	f.draftTokens = entry(num(s.DraftTokens), "engine default")
+	f.draftTokens.Validator = optionalCount
+	f.flash = widget.NewSelect([]string{"auto", "on", "off"}, nil)
+	f.flash.SetSelected(cmp.Or(s.FlashAttention, "auto"))
 	f.memory = widget.NewLabel("")
 	f.memory.Wrapping = fyne.TextWrapWord
 	f.ctx.OnChanged = func(string) { f.showMemory(); f.showHint() }
@@ -79,10 +88,17 @@ func newSettingsForm(a *App, id string, s ModelSettings) *settingsForm {
 		widget.NewFormItem("Top K", f.topK),
 		widget.NewFormItem("Max tokens", f.maxTokens),
 		widget.NewFormItem("System prompt", f.system),
+		widget.NewFormItem("Speculative decoding", f.speculative),
+		widget.NewFormItem("Draft model", f.draftModel),
+		widget.NewFormItem("Draft tokens", f.draftTokens),
+		widget.NewFormItem("Flash attention", f.flash),
 	)
 	f.showMemory()
 	return f
 }
+
+// serverDefault is the speculation choice that leaves the mode to the server (--speculative).
+const serverDefault = "server default"
 
 // agentPrompt is about what a coding agent's first request takes (Claude Code's system prompt
 // and tools are about 20k tokens); agentContext the window to suggest for it.
@@ -144,7 +160,7 @@ func (f *settingsForm) showHint() {
 
 // settings reads the form.
 func (f *settingsForm) settings() (ModelSettings, error) {
-	for _, e := range []*widget.Entry{f.ctx, f.lanes, f.maxTokens} {
+	for _, e := range []*widget.Entry{f.ctx, f.lanes, f.maxTokens, f.draftTokens} {
 		if err := e.Validate(); err != nil {
 			return ModelSettings{}, err
 		}
@@ -153,7 +169,13 @@ func (f *settingsForm) settings() (ModelSettings, error) {
 		ContextLength: atoiOr0(f.ctx.Text), Lanes: atoiOr0(f.lanes.Text), MaxTokens: atoiOr0(f.maxTokens.Text),
 		KeepAlive: strings.TrimSpace(f.keepAlive.Text), Runtime: f.runtime.Selected,
 		Temperature: strings.TrimSpace(f.temperature.Text), TopP: strings.TrimSpace(f.topP.Text), TopK: strings.TrimSpace(f.topK.Text),
-		SystemPrompt: f.system.Text,
+		SystemPrompt: f.system.Text, DraftModel: strings.TrimSpace(f.draftModel.Text), DraftTokens: atoiOr0(f.draftTokens.Text),
+	}
+	if f.speculative.Selected != serverDefault {
+		s.Speculative = f.speculative.Selected
+	}
+	if f.flash.Selected != "auto" {
+		s.FlashAttention = f.flash.Selected
 	}
 	return s, nil
 }

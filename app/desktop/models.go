@@ -61,6 +61,7 @@ func (c *Controller) Settings(id string) (tray.ModelSettings, error) {
 	set, err := c.svc.ModelSettings(context.Background(), e.ID)
 	out := tray.ModelSettings{ContextLength: set.ContextLength, Lanes: set.Lanes, Runtime: set.Runtime,
 		MaxTokens: set.MaxTokens, SystemPrompt: set.SystemPrompt,
+		Speculative: set.Speculative, DraftModel: set.DraftModel, DraftTokens: set.DraftTokens, FlashAttention: set.FlashAttention,
 		DefaultContext: c.defaultContext(e), TrainContext: e.Facts.ContextLength}
 	if set.KeepAlive != nil {
 		out.KeepAlive = keepAliveText(*set.KeepAlive)
@@ -87,7 +88,8 @@ func (c *Controller) defaultContext(e *models.Entry) int {
 // SetSettings parses and stores a model's settings; the core validates the runtime.
 func (c *Controller) SetSettings(id string, s tray.ModelSettings) error {
 	set := store.ModelSettings{ModelID: id, ContextLength: s.ContextLength, Lanes: s.Lanes, Runtime: s.Runtime,
-		MaxTokens: s.MaxTokens, SystemPrompt: s.SystemPrompt}
+		MaxTokens: s.MaxTokens, SystemPrompt: s.SystemPrompt,
+		Speculative: s.Speculative, DraftModel: s.DraftModel, DraftTokens: s.DraftTokens, FlashAttention: s.FlashAttention}
 	if set.Runtime == backends.CPU {
 		set.Runtime = ""
 	}

@@ -36,6 +36,7 @@ func (c *Controller) Activity() tray.Activity {
 			Time: r.CreatedAt.Local().Format("15:04:05"), Model: r.Model, Endpoint: r.Endpoint, Status: r.Status,
 			PromptTokens: r.PromptTokens, CachedTokens: r.CachedTokens, CompletionTokens: r.CompletionTokens,
 			Duration: r.Total.Round(time.Millisecond).String(), FinishReason: r.FinishReason, Error: r.Error,
+			SpecProposed: r.SpecProposed, SpecAccepted: r.SpecAccepted, CacheMiss: r.CacheMiss,
 		})
 	}
 	return act

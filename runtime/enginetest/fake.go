@@ -29,6 +29,16 @@ type Engine struct {
 	// it); the others wait, interactive before background (llm.Request.Priority), in arrival
 	// order within each, as the real engine's queue does. 0 runs every generation at once.
 	Lanes int
+	// Speculative is the engine's default speculation mode (the model's setting; "" is off). A
+	// generation in which a mode other than off is in effect (the request's, else this) reports
+	// Done.Spec: every other generated token counted as drafted and kept, as Spec says.
+	Speculative string
+	// SpecNote, when set, is the note of every Done.Spec (speculation not run as asked).
+	SpecNote string
+	// RestoredTokens and CacheMiss are what every Started and Done report, as an engine with a
+	// disk prefix cache does.
+	RestoredTokens int
+	CacheMiss      string
 
 	info llm.ModelInfo
 
@@ -119,7 +129,7 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 	if req.MaxTokens > 0 && req.MaxTokens < limit {
 		limit = req.MaxTokens
 	}
-	if err := emit(llm.Event{Started: &llm.Started{PromptTokens: len(prompt)}}); err != nil {
+	if err := emit(llm.Event{Started: &llm.Started{PromptTokens: len(prompt), RestoredTokens: e.RestoredTokens, CacheMiss: e.CacheMiss}}); err != nil {
 		return err
 	}
 	text := llm.NewTextStream(req.Stop)
@@ -166,11 +176,29 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 		}
 	}
 	return emit(llm.Event{Done: &llm.Done{
-		FinishReason: reason,
-		StopSequence: text.StopSequence(),
-		Usage:        llm.Usage{PromptTokens: len(prompt), CompletionTokens: generated},
-		Expired:      expired,
+		FinishReason:   reason,
+		StopSequence:   text.StopSequence(),
+		Usage:          llm.Usage{PromptTokens: len(prompt), CompletionTokens: generated},
+		Expired:        expired,
+		Spec:           e.spec(req, generated),
+		RestoredTokens: e.RestoredTokens,
+		CacheMiss:      e.CacheMiss,
 	}})
+}
+
+// spec is the fake's speculation stats for a generation of n tokens: nil when no mode is in
+// effect; else half the tokens (rounded down) proposed, and of them every other one (rounded
+// up) accepted, so a test can tell the counts apart.
+func (e *Engine) spec(req *llm.Request, n int) *llm.SpecStats {
+	mode := e.Speculative
+	if req.Speculative != nil && req.Speculative.Mode != "" {
+		mode = req.Speculative.Mode
+	}
+	if mode == "" || mode == llm.SpecOff {
+		return nil
+	}
+	proposed := n / 2
+	return &llm.SpecStats{Mode: mode, Proposed: proposed, Accepted: (proposed + 1) / 2, Note: e.SpecNote}
 }
 
 // Logprob is the fake's logprob for the reply byte b with top alternatives. The fake is a model

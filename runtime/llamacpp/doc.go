@@ -32,4 +32,12 @@
 // runs the embedding loop instead (embed.go): the engine is then an llm.Embedder, pools one
 // whole sequence per batch and refuses generation with llm.ErrUnsupportedModel. pooled.go
 // declares the few llama.cpp calls the ollama/llama package does not expose for it.
+//
+// With Options.KVDir the prefix cache outlives the process (kvdisk.go, kvstore.go): a lane's
+// KV state (llama_state_seq_get_data, declared in kvdisk_cgo.go) is saved to a file when the
+// lane is taken for another prompt and when the engine closes, keyed by its tokens, the model
+// file and the settings that shape the state; a prompt that starts with a saved prefix longer
+// than any lane's has it restored instead of prefilled. Files are written atomically and
+// checked (crc32c) before use, the folder is capped at Options.KVDiskMax (least recently used
+// first), and Started/Done say how many tokens came back and why a prompt missed the cache.
 package llamacpp

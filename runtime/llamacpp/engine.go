@@ -102,6 +102,9 @@ type Engine struct {
 	// Piece), which holds it for reading; closed is set under it once the loop has stopped.
 	modelMu sync.RWMutex
 	closed  bool
+
+	// disk saves and restores prefixes (Options.KVDir) and keeps miss reasons (kvdisk.go).
+	disk *kvDisk
 }
 
 var backendOnce sync.Once
@@ -212,6 +215,7 @@ func Load(opts Options) (*Engine, error) {
 		e.startEmbedding()
 		return e, nil
 	}
+	e.disk = newKVDisk(opts, e)
 	go e.loop()
 	return e, nil
 }
@@ -415,6 +419,7 @@ func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
 		close(e.quit)
 		<-e.done
+		e.disk.close() // the lanes were saved as the loop stopped
 		e.modelMu.Lock()
 		e.closed = true
 		e.modelMu.Unlock()

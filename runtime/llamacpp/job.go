@@ -46,6 +46,8 @@ type job struct {
 	// shared is how many leading prompt tokens another cache partition's lanes may serve: those
 	// the prompt has in common with llm.Request.SharedPrefix (0 without one).
 	shared int
+	// kv is what the cache did for the job (restored tokens, miss reason).
+	kv kvNote
 
 	submitted, started, firstToken time.Time
 }

@@ -38,10 +38,12 @@ func (e *Engine) loop() {
 				reply <- e.snapshot()
 				continue
 			case <-e.quit:
+				e.disk.saveLanes(e)
 				return
 			}
 		}
 		if !e.drain() {
+			e.disk.saveLanes(e)
 			e.failAll(fmt.Errorf("%w: %v", llm.ErrEngineFailure, errShutdown))
 			return
 		}

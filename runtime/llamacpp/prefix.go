@@ -87,6 +87,10 @@ func (e *Engine) place(j *job) bool {
 		e.start(target, j, donorCommon)
 		return true
 	}
+	if l, common := e.disk.restore(e, j, max(freeCommon, donorCommon)); l != nil {
+		e.start(l, j, common)
+		return true
+	}
 	e.start(free, j, freeCommon)
 	return true
 }
@@ -132,6 +136,7 @@ func (e *Engine) evictable() *lane {
 // copyPrefix makes dst hold the first n cached tokens of src. Without a unified KV cache
 // llama.cpp copies only whole sequences between streams, so copy all of src and trim.
 func (e *Engine) copyPrefix(src, dst *lane, n int) {
+	e.disk.dropping(e, dst, 0)
 	e.lctx.KvCacheSeqRm(dst.id, 0, -1)
 	e.lctx.KvCacheSeqCp(src.id, dst.id, -1, -1)
 	e.lctx.KvCacheSeqRm(dst.id, n, -1)
@@ -144,6 +149,8 @@ func (e *Engine) copyPrefix(src, dst *lane, n int) {
 func (e *Engine) start(l *lane, j *job, common int) {
 	// At least one prompt token must be decoded to get logits for the first sample.
 	common = min(common, len(j.prompt)-1)
+	j.kv.miss = e.disk.miss(e, j, common)
+	e.disk.dropping(e, l, common)
 	if !e.lctx.KvCacheSeqRm(l.id, common, -1) {
 		e.lctx.KvCacheSeqRm(l.id, 0, -1)
 		common = 0
@@ -156,7 +163,9 @@ func (e *Engine) start(l *lane, j *job, common int) {
 	e.stats.requests++
 	e.stats.promptTokens += len(j.prompt)
 	e.stats.cachedTokens += common
-	j.out.put(llm.Event{Started: &llm.Started{PromptTokens: len(j.prompt), CachedTokens: common, Lane: l.id}})
+	e.disk.noted(l, j)
+	j.out.put(llm.Event{Started: &llm.Started{PromptTokens: len(j.prompt), CachedTokens: common, Lane: l.id,
+		RestoredTokens: j.kv.restored, CacheMiss: j.kv.miss}})
 	for _, t := range j.prompt[max(0, len(j.prompt)-llm.RepeatLastN):] {
 		j.sampler.Accept(t)
 	}

@@ -83,9 +83,11 @@ func (e *Engine) finish(l *lane, reason string) {
 			Prefill: first.Sub(j.started),
 			Decode:  now.Sub(first),
 		},
-		Lane:    l.id,
-		Expired: j.expired,
-		Spec:    e.specDone(l, j),
+		Lane:           l.id,
+		Expired:        j.expired,
+		RestoredTokens: j.kv.restored,
+		CacheMiss:      j.kv.miss,
+		Spec:           e.specDone(l, j),
 	}})
 	j.out.finish(nil)
 }

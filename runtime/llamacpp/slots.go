@@ -74,8 +74,9 @@ func (e *Engine) snapshot() llm.Slots {
 			SpecProposed: e.spec.proposed, SpecAccepted: e.spec.accepted,
 		},
 	}
+	e.disk.totals(&s.Totals)
 	for _, l := range e.lanes {
-		ls := llm.LaneState{ID: l.id, State: "idle", CachedTokens: len(l.cache)}
+		ls := llm.LaneState{ID: l.id, State: "idle", CachedTokens: len(l.cache), LastMiss: e.disk.laneMiss(l.id)}
 		if j := l.job; j != nil {
 			ls.State = "decode"
 			if l.prefilling() {

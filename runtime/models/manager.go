@@ -54,6 +54,13 @@ type Settings struct {
 	ContextLength, Lanes int
 	KeepAlive            *time.Duration
 	Runtime              string
+	// Speculative (off, ngram, draft; "" for the server's default), DraftModelPath (a GGUF file
+	// with the model's vocabulary), DraftTokens (0: the engine's default) and FlashAttention
+	// (on, off, auto; "" is auto) are what the model's worker starts with.
+	Speculative    string
+	DraftModelPath string
+	DraftTokens    int
+	FlashAttention string
 }
 
 // SetSettings records a model's own settings. Its owner (the core, which keeps them in the

@@ -259,7 +259,7 @@ func (c *Client) Unload(ctx context.Context) error {
 			err = ctx.Err()
 		}
 	}
-	p.kill("the worker was unloaded before the request finished", false)
+	p.retire("the worker was unloaded before the request finished", c.calls.Load() == 0)
 	c.mu.Lock()
 	if c.proc == p {
 		c.proc = nil
@@ -281,7 +281,7 @@ func (c *Client) Close() error {
 	}
 	c.mu.Unlock()
 	if p != nil {
-		p.kill("the worker was shut down during the request", false)
+		p.retire("the worker was shut down during the request", c.calls.Load() == 0)
 	}
 	if st != nil {
 		<-st.done // a called-off launch kills its process at once; none outlives Close

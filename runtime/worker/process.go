@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/llm"
@@ -170,6 +171,25 @@ func (p *process) kill(reason string, crash bool) {
 	p.mu.Unlock()
 	p.stop()
 }
+
+// retire stops the worker on purpose, as kill does; an idle worker is asked first (SIGTERM)
+// and given stopGrace to exit, so that it closes its engine, which saves its lanes' prefixes
+// to the disk cache.
+func (p *process) retire(reason string, idle bool) {
+	p.mu.Lock()
+	if p.reason == "" && !p.hasExited() {
+		p.reason, p.crash = reason, false
+	}
+	p.mu.Unlock()
+	if idle && p.cmd.Process.Signal(syscall.SIGTERM) == nil {
+		p.waitExit(stopGrace)
+	}
+	p.stop()
+}
+
+// stopGrace is how long an idle worker asked to exit may take: saving four lanes of a 1B model's
+// full windows writes some hundred MB.
+const stopGrace = 10 * time.Second
 
 // killed reports whether the client killed the worker on purpose (unloaded, hung, shut down).
 func (p *process) killed() bool {

@@ -50,6 +50,9 @@ func toCore(req *messagesRequest, modelOptional bool) (*core.ChatRequest, warnin
 		s.Seed = uint64(*req.Seed) // 0 stays "unseeded", as on the OpenAI routes
 	}
 	var err error
+	if gen.Speculative, err = core.ParseSpeculative(req.Speculative); err != nil {
+		return nil, nil, invalid("speculative: %v", err)
+	}
 	if gen.Format, gen.Schema, err = req.toFormat(); err != nil {
 		return nil, nil, err
 	}

@@ -94,22 +94,23 @@ func (h *handlers) messages(c *gin.Context) error {
 		Content: replyContent(&r, omit), StopReason: &reason, StopSequence: seq,
 		Usage: toUsage(done.Usage.PromptTokens, done.Usage.CachedTokens, done.Usage.CompletionTokens),
 	}
-	out.Superfluid = extra(withWindow(warn, done, creq.Generation.MaxTokens), done.Warning)
+	out.Superfluid = extra(withWindow(warn, done, creq.Generation.MaxTokens), done)
 	c.Header(WarmHeader, strconv.Itoa(done.Usage.CachedTokens))
 	c.JSON(http.StatusOK, out)
 	return nil
 }
 
-// extra is the reply's superfluid object: the request's warnings, then the reply's; nil
-// when there are none.
-func extra(warn warnings, reply string) *replyExtra {
-	if reply != "" {
-		warn = append(warn[:len(warn):len(warn)], reply)
+// extra is the reply's superfluid object: the request's warnings, then the reply's, and what
+// speculative decoding did; nil when there is nothing to say.
+func extra(warn warnings, d llm.Done) *replyExtra {
+	if d.Warning != "" {
+		warn = append(warn[:len(warn):len(warn)], d.Warning)
 	}
-	if len(warn) == 0 {
+	spec := core.SpecReportOf(d)
+	if len(warn) == 0 && spec == nil {
 		return nil
 	}
-	return &replyExtra{Warnings: warn}
+	return &replyExtra{Warnings: warn, Spec: spec}
 }
 
 // withWindow adds a note when the reply stopped at the end of the context window before

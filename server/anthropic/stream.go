@@ -132,7 +132,7 @@ func (w *blockWriter) finish(ev llm.Event) error {
 	u := ev.Done.Usage
 	md := messageDelta{Type: "message_delta", Delta: stopDelta{StopReason: &reason, StopSequence: seq},
 		Usage: toUsage(u.PromptTokens, u.CachedTokens, u.CompletionTokens)}
-	md.Superfluid = extra(withWindow(w.warn, *ev.Done, w.maxTokens), ev.Done.Warning)
+	md.Superfluid = extra(withWindow(w.warn, *ev.Done, w.maxTokens), *ev.Done)
 	return send(w.s, frame{"message_delta", md}, frame{"message_stop", messageStop{Type: "message_stop"}})
 }
 

@@ -2,6 +2,8 @@ package anthropic
 
 import (
 	"encoding/json"
+
+	"github.com/superfluid/superfluid/server/core"
 )
 
 // conversation is what POST /v1/messages and /v1/messages/count_tokens share.
@@ -48,6 +50,9 @@ type messagesRequest struct {
 	IgnoreEOS bool `json:"ignore_eos"`
 	// Seed makes sampling reproducible (an extension, as the OpenAI routes' seed); 0 is unseeded.
 	Seed *int64 `json:"seed"`
+	// Speculative is a mode ("off", "ngram", "draft") or {"mode", "draft_tokens"} (an
+	// extension, as on the OpenAI routes).
+	Speculative json.RawMessage `json:"speculative"`
 }
 
 // outputConfig is `output_config`: {"effort": "low"|"medium"|"high"|"xhigh"|"max", "format":
@@ -146,6 +151,8 @@ type reply struct {
 type replyExtra struct {
 	// Warnings: e.g. text that looks like a tool call but does not parse, served as text.
 	Warnings []string `json:"warnings,omitempty"`
+	// Spec is what speculative decoding drafted and kept; only when it ran.
+	Spec *core.SpecReport `json:"spec,omitempty"`
 }
 
 type textBlock struct {

@@ -101,6 +101,9 @@ func (m *Model) Info() llm.ModelInfo {
 type Config struct {
 	// MaxTokens caps completions that name no cap (--max-tokens); 0 fills the context.
 	MaxTokens int
+	// Speculative is the speculation mode of models whose settings name none (--speculative;
+	// the worker runs it, /props reports it); "" is off.
+	Speculative string
 	// Queue is how many generations may wait for a lane beyond the lanes themselves (--queue);
 	// past it requests are refused with llm.OverloadedError. 0 means no bound.
 	Queue int

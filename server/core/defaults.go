@@ -25,6 +25,10 @@ type Defaults struct {
 	// Engine reports whether another server runs the model (a RequestEngine): what a request
 	// leaves unset there, penalties and seed included, is its own default, not this server's.
 	Engine bool
+	// Speculative is the speculation a request naming none runs with: the mode (off, ngram,
+	// draft) and the draft tokens per step (0: the engine's own default, not known here). Nil
+	// on the request road (Engine).
+	Speculative *llm.Speculative
 }
 
 // DefaultsFor is what an interactive request naming nothing runs with on m. It fills a request
@@ -53,7 +57,24 @@ func (s *Service) DefaultsFor(ctx context.Context, m *Model) (Defaults, error) {
 	sm.TopK = orDefault(sm.TopK, llm.DefaultTopK)
 	sm.MinP = orDefault(sm.MinP, llm.DefaultMinP)
 	sm.RepeatPenalty = orDefault(sm.RepeatPenalty, llm.DefaultRepeatPenalty)
-	return Defaults{Sampling: sm, MaxTokens: gen.MaxTokens, SystemPrompt: set.SystemPrompt}, nil
+	return Defaults{Sampling: sm, MaxTokens: gen.MaxTokens, SystemPrompt: set.SystemPrompt, Speculative: s.defaultSpeculation(set)}, nil
+}
+
+// defaultSpeculation is what the worker of a model with settings set speculates with when a
+// request names nothing: the model's mode, else --speculative, else off; draft with no draft
+// model drafts n-grams (the engine's fallback, noted on each reply).
+func (s *Service) defaultSpeculation(set store.ModelSettings) *llm.Speculative {
+	spec := &llm.Speculative{Mode: set.Speculative, DraftTokens: set.DraftTokens}
+	if spec.Mode == "" {
+		spec.Mode = s.cfg.Speculative
+	}
+	switch {
+	case spec.Mode == "":
+		spec.Mode = llm.SpecOff
+	case spec.Mode == llm.SpecDraft && set.DraftModel == "":
+		spec.Mode = llm.SpecNgram
+	}
+	return spec
 }
 
 func orDefault[T any](v *T, def T) *T {

@@ -61,6 +61,10 @@ func (s *Service) record(ctx context.Context, key recordKey, m *Model, res *Resu
 			d := res.Choices[0]
 			rec.FinishReason, rec.Lane, rec.Warning = d.FinishReason, d.Lane, d.Warning
 			rec.Queue, rec.Prefill, rec.Decode = d.Timings.Queue, d.Timings.Prefill, d.Timings.Decode
+			rec.RestoredTokens, rec.CacheMiss = d.RestoredTokens, d.CacheMiss
+		}
+		if spec := SpecReportOf(res.Choices...); spec != nil {
+			rec.SpecProposed, rec.SpecAccepted = spec.Proposed, spec.Accepted
 		}
 	}
 	// Queued, not written: the reply never waits for the disk. A full queue drops the record

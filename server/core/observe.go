@@ -36,6 +36,19 @@ type GenerationObserver interface {
 	InterToken(gap time.Duration, tokens int)
 }
 
+// SpeedObserver is an Observer that also counts what speculative decoding and the prefix cache
+// on disk did (server/metrics implements it). The core calls Speed once per generation request
+// that reached a model, when it is recorded, with the sums over its choices.
+type SpeedObserver interface {
+	Speed(model string, s Speed)
+}
+
+// Speed is one request's speculation and disk-cache counts: drafted and kept tokens, and
+// prompt tokens restored from the prefix cache on disk (the prompt counted once).
+type Speed struct {
+	SpecProposed, SpecAccepted, RestoredTokens int
+}
+
 // NopObserver observes nothing.
 type NopObserver struct{}
 
@@ -114,4 +127,13 @@ func (s *Service) observeTokens(res *Result) {
 		return
 	}
 	s.cfg.Observer.Tokens(res.Model.ID, res.Usage())
+	so, ok := s.cfg.Observer.(SpeedObserver)
+	if !ok || len(res.Choices) == 0 {
+		return
+	}
+	sp := Speed{RestoredTokens: res.Choices[0].RestoredTokens}
+	if spec := SpecReportOf(res.Choices...); spec != nil {
+		sp.SpecProposed, sp.SpecAccepted = spec.Proposed, spec.Accepted
+	}
+	so.Speed(res.Model.ID, sp)
 }

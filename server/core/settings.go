@@ -53,8 +53,9 @@ func (s *Service) ModelSettings(ctx context.Context, id string) (store.ModelSett
 }
 
 // SetModelSettings stores a model's settings. Sampling, cap and system prompt apply from the
-// next request; a change of context, lanes or runtime unloads the model so that its next load
-// uses them.
+// next request; a change of context, lanes, runtime, speculation, draft model or attention
+// unloads the model so that its next load uses them. A draft model must share the model's
+// vocabulary (checked from both files' metadata).
 func (s *Service) SetModelSettings(ctx context.Context, set store.ModelSettings) error {
 	m, err := s.Model(set.ModelID)
 	if err != nil {
@@ -71,6 +72,9 @@ func (s *Service) SetModelSettings(ctx context.Context, set store.ModelSettings)
 			return fmt.Errorf("%w: %v", ErrUnsupportedRuntime, err)
 		}
 	}
+	if _, err := s.checkSpeedSettings(m, set); err != nil {
+		return err
+	}
 	set.ModelID = m.Entry.ID
 	old, _ := s.ModelSettings(ctx, set.ModelID)
 	if err := s.store.PutModelSettings(ctx, set); err != nil {
@@ -83,7 +87,8 @@ func (s *Service) SetModelSettings(ctx context.Context, set store.ModelSettings)
 	s.settings.byID[set.ModelID] = set
 	s.handOver(set)
 	s.settings.mu.Unlock()
-	if old.ContextLength != set.ContextLength || old.Lanes != set.Lanes || old.Runtime != set.Runtime || !sameDuration(old.KeepAlive, set.KeepAlive) {
+	if old.ContextLength != set.ContextLength || old.Lanes != set.Lanes || old.Runtime != set.Runtime || !sameDuration(old.KeepAlive, set.KeepAlive) ||
+		speedChanged(old, set) {
 		if cat, ok := s.lib.(*catalogLibrary); ok {
 			cat.forget(m.Entry) // its window is read again
 		}
@@ -111,13 +116,14 @@ func (s *Service) settle(ctx context.Context, id string) {
 }
 
 // handOver gives the manager what it applies of a model's settings (window, lanes, keep-alive,
-// runtime); the rest apply per request here. Callers hold s.settings.mu.
+// runtime, speculation, draft model, attention); the rest apply per request here. Callers hold s.settings.mu.
 func (s *Service) handOver(set store.ModelSettings) {
 	if s.mgr == nil {
 		return
 	}
-	s.mgr.SetSettings(set.ModelID, models.Settings{ContextLength: set.ContextLength, Lanes: set.Lanes,
-		KeepAlive: set.KeepAlive, Runtime: set.Runtime})
+	ms := models.Settings{ContextLength: set.ContextLength, Lanes: set.Lanes, KeepAlive: set.KeepAlive, Runtime: set.Runtime}
+	s.speedSettings(set, &ms)
+	s.mgr.SetSettings(set.ModelID, ms)
 }
 
 // forgetSettings deletes a removed model's settings: from the store, the cache and the manager.

@@ -34,6 +34,9 @@ const (
 	ModelLoadFails   = "superfluid_model_load_failures_total"
 	ModelEvictions   = "superfluid_model_evictions_total"
 	BatchLines       = "superfluid_batch_lines_total"
+	SpecProposed     = "superfluid_spec_proposed_tokens_total"
+	SpecAccepted     = "superfluid_spec_accepted_tokens_total"
+	RestoredTokens   = "superfluid_prefix_restored_tokens_total"
 )
 
 // Unrouted is the endpoint label of requests no route took (404, 405), so a scan of random
@@ -45,8 +48,9 @@ type Metrics struct {
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
 
-	prompt, cached, completion *prometheus.CounterVec
-	ttft, interToken           *prometheus.HistogramVec
+	prompt, cached, completion   *prometheus.CounterVec
+	proposed, accepted, restored *prometheus.CounterVec
+	ttft, interToken             *prometheus.HistogramVec
 
 	loads, loadFails, evictions *prometheus.CounterVec
 	batchDone, batchFailed      prometheus.Counter
@@ -75,6 +79,9 @@ func New() *Metrics {
 	m.prompt = counter(PromptTokens, "Prompt tokens of generation requests (once per request, whatever n).", "model")
 	m.cached = counter(CachedTokens, "Prompt tokens served from the prefix (KV) cache.", "model")
 	m.completion = counter(CompletionTokens, "Completion tokens generated, all choices.", "model")
+	m.proposed = counter(SpecProposed, "Tokens speculative decoding drafted for verification.", "model")
+	m.accepted = counter(SpecAccepted, "Drafted tokens the target model kept.", "model")
+	m.restored = counter(RestoredTokens, "Prompt tokens restored from the prefix cache on disk (part of the cached tokens).", "model")
 	m.ttft = histogram(TTFT, "Time from a generation request's arrival to its first token.", TTFTBuckets)
 	m.interToken = histogram(InterToken, "Time between consecutive completion tokens of one choice.", InterTokenBuckets)
 	m.loads = counter(ModelLoads, "Models loaded.", "model")
@@ -125,6 +132,20 @@ func (m *Metrics) Tokens(model string, u llm.Usage) {
 	m.prompt.WithLabelValues(model).Add(float64(u.PromptTokens))
 	m.cached.WithLabelValues(model).Add(float64(u.CachedTokens))
 	m.completion.WithLabelValues(model).Add(float64(u.CompletionTokens))
+}
+
+var _ core.SpeedObserver = (*Metrics)(nil)
+
+// Speed counts a generation request's speculation and disk-cache tokens. A model that never
+// speculated or restored gets no series of these (nothing to add).
+func (m *Metrics) Speed(model string, s core.Speed) {
+	if s.SpecProposed > 0 || s.SpecAccepted > 0 {
+		m.proposed.WithLabelValues(model).Add(float64(s.SpecProposed))
+		m.accepted.WithLabelValues(model).Add(float64(s.SpecAccepted))
+	}
+	if s.RestoredTokens > 0 {
+		m.restored.WithLabelValues(model).Add(float64(s.RestoredTokens))
+	}
 }
 
 // BatchLine counts a finished batch line.

@@ -57,7 +57,7 @@ func (h *handlers) generate(c *gin.Context) error {
 		return badRequest(`option "tool_choice" %q needs tools, which /api/generate does not take; send the tools to /api/chat`, cmp.Or(choice.Name, choice.Mode))
 	}
 	s, err := h.settle(c.Request.Context(), req.Model, m, shared{format: req.Format, options: req.Options, think: req.Think, keepAlive: req.KeepAlive,
-		logprobs: req.Logprobs, topLogprobs: req.TopLogprobs})
+		logprobs: req.Logprobs, topLogprobs: req.TopLogprobs, speculative: req.Speculative})
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (h *handlers) chat(c *gin.Context) error {
 		return err
 	}
 	s, err := h.settle(c.Request.Context(), req.Model, m, shared{format: req.Format, options: req.Options, think: req.Think, keepAlive: req.KeepAlive,
-		logprobs: req.Logprobs, topLogprobs: req.TopLogprobs})
+		logprobs: req.Logprobs, topLogprobs: req.TopLogprobs, speculative: req.Speculative})
 	if err != nil {
 		return err
 	}
@@ -184,6 +184,7 @@ func toMessages(model string, in []message) ([]chat.Message, error) {
 // shared are the request fields both generation routes take.
 type shared struct {
 	format, think, keepAlive json.RawMessage
+	speculative              json.RawMessage // top level; options may hold it too
 	options                  map[string]json.RawMessage
 	logprobs                 bool
 	topLogprobs              int
@@ -211,6 +212,9 @@ func (h *handlers) settle(ctx context.Context, name string, m *core.Model, in sh
 		return nil, err
 	}
 	var err error
+	if s.gen.Speculative, err = speculative(in.speculative, in.options["speculative"]); err != nil {
+		return nil, err
+	}
 	if s.think, err = parseThink(in.think); err != nil {
 		return nil, err
 	}

@@ -118,6 +118,19 @@ func applyOption(key string, v any, gen *llm.Request) {
 	}
 }
 
+// speculative reads the speculative extension from the top level, else from options.
+func speculative(top, option json.RawMessage) (*llm.Speculative, error) {
+	where, raw := "speculative", top
+	if len(raw) == 0 || isNull(raw) {
+		where, raw = `option "speculative"`, option
+	}
+	spec, err := core.ParseSpeculative(raw)
+	if err != nil {
+		return nil, badRequest("%s: %v", where, err)
+	}
+	return spec, nil
+}
+
 // applyFormat sets the structured-output constraint from Ollama's format: "json", a JSON
 // schema object, or nothing (absent, null or "").
 func applyFormat(raw json.RawMessage, gen *llm.Request) error {

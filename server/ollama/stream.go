@@ -93,12 +93,17 @@ type piece struct {
 	warnings       []string
 }
 
-// extra is the line's superfluid extension object; nil when it has nothing to say.
+// extra is the line's superfluid extension object (warnings; on the last line, what
+// speculative decoding did); nil when it has nothing to say.
 func (p *piece) extra() *extra {
-	if len(p.warnings) == 0 {
+	var spec *core.SpecReport
+	if p.done != nil {
+		spec = core.SpecReportOf(*p.done)
+	}
+	if len(p.warnings) == 0 && spec == nil {
 		return nil
 	}
-	return &extra{Warnings: p.warnings}
+	return &extra{Warnings: p.warnings, Spec: spec}
 }
 
 // warn adds the non-empty warnings.

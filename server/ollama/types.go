@@ -3,6 +3,8 @@ package ollama
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/superfluid/superfluid/server/core"
 )
 
 // generateRequest is POST /api/generate (Ollama's api.GenerateRequest).
@@ -24,6 +26,9 @@ type generateRequest struct {
 	Logprobs  bool                       `json:"logprobs"`
 	// TopLogprobs (0-20) applies only with Logprobs, as in Ollama.
 	TopLogprobs int `json:"top_logprobs"`
+	// Speculative is a mode ("off", "ngram", "draft") or {"mode", "draft_tokens"}; also taken
+	// in options (an extension; the top level wins).
+	Speculative json.RawMessage `json:"speculative"`
 }
 
 // chatRequest is POST /api/chat (Ollama's api.ChatRequest).
@@ -39,6 +44,8 @@ type chatRequest struct {
 	Think       json.RawMessage            `json:"think"`
 	Logprobs    bool                       `json:"logprobs"`
 	TopLogprobs int                        `json:"top_logprobs"`
+	// Speculative: see generateRequest.
+	Speculative json.RawMessage `json:"speculative"`
 }
 
 // message is one chat turn (Ollama's api.Message).
@@ -69,6 +76,8 @@ type extra struct {
 	// Warnings say what went wrong but was served anyway, e.g. text that looked like a tool
 	// call but did not parse (served as content). The request record keeps them too.
 	Warnings []string `json:"warnings,omitempty"`
+	// Spec is what speculative decoding drafted and kept; only when it ran.
+	Spec *core.SpecReport `json:"spec,omitempty"`
 }
 
 // metrics are Ollama's timing and count fields, durations in nanoseconds.

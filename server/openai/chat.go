@@ -126,6 +126,7 @@ func (h *handlers) chatCompletions(c *gin.Context) error {
 	if warnings != nil {
 		reply.Superfluid = &replyExtra{Warnings: warnings}
 	}
+	reply.Superfluid = withSpec(reply.Superfluid, res.Choices...)
 	c.Header(WarmHeader, strconv.Itoa(res.Usage().CachedTokens))
 	c.JSON(http.StatusOK, reply)
 	return nil
@@ -182,6 +183,7 @@ func (h *handlers) streamChat(c *gin.Context, creq *core.ChatRequest, opts strea
 			if ev.Done.Warning != "" {
 				last.Superfluid.Warnings = []string{ev.Done.Warning}
 			}
+			last.Superfluid.Spec = core.SpecReportOf(*ev.Done)
 			return s.Data(last)
 		default:
 			completion += ev.Tokens

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"reflect"
 	"strings"
+
+	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/core"
 )
 
 // chatRequest is the wire form of POST /v1/chat/completions.
@@ -48,6 +51,8 @@ type samplingParams struct {
 	CachePrompt *bool `json:"cache_prompt"`
 	// KeepAlive is how long the model stays loaded afterwards, in Ollama's syntax (an extension).
 	KeepAlive json.RawMessage `json:"keep_alive"`
+	// Speculative is a mode ("off", "ngram", "draft") or {"mode", "draft_tokens"} (an extension).
+	Speculative json.RawMessage `json:"speculative"`
 }
 
 type streamOptions struct {
@@ -175,6 +180,22 @@ type chatCompletion struct {
 // replyExtra is superfluid's own field on a reply: what it noticed while serving it.
 type replyExtra struct {
 	Warnings []string `json:"warnings,omitempty"`
+	// Spec is what speculative decoding drafted and kept; only when it ran.
+	Spec *core.SpecReport `json:"spec,omitempty"`
+}
+
+// withSpec adds the choices' speculation report to extra (made when it is nil and there is
+// one).
+func withSpec(extra *replyExtra, dones ...llm.Done) *replyExtra {
+	spec := core.SpecReportOf(dones...)
+	if spec == nil {
+		return extra
+	}
+	if extra == nil {
+		extra = &replyExtra{}
+	}
+	extra.Spec = spec
+	return extra
 }
 
 type choice struct {
@@ -230,6 +251,7 @@ type delta struct {
 
 // chunkExtra is superfluid's own field on the terminal chunk.
 type chunkExtra struct {
-	Warm     int      `json:"warm"`
-	Warnings []string `json:"warnings,omitempty"`
+	Warm     int              `json:"warm"`
+	Warnings []string         `json:"warnings,omitempty"`
+	Spec     *core.SpecReport `json:"spec,omitempty"`
 }

@@ -88,6 +88,8 @@ type fimExtra struct {
 	Cached   int    `json:"cached"`
 	Expired  bool   `json:"expired"`
 	ServedBy string `json:"served_by"`
+	// Spec is what speculative decoding drafted and kept; only when it ran.
+	Spec *core.SpecReport `json:"spec,omitempty"`
 }
 
 func (h *handlers) completions(c *gin.Context) error {
@@ -108,6 +110,9 @@ func (h *handlers) completions(c *gin.Context) error {
 	}
 	gen := llm.Request{IgnoreEOS: req.IgnoreEOS, NoCache: req.CachePrompt != nil && !*req.CachePrompt}
 	if gen.Sampling, err = toSampling(&req.samplingParams); err != nil {
+		return err
+	}
+	if gen.Speculative, err = speculative(req.Speculative); err != nil {
 		return err
 	}
 	if err := checkCap("max_tokens", req.MaxTokens); err != nil {
@@ -166,7 +171,7 @@ func (h *handlers) completions(c *gin.Context) error {
 	reply := base
 	reply.Model = res.Model.ID
 	u := toUsage(d.Usage)
-	reply.Usage, reply.Superfluid = &u, &fimExtra{Cached: d.Usage.CachedTokens, Expired: d.Expired, ServedBy: res.Model.ID}
+	reply.Usage, reply.Superfluid = &u, &fimExtra{Cached: d.Usage.CachedTokens, Expired: d.Expired, ServedBy: res.Model.ID, Spec: core.SpecReportOf(res.Choices...)}
 	reply.Choices = []textChoice{{Text: text.String(), FinishReason: &d.FinishReason}}
 	if gen.Logprobs {
 		reply.Choices[0].Logprobs = toTextLogprobs(logprobs, gen.TopLogprobs > 0, len(echo))
@@ -237,7 +242,7 @@ func (h *handlers) streamCompletion(c *gin.Context, base textCompletion, echo st
 			last := frame("", &ev.Done.FinishReason)
 			u := toUsage(ev.Done.Usage)
 			last.Usage = &u
-			last.Superfluid = &fimExtra{Cached: ev.Done.Usage.CachedTokens, Expired: ev.Done.Expired, ServedBy: base.Model}
+			last.Superfluid = &fimExtra{Cached: ev.Done.Usage.CachedTokens, Expired: ev.Done.Expired, ServedBy: base.Model, Spec: core.SpecReportOf(*ev.Done)}
 			return s.Data(last)
 		case ev.Text != "" || len(ev.Logprobs) > 0:
 			ch := frame(ev.Text, nil)

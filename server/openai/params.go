@@ -19,6 +19,15 @@ func keepAlive(raw json.RawMessage) (*time.Duration, error) {
 	return d, nil
 }
 
+// speculative reads the speculative extension, naming the parameter when it is bad.
+func speculative(raw json.RawMessage) (*llm.Speculative, error) {
+	spec, err := core.ParseSpeculative(raw)
+	if err != nil {
+		return nil, invalid("speculative", err.Error())
+	}
+	return spec, nil
+}
+
 // toGeneration validates caps, sampling and stops; each bad value names its parameter.
 func toGeneration(req *chatRequest) (*llm.Request, error) {
 	gen := &llm.Request{Stop: req.Stop, IgnoreEOS: req.IgnoreEOS, NoCache: req.CachePrompt != nil && !*req.CachePrompt}
@@ -35,6 +44,9 @@ func toGeneration(req *chatRequest) (*llm.Request, error) {
 	}
 	var err error
 	if gen.Sampling, err = toSampling(&req.samplingParams); err != nil {
+		return nil, err
+	}
+	if gen.Speculative, err = speculative(req.Speculative); err != nil {
 		return nil, err
 	}
 	s := &gen.Sampling

@@ -42,8 +42,9 @@ func (h *handlers) slots(c *gin.Context) error {
 		busy = busy || l.State != "idle"
 	}
 	info := m.Info()
+	spec := h.defaultSpeculation(c, m)
 	c.JSON(http.StatusOK, []gin.H{{
-		"id": 0, "id_task": -1, "model": m.ID, "n_ctx": info.ContextLength, "speculative": false,
+		"id": 0, "id_task": -1, "model": m.ID, "n_ctx": info.ContextLength, "speculative": spec != nil && spec["mode"] != llm.SpecOff,
 		"is_processing": busy, "loaded": m.Loaded(),
 		"lanes":                     s.Lanes,
 		"queued":                    s.Queued,
@@ -123,16 +124,14 @@ func (h *handlers) props(c *gin.Context) error {
 		path = filepath.Base(m.Path) // the absolute path is the operator's business (see entry)
 	}
 	c.JSON(http.StatusOK, gin.H{
-		"model":       m.ID,
-		"model_path":  path,
-		"loaded":      m.Loaded(),
-		"max_context": info.ContextLength,
-		"default_generation_settings": gin.H{
-			"n_ctx": info.ContextLength, "model": m.ID, "params": h.defaultParams(c, m),
-		},
-		"total_slots":               info.Parallel,
-		"chat_template":             m.Template.Source(),
-		"chat_template_is_fallback": m.Template.IsFallback(),
+		"model":                       m.ID,
+		"model_path":                  path,
+		"loaded":                      m.Loaded(),
+		"max_context":                 info.ContextLength,
+		"default_generation_settings": h.defaultSettings(c, m, info),
+		"total_slots":                 info.Parallel,
+		"chat_template":               m.Template.Source(),
+		"chat_template_is_fallback":   m.Template.IsFallback(),
 		"kv_cache": gin.H{
 			"n_ctx_per_lane": info.ContextLength, "lanes": info.Parallel, "type": "f16", "unified": false,
 		},
@@ -141,6 +140,31 @@ func (h *handlers) props(c *gin.Context) error {
 		"threads":      info.Threads,
 	})
 	return nil
+}
+
+// defaultSettings are /props' default_generation_settings: the window, the model, the
+// sampling defaults and the speculation a request naming none runs with (left out where this
+// server does not decide it: another server's model, unreadable settings).
+func (h *handlers) defaultSettings(c *gin.Context, m *core.Model, info llm.ModelInfo) gin.H {
+	out := gin.H{"n_ctx": info.ContextLength, "model": m.ID, "params": h.defaultParams(c, m)}
+	if spec := h.defaultSpeculation(c, m); spec != nil {
+		out["speculative"] = spec
+	}
+	return out
+}
+
+// defaultSpeculation is the mode and draft tokens of a request naming none ({"mode"} alone
+// when the engine's default draft length applies); nil when not this server's to say.
+func (h *handlers) defaultSpeculation(c *gin.Context, m *core.Model) gin.H {
+	d, err := h.svc.DefaultsFor(c.Request.Context(), m)
+	if err != nil || d.Speculative == nil {
+		return nil
+	}
+	spec := gin.H{"mode": d.Speculative.Mode}
+	if d.Speculative.DraftTokens > 0 {
+		spec["draft_tokens"] = d.Speculative.DraftTokens
+	}
+	return spec
 }
 
 // defaultParams are the sampling settings and cap a request that names nothing runs with on m:

@@ -167,6 +167,9 @@ func toResponseParams(req *responseRequest) (*responseParams, error) {
 	if req.Seed != nil {
 		p.gen.Sampling.Seed = uint64(*req.Seed)
 	}
+	if p.gen.Speculative, err = speculative(req.Speculative); err != nil {
+		return nil, err
+	}
 	truncation := "disabled"
 	if req.Truncation != nil {
 		if *req.Truncation != "disabled" && *req.Truncation != "auto" {
@@ -355,6 +358,13 @@ func finishResponse(obj responseObject, out *outputBuilder, d llm.Done) (respons
 			ws = slices.Clone(obj.Superfluid.Warnings)
 		}
 		obj.Superfluid = &replyExtra{Warnings: append(ws, d.Warning)}
+	}
+	if spec := core.SpecReportOf(d); spec != nil {
+		extra := replyExtra{}
+		if obj.Superfluid != nil {
+			extra = *obj.Superfluid // a copy: the request's object is shared by its events
+		}
+		obj.Superfluid = withSpec(&extra, d)
 	}
 	return obj, nil
 }

@@ -33,6 +33,8 @@ type responseRequest struct {
 	EnableThinking     *bool          `json:"enable_thinking"`
 	// Seed is the sampling seed, as chat completions take it (0 is unseeded).
 	Seed *int64 `json:"seed"`
+	// Speculative chooses speculative decoding, as chat completions take it (an extension).
+	Speculative json.RawMessage `json:"speculative"`
 
 	// Accepted and echoed, with no local meaning: lanes are picked by the longest cached
 	// prefix already, so prompt_cache_key steers nothing; the rest name the caller.

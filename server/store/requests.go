@@ -39,14 +39,21 @@ type RequestRecord struct {
 	// (local, openai, command); "" for a request no lane served. (Lane is the worker's
 	// sequence.)
 	LaneName, Engine string
-	CreatedAt        time.Time // stored in UTC, nanosecond precision; zero means now
+	// SpecProposed and SpecAccepted are speculative decoding's drafted and kept tokens (0
+	// when it did not run); RestoredTokens the cached tokens read back from the prefix cache
+	// on disk; CacheMiss why the prompt was not served whole from the cache ("" for a hit).
+	SpecProposed, SpecAccepted int
+	RestoredTokens             int
+	CacheMiss                  string
+	CreatedAt                  time.Time // stored in UTC, nanosecond precision; zero means now
 }
 
 // requestColumns is the column list every request query selects, in
 // scanRequest's order.
 const requestColumns = `id, model, endpoint, stream, status, error, finish_reason,
 	prompt_tokens, completion_tokens, cached_tokens, lane,
-	queue_us, prefill_us, decode_us, total_us, client_disconnected, warning, key_id, key_name, person_id, person_name, lane_name, engine, created_at`
+	queue_us, prefill_us, decode_us, total_us, client_disconnected, warning, key_id, key_name, person_id, person_name, lane_name, engine,
+	spec_proposed, spec_accepted, restored_tokens, cache_miss, created_at`
 
 // RecordRequest stores r now, through the records writer, and returns when
 // it is committed (Record queues it instead). Durations are truncated to
@@ -74,7 +81,7 @@ func (s *Store) RecordRequests(ctx context.Context, rs []RequestRecord) (err err
 		}
 	}()
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO requests (`+requestColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return fmt.Errorf("record requests: %w", err)
 	}
@@ -103,7 +110,8 @@ func insertRequest(ctx context.Context, stmt *sql.Stmt, r RequestRecord) error {
 	_, err := stmt.ExecContext(ctx, r.ID, r.Model, r.Endpoint, boolInt(r.Stream), r.Status, r.Error, r.FinishReason,
 		r.PromptTokens, r.CompletionTokens, r.CachedTokens, r.Lane,
 		r.Queue.Microseconds(), r.Prefill.Microseconds(), r.Decode.Microseconds(), r.Total.Microseconds(),
-		boolInt(r.ClientDisconnected), r.Warning, r.KeyID, r.KeyName, r.PersonID, r.PersonName, r.LaneName, r.Engine, formatTime(created))
+		boolInt(r.ClientDisconnected), r.Warning, r.KeyID, r.KeyName, r.PersonID, r.PersonName, r.LaneName, r.Engine,
+		r.SpecProposed, r.SpecAccepted, r.RestoredTokens, r.CacheMiss, formatTime(created))
 	if err != nil {
 		return fmt.Errorf("record request %s: %w", r.ID, err)
 	}
@@ -216,7 +224,8 @@ func scanRequest(row interface{ Scan(...any) error }) (RequestRecord, error) {
 	)
 	err := row.Scan(&r.ID, &r.Model, &r.Endpoint, &stream, &r.Status, &r.Error, &r.FinishReason,
 		&r.PromptTokens, &r.CompletionTokens, &r.CachedTokens, &r.Lane,
-		&queue, &prefill, &decode, &total, &disconnected, &r.Warning, &r.KeyID, &r.KeyName, &r.PersonID, &r.PersonName, &r.LaneName, &r.Engine, &created)
+		&queue, &prefill, &decode, &total, &disconnected, &r.Warning, &r.KeyID, &r.KeyName, &r.PersonID, &r.PersonName, &r.LaneName, &r.Engine,
+		&r.SpecProposed, &r.SpecAccepted, &r.RestoredTokens, &r.CacheMiss, &created)
 	if err != nil {
 		return RequestRecord{}, err
 	}

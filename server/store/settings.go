@@ -22,6 +22,14 @@ type ModelSettings struct {
 	MinP          *float64
 	MaxTokens     int
 	SystemPrompt  string
+	// Speculative is the model's speculative decoding mode (off, ngram, draft; "" for the
+	// server's --speculative); DraftModel the draft model (a catalog id or a .gguf path);
+	// DraftTokens the most tokens drafted per step (0: the engine's default).
+	Speculative string
+	DraftModel  string
+	DraftTokens int
+	// FlashAttention is on, off or auto ("" is auto).
+	FlashAttention string
 }
 
 // PutModelSettings stores s, replacing what the model had.
@@ -34,9 +42,11 @@ func (s *Store) PutModelSettings(ctx context.Context, m ModelSettings) error {
 		}
 	}
 	_, err := s.w.ExecContext(ctx, `INSERT OR REPLACE INTO model_settings (model_id, context_length, lanes, keep_alive_ms,
-		runtime, temperature, top_p, top_k, min_p, max_tokens, system_prompt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		runtime, temperature, top_p, top_k, min_p, max_tokens, system_prompt, speculative, draft_model, draft_tokens,
+		flash_attention) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		m.ModelID, m.ContextLength, m.Lanes, keep, m.Runtime, nullFloat(m.Temperature), nullFloat(m.TopP),
-		nullInt(m.TopK), nullFloat(m.MinP), m.MaxTokens, m.SystemPrompt)
+		nullInt(m.TopK), nullFloat(m.MinP), m.MaxTokens, m.SystemPrompt, m.Speculative, m.DraftModel, m.DraftTokens,
+		m.FlashAttention)
 	if err != nil {
 		return fmt.Errorf("save settings of %s: %w", m.ModelID, err)
 	}
@@ -50,8 +60,9 @@ func (s *Store) ModelSettingsOf(ctx context.Context, id string) (ModelSettings, 
 	var temp, topP, minP sql.NullFloat64
 	var topK sql.NullInt64
 	err := s.r.QueryRowContext(ctx, `SELECT context_length, lanes, keep_alive_ms, runtime, temperature, top_p, top_k,
-		min_p, max_tokens, system_prompt FROM model_settings WHERE model_id = ?`, id).Scan(&m.ContextLength, &m.Lanes,
-		&keep, &m.Runtime, &temp, &topP, &topK, &minP, &m.MaxTokens, &m.SystemPrompt)
+		min_p, max_tokens, system_prompt, speculative, draft_model, draft_tokens, flash_attention FROM model_settings
+		WHERE model_id = ?`, id).Scan(&m.ContextLength, &m.Lanes, &keep, &m.Runtime, &temp, &topP, &topK, &minP,
+		&m.MaxTokens, &m.SystemPrompt, &m.Speculative, &m.DraftModel, &m.DraftTokens, &m.FlashAttention)
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, nil
 	}

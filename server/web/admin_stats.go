@@ -188,6 +188,13 @@ type AdminRequest struct {
 	CompletionTokens int    `json:"completion_tokens"`
 	CachedTokens     int    `json:"cached_tokens"`
 	DurationMs       int64  `json:"duration_ms"`
+	// SpecProposed and SpecAccepted are speculative decoding's drafted and kept tokens;
+	// RestoredTokens the cached tokens read from the prefix cache on disk; CacheMiss why the
+	// prompt missed the cache ("" for a hit).
+	SpecProposed   int    `json:"spec_proposed"`
+	SpecAccepted   int    `json:"spec_accepted"`
+	RestoredTokens int    `json:"restored_tokens"`
+	CacheMiss      string `json:"cache_miss,omitempty"`
 }
 
 func (a *API) adminRequests(r *Request[NoBody]) (List[AdminRequest], error) {
@@ -221,7 +228,8 @@ func (a *API) adminRequests(r *Request[NoBody]) (List[AdminRequest], error) {
 	for _, rec := range recs {
 		out = append(out, AdminRequest{ID: rec.ID, At: rec.CreatedAt.Unix(), Person: rec.PersonName, Key: rec.KeyName, Model: rec.Model,
 			Lane: rec.LaneName, Engine: rec.Engine, Route: rec.Endpoint, Status: rec.Status, Error: rec.Error, Stream: rec.Stream,
-			PromptTokens: rec.PromptTokens, CompletionTokens: rec.CompletionTokens, CachedTokens: rec.CachedTokens, DurationMs: rec.Total.Milliseconds()})
+			PromptTokens: rec.PromptTokens, CompletionTokens: rec.CompletionTokens, CachedTokens: rec.CachedTokens, DurationMs: rec.Total.Milliseconds(),
+			SpecProposed: rec.SpecProposed, SpecAccepted: rec.SpecAccepted, RestoredTokens: rec.RestoredTokens, CacheMiss: rec.CacheMiss})
 	}
 	return ListOf(out), nil
 }

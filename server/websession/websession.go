@@ -84,6 +84,12 @@ type ModelSettings struct {
 	TopK          string `json:"top_k"`
 	MaxTokens     int    `json:"max_tokens"`
 	SystemPrompt  string `json:"system_prompt"`
+	// Speculative (off, ngram, draft; "" the server's), DraftModel, DraftTokens (0: the
+	// engine's) and FlashAttention (on, off; "" auto): the model's speed settings.
+	Speculative    string `json:"speculative"`
+	DraftModel     string `json:"draft_model"`
+	DraftTokens    int    `json:"draft_tokens"`
+	FlashAttention string `json:"flash_attention"`
 }
 
 // Session is what the browser may do: the desktop playground's part of tray.Controller.

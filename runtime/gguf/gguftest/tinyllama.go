@@ -77,36 +77,7 @@ func NewTinyLlama(opts TinyLlamaOptions) (*Writer, error) {
 		return nil, err
 	}
 	w := NewWriter()
-	w.AddString("general.architecture", "llama")
-	w.AddString("general.name", o.Name)
-	w.AddUint32("llama.context_length", uint32(o.ContextLength))
-	w.AddUint32("llama.embedding_length", uint32(o.Embd))
-	w.AddUint32("llama.block_count", uint32(o.Layers))
-	w.AddUint32("llama.feed_forward_length", uint32(o.FF))
-	w.AddUint32("llama.attention.head_count", uint32(o.Heads))
-	w.AddUint32("llama.attention.head_count_kv", uint32(o.KVHeads))
-	w.AddUint32("llama.rope.dimension_count", uint32(o.Embd/o.Heads))
-	w.AddFloat32("llama.rope.freq_base", 10000)
-	w.AddFloat32("llama.attention.layer_norm_rms_epsilon", 1e-5)
-	if o.Q8 {
-		w.AddUint32("general.file_type", 7) // LLAMA_FTYPE_MOSTLY_Q8_0
-		w.AddUint32("general.quantization_version", 2)
-	} else {
-		w.AddUint32("general.file_type", 0) // LLAMA_FTYPE_ALL_F32
-	}
-	tokens, scores, types := tinyVocab(o.Vocab)
-	w.AddString("tokenizer.ggml.model", "llama")
-	w.AddStrings("tokenizer.ggml.tokens", tokens)
-	w.AddFloat32s("tokenizer.ggml.scores", scores)
-	w.AddInt32s("tokenizer.ggml.token_type", types)
-	w.AddUint32("tokenizer.ggml.unknown_token_id", 0)
-	w.AddUint32("tokenizer.ggml.bos_token_id", 1)
-	w.AddUint32("tokenizer.ggml.eos_token_id", 2)
-	w.AddBool("tokenizer.ggml.add_bos_token", true)
-	w.AddBool("tokenizer.ggml.add_eos_token", false)
-	if o.ChatTemplate != "" {
-		w.AddString("tokenizer.chat_template", o.ChatTemplate)
-	}
+	writeLlamaHeader(w, o, 10000)
 
 	embd, vocab, ff := uint64(o.Embd), uint64(o.Vocab), uint64(o.FF)
 	kvdim := uint64(o.Embd / o.Heads * o.KVHeads)
@@ -380,4 +351,38 @@ func f32ToF16(f float32) uint16 {
 		half++ // a carry into the exponent is the correct rounding
 	}
 	return sign | uint16(half)
+}
+
+// writeLlamaHeader adds a llama model's metadata and tiny vocabulary for the shape o.
+func writeLlamaHeader(w *Writer, o TinyLlamaOptions, freqBase float64) {
+	w.AddString("general.architecture", "llama")
+	w.AddString("general.name", o.Name)
+	w.AddUint32("llama.context_length", uint32(o.ContextLength))
+	w.AddUint32("llama.embedding_length", uint32(o.Embd))
+	w.AddUint32("llama.block_count", uint32(o.Layers))
+	w.AddUint32("llama.feed_forward_length", uint32(o.FF))
+	w.AddUint32("llama.attention.head_count", uint32(o.Heads))
+	w.AddUint32("llama.attention.head_count_kv", uint32(o.KVHeads))
+	w.AddUint32("llama.rope.dimension_count", uint32(o.Embd/o.Heads))
+	w.AddFloat32("llama.rope.freq_base", float32(freqBase))
+	w.AddFloat32("llama.attention.layer_norm_rms_epsilon", 1e-5)
+	if o.Q8 {
+		w.AddUint32("general.file_type", 7) // LLAMA_FTYPE_MOSTLY_Q8_0
+		w.AddUint32("general.quantization_version", 2)
+	} else {
+		w.AddUint32("general.file_type", 0) // LLAMA_FTYPE_ALL_F32
+	}
+	tokens, scores, types := tinyVocab(o.Vocab)
+	w.AddString("tokenizer.ggml.model", "llama")
+	w.AddStrings("tokenizer.ggml.tokens", tokens)
+	w.AddFloat32s("tokenizer.ggml.scores", scores)
+	w.AddInt32s("tokenizer.ggml.token_type", types)
+	w.AddUint32("tokenizer.ggml.unknown_token_id", 0)
+	w.AddUint32("tokenizer.ggml.bos_token_id", 1)
+	w.AddUint32("tokenizer.ggml.eos_token_id", 2)
+	w.AddBool("tokenizer.ggml.add_bos_token", true)
+	w.AddBool("tokenizer.ggml.add_eos_token", false)
+	if o.ChatTemplate != "" {
+		w.AddString("tokenizer.chat_template", o.ChatTemplate)
+	}
 }

@@ -40,7 +40,9 @@ export function requestsPage({el}) {
         {title: 'Route', cell: r => h('span', {class: 'mono'}, r.route || '')},
         {title: 'Status', cell: r => badge(String(r.status), r.status < 400 ? 'ok' : r.status < 500 ? 'warn' : 'bad')},
         {title: 'Tokens in/out', cell: r => num(r.prompt_tokens) + ' / ' + num(r.completion_tokens), class: 'num'},
-        {title: 'Cached', cell: r => num(r.cached_tokens), class: 'num'},
+        {title: 'Cached', cell: r => num(r.cached_tokens) + (r.restored_tokens ? ' (' + num(r.restored_tokens) + ' from disk)' : ''), class: 'num'},
+        {title: 'Cache miss', cell: r => r.cache_miss || '—'},
+        {title: 'Drafted/kept', cell: r => r.spec_proposed ? num(r.spec_proposed) + ' / ' + num(r.spec_accepted) : '—', class: 'num'},
         {title: 'Time', cell: r => ms(r.duration_ms), class: 'num'},
       ], rows, 'No requests match.'));
     } catch (err) {
