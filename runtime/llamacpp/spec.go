@@ -197,11 +197,12 @@ func (e *Engine) planDrafts() {
 		case llm.SpecNgram:
 			ls.history = append(append(ls.history[:0], l.cache...), l.next)
 			ls.draft = ngramDraft(ls.history, k, ls.draft[:0])
+			budget -= len(ls.draft)
 		case llm.SpecDraft:
 			ls.budget = k
 			byModel = append(byModel, l)
+			budget -= k
 		}
-		budget -= k // reserved even when the n-gram drafter found less
 	}
 	if len(byModel) > 0 {
 		e.spec.draft.propose(byModel)
