@@ -28,9 +28,16 @@ type kvDisk struct {
 	// Only the loop touches the rest.
 	restored, restoredTokens int
 	// dropped remembers prefixes lost unsaved (the disk off, a failed write, the cap), for
-	// the "evicted" miss reason: the last maxDropped of them.
-	dropped  [][]int
+	// the "evicted" miss reason: the last maxDropped of them, each with its cache partition
+	// (a prompt is told "evicted" only of its own partition's prefixes).
+	dropped  []droppedPrefix
 	lastMiss []string // per lane: why its latest request missed the cache
+}
+
+// droppedPrefix is a prefix lost unsaved and the cache partition it was computed for.
+type droppedPrefix struct {
+	partition string
+	tokens    []int
 }
 
 // kvWrite is one prefix on its way to disk.
@@ -119,7 +126,7 @@ func (d *kvDisk) dropping(e *Engine, l *lane, keep int) {
 		return
 	}
 	if !d.save(e, l, false) {
-		d.drop(l.cache)
+		d.drop(l.partition, l.cache)
 	}
 }
 
@@ -169,12 +176,12 @@ func (d *kvDisk) save(e *Engine, l *lane, wait bool) bool {
 }
 
 // drop remembers a prefix lost unsaved.
-func (d *kvDisk) drop(tokens []int) {
+func (d *kvDisk) drop(partition string, tokens []int) {
 	if len(d.dropped) == maxDropped {
 		copy(d.dropped, d.dropped[1:])
 		d.dropped = d.dropped[:maxDropped-1]
 	}
-	d.dropped = append(d.dropped, append([]int(nil), tokens...))
+	d.dropped = append(d.dropped, droppedPrefix{partition, append([]int(nil), tokens...)})
 }
 
 // close waits for the writes under way; the loop has stopped.
@@ -256,12 +263,12 @@ func (d *kvDisk) miss(e *Engine, j *job, common int) string {
 		return ""
 	}
 	if d.on() {
-		for _, tokens := range d.store.takeGone() {
-			d.drop(tokens)
+		for _, ent := range d.store.takeGone() {
+			d.drop(ent.partition, ent.tokens)
 		}
 	}
-	for _, tokens := range d.dropped {
-		if commonPrefix(tokens, j.prompt) >= common+minShare {
+	for _, p := range d.dropped {
+		if reusable(&lane{partition: p.partition}, p.tokens, j) >= common+minShare {
 			return llm.CacheMissEvicted
 		}
 	}
