@@ -32,6 +32,9 @@ type kvDisk struct {
 	// (a prompt is told "evicted" only of its own partition's prefixes).
 	dropped  []droppedPrefix
 	lastMiss []string // per lane: why its latest request missed the cache
+	// noSave is per lane: its latest request asked for no cache (NoCache), so what the lane
+	// holds is never written to disk.
+	noSave []bool
 }
 
 // droppedPrefix is a prefix lost unsaved and the cache partition it was computed for.
@@ -63,7 +66,7 @@ const (
 // newKVDisk sets up the engine's prefix cache on disk per opts: off when opts.KVDir is "" or
 // the folder cannot be made (one warning). e.info must be complete: it is part of the key.
 func newKVDisk(opts Options, e *Engine) *kvDisk {
-	d := &kvDisk{lastMiss: make([]string, len(e.lanes))}
+	d := &kvDisk{lastMiss: make([]string, len(e.lanes)), noSave: make([]bool, len(e.lanes))}
 	if opts.KVDir == "" {
 		return d
 	}
@@ -145,7 +148,7 @@ func (d *kvDisk) saveLanes(e *Engine) {
 // save copies lane l's state out and hands it to the writer; wait blocks for room rather
 // than give up. It reports whether the prefix is saved or on its way.
 func (d *kvDisk) save(e *Engine, l *lane, wait bool) bool {
-	if !d.on() || e.failure != nil || len(l.cache) == 0 {
+	if !d.on() || e.failure != nil || len(l.cache) == 0 || (l.id >= 0 && l.id < len(d.noSave) && d.noSave[l.id]) {
 		return false
 	}
 	for _, ent := range d.store.list() {
@@ -305,6 +308,7 @@ func (d *kvDisk) miss(e *Engine, j *job, common int) string {
 func (d *kvDisk) noted(l *lane, j *job) {
 	if d != nil && l.id >= 0 && l.id < len(d.lastMiss) {
 		d.lastMiss[l.id] = j.kv.miss
+		d.noSave[l.id] = j.req.NoCache
 	}
 }
 

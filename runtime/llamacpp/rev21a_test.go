@@ -72,3 +72,20 @@ func TestRev21aFIFOInKVDir(t *testing.T) {
 		t.Fatal("Load blocked on a FIFO in the KV folder")
 	}
 }
+
+// TestRev21aNoCachePromptNotSaved: a request that asked for no cache (cache_prompt: false,
+// llm.Request.NoCache) still leaves its prompt in its lane, and the disk cache writes that
+// lane out (at Close, or when the lane is taken): the prompt of a caller who opted out of
+// caching is kept on disk across restarts, and served warm to the next request of the
+// partition.
+func TestRev21aNoCachePromptNotSaved(t *testing.T) {
+	dir := t.TempDir()
+	e := loadKV(t, dir, 1, 0)
+	req := greedy(story(t, e, "Jim", 120), 2)
+	req.NoCache = true
+	mustGenerate(t, e, req)
+	e.Close()
+	if files := kvFiles(t, dir, false); len(files) != 0 {
+		t.Errorf("a no-cache request's prompt was saved to disk: %v", files)
+	}
+}
