@@ -100,9 +100,13 @@ func newKVDisk(opts Options, e *Engine) *kvDisk {
 // attention kernel (it lays V out differently), the runtime that computed it and the lanes
 // (llama.cpp's sequence state records the number of KV streams).
 func kvSettings(st os.FileInfo, info llm.ModelInfo) string {
-	return fmt.Sprintf("size=%d mtime=%d kv=f16/f16 flash=%t runtime=%s lanes=%d",
-		st.Size(), st.ModTime().UnixNano(), info.FlashAttention, info.Runtime, info.Parallel)
+	return fmt.Sprintf("size=%d mtime=%d kv=f16/f16 flash=%t runtime=%s lanes=%d engine=%s",
+		st.Size(), st.ModTime().UnixNano(), info.FlashAttention, info.Runtime, info.Parallel, engineBuild())
 }
+
+// engineBuild names the llama.cpp build this binary links (its commit, kvdisk_cgo.go): the
+// layout of a sequence's state is that build's, so a state saved by another is not restored.
+func engineBuild() string { return llamaCommit() }
 
 // write is the writer goroutine: it saves what the loop copied out.
 func (d *kvDisk) write() {
@@ -212,6 +216,10 @@ func (d *kvDisk) restore(e *Engine, j *job, best int) (*lane, int) {
 		payload, err := d.store.read(ent)
 		if err != nil {
 			continue // deleted or gone: the next best
+		}
+		if !checkSeqState(payload, len(ent.tokens)) {
+			d.store.remove(ent.name) // not a state of this build's layout with ent's cells
+			continue
 		}
 		target := e.evictable()
 		d.dropping(e, target, 0)

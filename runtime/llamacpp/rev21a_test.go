@@ -3,6 +3,7 @@ package llamacpp
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -87,5 +88,19 @@ func TestRev21aNoCachePromptNotSaved(t *testing.T) {
 	e.Close()
 	if files := kvFiles(t, dir, false); len(files) != 0 {
 		t.Errorf("a no-cache request's prompt was saved to disk: %v", files)
+	}
+}
+
+// TestRev21aKeyNamesTheEngineBuild: the state layout is llama.cpp's, so the settings that key
+// a saved prefix must name the build (see TestRev21aStateAborts).
+func TestRev21aKeyNamesTheEngineBuild(t *testing.T) {
+	st, err := os.Stat(testModelPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := kvSettings(st, llm.ModelInfo{}); !strings.Contains(s, "engine=") || strings.HasSuffix(s, "engine=") {
+		t.Errorf("kvSettings %q does not name the llama.cpp build", s)
+	} else {
+		t.Log(s)
 	}
 }
