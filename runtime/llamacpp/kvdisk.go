@@ -28,9 +28,19 @@ type kvDisk struct {
 	// Only the loop touches the rest.
 	restored, restoredTokens int
 	// dropped remembers prefixes lost unsaved (the disk off, a failed write, the cap), for
-	// the "evicted" miss reason: the last maxDropped of them.
-	dropped  [][]int
+	// the "evicted" miss reason: the last maxDropped of them, each with its cache partition
+	// (a prompt is told "evicted" only of its own partition's prefixes).
+	dropped  []droppedPrefix
 	lastMiss []string // per lane: why its latest request missed the cache
+	// noSave is per lane: its latest request asked for no cache (NoCache), so what the lane
+	// holds is never written to disk.
+	noSave []bool
+}
+
+// droppedPrefix is a prefix lost unsaved and the cache partition it was computed for.
+type droppedPrefix struct {
+	partition string
+	tokens    []int
 }
 
 // kvWrite is one prefix on its way to disk.
@@ -56,7 +66,7 @@ const (
 // newKVDisk sets up the engine's prefix cache on disk per opts: off when opts.KVDir is "" or
 // the folder cannot be made (one warning). e.info must be complete: it is part of the key.
 func newKVDisk(opts Options, e *Engine) *kvDisk {
-	d := &kvDisk{lastMiss: make([]string, len(e.lanes))}
+	d := &kvDisk{lastMiss: make([]string, len(e.lanes)), noSave: make([]bool, len(e.lanes))}
 	if opts.KVDir == "" {
 		return d
 	}
@@ -90,9 +100,13 @@ func newKVDisk(opts Options, e *Engine) *kvDisk {
 // attention kernel (it lays V out differently), the runtime that computed it and the lanes
 // (llama.cpp's sequence state records the number of KV streams).
 func kvSettings(st os.FileInfo, info llm.ModelInfo) string {
-	return fmt.Sprintf("size=%d mtime=%d kv=f16/f16 flash=%t runtime=%s lanes=%d",
-		st.Size(), st.ModTime().UnixNano(), info.FlashAttention, info.Runtime, info.Parallel)
+	return fmt.Sprintf("size=%d mtime=%d kv=f16/f16 flash=%t runtime=%s lanes=%d engine=%s",
+		st.Size(), st.ModTime().UnixNano(), info.FlashAttention, info.Runtime, info.Parallel, engineBuild())
 }
+
+// engineBuild names the llama.cpp build this binary links (its commit, kvdisk_cgo.go): the
+// layout of a sequence's state is that build's, so a state saved by another is not restored.
+func engineBuild() string { return llamaCommit() }
 
 // write is the writer goroutine: it saves what the loop copied out.
 func (d *kvDisk) write() {
@@ -119,7 +133,7 @@ func (d *kvDisk) dropping(e *Engine, l *lane, keep int) {
 		return
 	}
 	if !d.save(e, l, false) {
-		d.drop(l.cache)
+		d.drop(l.partition, l.cache)
 	}
 }
 
@@ -138,7 +152,7 @@ func (d *kvDisk) saveLanes(e *Engine) {
 // save copies lane l's state out and hands it to the writer; wait blocks for room rather
 // than give up. It reports whether the prefix is saved or on its way.
 func (d *kvDisk) save(e *Engine, l *lane, wait bool) bool {
-	if !d.on() || e.failure != nil || len(l.cache) == 0 {
+	if !d.on() || e.failure != nil || len(l.cache) == 0 || (l.id >= 0 && l.id < len(d.noSave) && d.noSave[l.id]) {
 		return false
 	}
 	for _, ent := range d.store.list() {
@@ -169,12 +183,12 @@ func (d *kvDisk) save(e *Engine, l *lane, wait bool) bool {
 }
 
 // drop remembers a prefix lost unsaved.
-func (d *kvDisk) drop(tokens []int) {
+func (d *kvDisk) drop(partition string, tokens []int) {
 	if len(d.dropped) == maxDropped {
 		copy(d.dropped, d.dropped[1:])
 		d.dropped = d.dropped[:maxDropped-1]
 	}
-	d.dropped = append(d.dropped, append([]int(nil), tokens...))
+	d.dropped = append(d.dropped, droppedPrefix{partition, append([]int(nil), tokens...)})
 }
 
 // close waits for the writes under way; the loop has stopped.
@@ -202,6 +216,10 @@ func (d *kvDisk) restore(e *Engine, j *job, best int) (*lane, int) {
 		payload, err := d.store.read(ent)
 		if err != nil {
 			continue // deleted or gone: the next best
+		}
+		if !checkSeqState(payload, len(ent.tokens)) {
+			d.store.remove(ent.name) // not a state of this build's layout with ent's cells
+			continue
 		}
 		target := e.evictable()
 		d.dropping(e, target, 0)
@@ -256,12 +274,12 @@ func (d *kvDisk) miss(e *Engine, j *job, common int) string {
 		return ""
 	}
 	if d.on() {
-		for _, tokens := range d.store.takeGone() {
-			d.drop(tokens)
+		for _, ent := range d.store.takeGone() {
+			d.drop(ent.partition, ent.tokens)
 		}
 	}
-	for _, tokens := range d.dropped {
-		if commonPrefix(tokens, j.prompt) >= common+minShare {
+	for _, p := range d.dropped {
+		if reusable(&lane{partition: p.partition}, p.tokens, j) >= common+minShare {
 			return llm.CacheMissEvicted
 		}
 	}
@@ -298,6 +316,7 @@ func (d *kvDisk) miss(e *Engine, j *job, common int) string {
 func (d *kvDisk) noted(l *lane, j *job) {
 	if d != nil && l.id >= 0 && l.id < len(d.lastMiss) {
 		d.lastMiss[l.id] = j.kv.miss
+		d.noSave[l.id] = j.req.NoCache
 	}
 }
 

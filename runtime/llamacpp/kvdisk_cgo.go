@@ -11,6 +11,7 @@ struct llama_context;
 size_t llama_state_seq_get_size(struct llama_context * ctx, int32_t seq_id);
 size_t llama_state_seq_get_data(struct llama_context * ctx, uint8_t * dst, size_t size, int32_t seq_id);
 size_t llama_state_seq_set_data(struct llama_context * ctx, const uint8_t * src, size_t size, int32_t dest_seq_id);
+extern const char * LLAMA_COMMIT; // build-info.cpp of the llama package
 */
 import "C"
 
@@ -45,3 +46,6 @@ func setSeqState(c *llama.Context, seq int, state []byte) bool {
 	n := C.llama_state_seq_set_data(rawContext(c), (*C.uint8_t)(unsafe.Pointer(&state[0])), C.size_t(len(state)), C.int32_t(seq))
 	return n != 0
 }
+
+// llamaCommit is the llama.cpp commit the llama package was built from.
+func llamaCommit() string { return C.GoString(C.LLAMA_COMMIT) }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -66,7 +67,7 @@ type kvStore struct {
 	bytes   int64 // the folder's size at the last scan
 	// gone keeps the tokens of this model's entries the cap removed, for the "evicted" miss
 	// reason; the kvDisk takes them.
-	gone [][]int
+	gone []*kvEntry
 }
 
 // openKVStore makes dir if needed, removes temp files their writers left, and reads the
@@ -83,6 +84,9 @@ func openKVStore(dir string, max int64, model string) (*kvStore, error) {
 	for _, it := range items {
 		name := it.Name()
 		path := filepath.Join(dir, name)
+		if !it.Type().IsRegular() {
+			continue // a FIFO, device or symlink is none of ours: never opened, never removed
+		}
 		switch {
 		case strings.HasSuffix(name, kvTmpExt):
 			if abandonedTemp(name) {
@@ -196,7 +200,7 @@ func writeAtomic(tmp, final string, data []byte) error {
 // is still ent's. A file that does not check is deleted and leaves the index.
 func (s *kvStore) read(ent *kvEntry) ([]byte, error) {
 	path := filepath.Join(s.dir, ent.name)
-	data, err := os.ReadFile(path)
+	data, err := readRegular(path)
 	if err != nil {
 		s.forget(ent.name)
 		return nil, err
@@ -265,7 +269,7 @@ func (s *kvStore) size() int64 {
 }
 
 // takeGone hands over the tokens of the entries the cap removed since the last call.
-func (s *kvStore) takeGone() [][]int {
+func (s *kvStore) takeGone() []*kvEntry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.gone
@@ -312,7 +316,7 @@ func (s *kvStore) scan(keep string) {
 		}
 		s.mu.Lock()
 		if ent := s.entries[f.name]; ent != nil {
-			s.gone = append(s.gone, ent.tokens)
+			s.gone = append(s.gone, ent)
 			delete(s.entries, f.name)
 		}
 		s.mu.Unlock()
@@ -320,4 +324,32 @@ func (s *kvStore) scan(keep string) {
 	s.mu.Lock()
 	s.bytes = total
 	s.mu.Unlock()
+}
+
+// openRegular opens path for reading only when it is a regular file in the folder itself: not
+// through a symlink, and never blocking on a FIFO or device someone put there.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = fmt.Errorf("%w: not a regular file", errKVFile)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// readRegular is os.ReadFile through openRegular.
+func readRegular(path string) ([]byte, error) {
+	f, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }

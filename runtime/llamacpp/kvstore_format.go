@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 	"path/filepath"
 )
 
@@ -89,7 +88,7 @@ func kvHeader(r io.Reader, size int64) (*kvEntry, int64, error) {
 }
 
 func readKVHeader(path string) (*kvEntry, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}

@@ -259,7 +259,12 @@ func (c *Client) Unload(ctx context.Context) error {
 			err = ctx.Err()
 		}
 	}
-	p.retire("the worker was unloaded before the request finished", c.calls.Load() == 0)
+	// Idle means no call on this worker: calls waiting for the unload (counted in c.calls) run
+	// on the next one and must not cost this one its save.
+	c.mu.Lock()
+	idleNow := p.calls == 0
+	c.mu.Unlock()
+	p.retire("the worker was unloaded before the request finished", idleNow)
 	c.mu.Lock()
 	if c.proc == p {
 		c.proc = nil
@@ -279,9 +284,10 @@ func (c *Client) Close() error {
 		st.cancelled = true
 		st.cancel()
 	}
+	idleNow := p == nil || p.calls == 0
 	c.mu.Unlock()
 	if p != nil {
-		p.retire("the worker was shut down during the request", c.calls.Load() == 0)
+		p.retire("the worker was shut down during the request", idleNow)
 	}
 	if st != nil {
 		<-st.done // a called-off launch kills its process at once; none outlives Close

@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -97,6 +99,18 @@ func runChild(args []string) int {
 			eng.abortAfter, _ = strconv.Atoi(strings.TrimPrefix(word, "abort-after-"))
 		case strings.HasPrefix(word, "fatal-after-"):
 			eng.fatalAfter, _ = strconv.Atoi(strings.TrimPrefix(word, "fatal-after-"))
+		case word == "term-log":
+			// rev21a: log a SIGTERM (the retire's polite ask) and exit on it, as the real worker does.
+			termCh := make(chan os.Signal, 1)
+			signal.Notify(termCh, syscall.SIGTERM)
+			go func() {
+				<-termCh
+				fmt.Fprintf(os.Stderr, "sigterm pid=%d\n", os.Getpid())
+				os.Exit(0)
+			}()
+		case word == "term-stuck":
+			// rev21a: a worker whose engine never finishes closing: SIGTERM does nothing.
+			signal.Ignore(syscall.SIGTERM)
 		case word == "slow-load":
 			time.Sleep(childLoadDelay)
 		case word == "embed":
