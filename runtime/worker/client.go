@@ -264,7 +264,7 @@ func (c *Client) Unload(ctx context.Context) error {
 	c.mu.Lock()
 	idleNow := p.calls == 0
 	c.mu.Unlock()
-	p.retire("the worker was unloaded before the request finished", idleNow)
+	p.retire(ctx, "the worker was unloaded before the request finished", idleNow)
 	c.mu.Lock()
 	if c.proc == p {
 		c.proc = nil
@@ -287,7 +287,7 @@ func (c *Client) Close() error {
 	idleNow := p == nil || p.calls == 0
 	c.mu.Unlock()
 	if p != nil {
-		p.retire("the worker was shut down during the request", idleNow)
+		p.retire(context.Background(), "the worker was shut down during the request", idleNow)
 	}
 	if st != nil {
 		<-st.done // a called-off launch kills its process at once; none outlives Close

@@ -174,15 +174,30 @@ func (p *process) kill(reason string, crash bool) {
 
 // retire stops the worker on purpose, as kill does; an idle worker is asked first (SIGTERM)
 // and given stopGrace to exit, so that it closes its engine, which saves its lanes' prefixes
-// to the disk cache.
-func (p *process) retire(reason string, idle bool) {
+// to the disk cache. When ctx ends first, retire returns and the grace runs out on its own
+// goroutine: the caller's deadline holds, and the save is not cut short by it (the worker is
+// killed at the end of the grace, or exits by itself if this process is gone by then).
+func (p *process) retire(ctx context.Context, reason string, idle bool) {
 	p.mu.Lock()
 	if p.reason == "" && !p.hasExited() {
 		p.reason, p.crash = reason, false
 	}
 	p.mu.Unlock()
-	if idle && p.cmd.Process.Signal(syscall.SIGTERM) == nil {
-		p.waitExit(stopGrace)
+	if !idle || p.cmd.Process.Signal(syscall.SIGTERM) != nil {
+		p.stop()
+		return
+	}
+	grace := time.NewTimer(stopGrace)
+	defer grace.Stop()
+	select {
+	case <-p.exited:
+	case <-grace.C:
+	case <-ctx.Done():
+		go func() {
+			p.waitExit(stopGrace)
+			p.stop()
+		}()
+		return
 	}
 	p.stop()
 }
