@@ -30,6 +30,9 @@ type specState struct {
 	proposed    int
 	accepted    int
 	cost        rowCost
+	// untrimmable is set for a recurrent or hybrid model, whose state cannot take back a
+	// rejected draft: speculation stays off for it (rev21b).
+	untrimmable bool
 }
 
 // laneSpec is one lane's speculation for the job it runs.
@@ -60,6 +63,7 @@ var trustDrafts = false
 // embedding model gets none: it does not generate).
 func (e *Engine) loadSpec(opts Options, params llama.ModelParams, embeds bool) error {
 	e.spec.mode, e.spec.draftTokens = opts.Speculative, opts.DraftTokens
+	e.spec.untrimmable = !embeds && !trimsTail(e.model)
 	if e.spec.draftTokens < 0 || e.spec.draftTokens > llm.MaxDraftTokens {
 		return fmt.Errorf("speculative: draft tokens %d is outside 1-%d", opts.DraftTokens, llm.MaxDraftTokens)
 	}
@@ -111,7 +115,7 @@ func (s *specState) resolve(req *llm.Request) (mode string, k int, note string) 
 			k = r.DraftTokens
 		}
 	}
-	if mode == "" {
+	if mode == "" || s.untrimmable {
 		mode = llm.SpecOff
 	}
 	if k <= 0 {

@@ -372,6 +372,11 @@ func writeLlamaHeader(w *Writer, o TinyLlamaOptions, freqBase float64) {
 	} else {
 		w.AddUint32("general.file_type", 0) // LLAMA_FTYPE_ALL_F32
 	}
+	writeTinyTokenizer(w, o)
+}
+
+// writeTinyTokenizer writes the tiny SentencePiece vocabulary's tokenizer keys.
+func writeTinyTokenizer(w *Writer, o TinyLlamaOptions) {
 	tokens, scores, types := tinyVocab(o.Vocab)
 	w.AddString("tokenizer.ggml.model", "llama")
 	w.AddStrings("tokenizer.ggml.tokens", tokens)
