@@ -19,6 +19,9 @@ type draftModel struct {
 	batch     *llama.Batch
 	batchSize int
 	cache     [][]int // per lane: the tokens the draft context's sequence holds
+	// partition is, per lane, the cache partition whose tokens cache holds: another
+	// partition's lane reuses no more of them than the target's KV would (reusable).
+	partition []string
 	decode    func(*llama.Batch) error
 	// ends reports whether a token ends generation (the target's end-of-generation tokens).
 	ends func(token int) bool
@@ -60,7 +63,7 @@ func loadDraft(opts Options, params llama.ModelParams, target *llama.Model) (*dr
 		return nil, fmt.Errorf("allocate the draft model's batch: %w", err)
 	}
 	d := &draftModel{path: opts.DraftModelPath, model: model, lctx: lctx, batch: batch, batchSize: opts.BatchSize,
-		cache: make([][]int, opts.Parallel)}
+		cache: make([][]int, opts.Parallel), partition: make([]string, opts.Parallel)}
 	d.decode = lctx.Decode
 	return d, nil
 }
@@ -103,6 +106,10 @@ func (d *draftModel) run(lanes []*lane) error {
 		have := d.cache[l.id]
 		// At least one token is fed, for the logits of the first draft.
 		common := min(commonPrefix(have, seq), len(seq)-1)
+		if d.partition[l.id] != l.partition {
+			common = min(common, l.job.shared) // as reusable: only the shared prefix crosses
+			d.partition[l.id] = l.partition
+		}
 		if !d.lctx.KvCacheSeqRm(l.id, common, -1) {
 			d.lctx.KvCacheSeqRm(l.id, 0, -1)
 			common = 0
