@@ -117,30 +117,29 @@ func (d *draftModel) run(lanes []*lane) error {
 		d.cache[l.id] = have[:common]
 		pending = append(pending, &pendingLane{l: l, feed: seq[common:], row: -1})
 	}
-	// Catch up, in as many batches as it takes; a lane's last catch-up row yields its first draft.
-	for {
-		d.batch.Clear()
-		rows := 0
-		for _, p := range pending {
-			n := min(len(p.feed), d.batchSize-rows)
-			if n <= 0 {
-				continue
-			}
-			pos := len(d.cache[p.l.id])
-			for i, t := range p.feed[:n] {
-				last := i == len(p.feed)-1
-				if last {
-					p.row = rows
-				}
-				d.batch.Add(t, nil, pos+i, last, p.l.id)
-				rows++
-			}
-			d.cache[p.l.id] = append(d.cache[p.l.id], p.feed[:n]...)
-			p.feed = p.feed[n:]
+	// Catch up, one batch per tick (rev21b): the other lanes wait for this tick, as they wait
+	// for a prompt chunk; a lane's last catch-up row yields its first draft, and a lane not
+	// caught up yet drafts nothing this tick and goes on from where it is on the next.
+	d.batch.Clear()
+	rows := 0
+	for _, p := range pending {
+		n := min(len(p.feed), d.batchSize-rows)
+		if n <= 0 {
+			continue
 		}
-		if rows == 0 {
-			break
+		pos := len(d.cache[p.l.id])
+		for i, t := range p.feed[:n] {
+			last := i == len(p.feed)-1
+			if last {
+				p.row = rows
+			}
+			d.batch.Add(t, nil, pos+i, last, p.l.id)
+			rows++
 		}
+		d.cache[p.l.id] = append(d.cache[p.l.id], p.feed[:n]...)
+		p.feed = p.feed[n:]
+	}
+	if rows > 0 {
 		if err := d.decode(d.batch); err != nil {
 			return err
 		}
