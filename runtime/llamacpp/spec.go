@@ -208,8 +208,11 @@ func (e *Engine) planDrafts() {
 			budget -= k
 		}
 	}
+	e.spec.cost.drafting = 0
 	if len(byModel) > 0 {
+		began := time.Now()
 		e.spec.draft.propose(byModel)
+		e.spec.cost.drafting = time.Since(began)
 	}
 	for _, l := range e.lanes {
 		if len(l.spec.draft) > 0 {
@@ -297,15 +300,19 @@ func (ls *laneSpec) adapt(proposed, kept int, breakEven float64) {
 // lanes and drafts describe the tick being sent; only the loop goroutine touches it.
 type rowCost struct {
 	lanes, drafts int
+	// drafting is the time the draft model took for the tick being sent (0 without one): a
+	// drafted row costs it too (rev21b).
+	drafting time.Duration
 	plain         map[int]float64 // seconds per tick of that many lanes, no drafts
 	perRow        float64         // seconds per drafted row
 }
 
 // observe folds a decode-only tick of d into the estimates.
 func (c *rowCost) observe(prefillRows int, d time.Duration) {
-	if prefillRows > 0 || c.lanes == 0 || d <= 0 {
-		return
+	if prefillRows > 0 || c.lanes == 0 || d <= 0 || (c.drafts == 0 && c.drafting > 0) {
+		return // not a plain tick (the draft model caught up and drafted nothing) nor a drafted one
 	}
+	d += c.drafting
 	const alpha = 0.1
 	if c.plain == nil {
 		c.plain = map[int]float64{}
