@@ -186,6 +186,7 @@ func (e *Engine) tick() {
 		e.failAll(fmt.Errorf("%w: llama_decode: %v", llm.ErrEngineFailure, err))
 		return
 	}
+	synchronize(e.lctx) // the sampling below would wait for it anyway; the time includes it
 	elapsed := time.Since(began)
 	e.stats.observe(decodeRows, rows-decodeRows, e.batchSize, elapsed)
 	e.spec.cost.observe(rows-decodeRows, elapsed)

@@ -6,6 +6,8 @@ package llamacpp
 /*
 #include <stdbool.h>
 struct llama_model;
+struct llama_context;
+void llama_synchronize(struct llama_context * ctx);
 bool llama_model_is_recurrent(const struct llama_model * model);
 bool llama_model_is_hybrid(const struct llama_model * model);
 */
@@ -20,3 +22,8 @@ func trimsTail(m *llama.Model) bool {
 	r := rawModel(m)
 	return !bool(C.llama_model_is_recurrent(r)) && !bool(C.llama_model_is_hybrid(r))
 }
+
+// synchronize waits for the context's last llama_decode to finish computing: on a GPU
+// backend llama_decode returns once the graph is submitted (the first llama_get_logits_ith
+// waits), so a tick's time measured around it alone is the submission's (rev21b).
+func synchronize(c *llama.Context) { C.llama_synchronize(rawContext(c)) }
