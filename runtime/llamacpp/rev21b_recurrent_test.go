@@ -34,3 +34,22 @@ func TestSpecRecurrentModel(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecRecurrentDraftModel (rev21b): a recurrent draft model cannot drop the drafts the
+// target rejects; it is not used (n-gram stands in, with the note) and the reply is the plain one.
+func TestSpecRecurrentDraftModel(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mamba.gguf")
+	if err := gguftest.WriteTinyMamba(path, gguftest.TinyLlamaOptions{Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	e := specEngine(t, testModelPath, path)
+	req := greedy(specPrompts[1], 60)
+	want := mustGenerate(t, e, req)
+	got := mustGenerate(t, e, withSpec(req, llm.SpecDraft, 4))
+	if got.text != want.text {
+		t.Fatalf("speculation changed the reply\nplain %q\nspec  %q", want.text, got.text)
+	}
+	if s := got.done.Spec; s == nil || s.Mode != llm.SpecNgram || s.Note == "" {
+		t.Fatalf("Done.Spec = %+v, want n-gram with a note", s)
+	}
+}

@@ -2,6 +2,7 @@ package llamacpp
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/ollama/ollama/llama"
@@ -73,6 +74,13 @@ func (e *Engine) loadSpec(opts Options, params llama.ModelParams, embeds bool) e
 	d, err := loadDraft(opts, params, e.model)
 	if err != nil {
 		return err
+	}
+	if !trimsTail(d.model) {
+		// Its state cannot take back the drafts the target rejects: every rejection would
+		// recompute the lane's whole history in it (rev21b). n-gram drafting stands in.
+		fmt.Fprintf(os.Stderr, "superfluid worker: warning: the draft model %s is recurrent or hybrid and cannot drop rejected drafts; it is not used\n", opts.DraftModelPath)
+		d.close()
+		return nil
 	}
 	d.ends = e.model.TokenIsEog
 	e.spec.draft = d
