@@ -281,7 +281,7 @@ func (e *Engine) embedTick() {
 		j.done <- fmt.Errorf("%w: llama_decode: %v", llm.ErrEngineFailure, err)
 		return
 	}
-	e.stats.observe(0, len(seq), e.batchSize, time.Since(began))
+	e.stats.observe(0, 0, len(seq), e.batchSize, time.Since(began))
 	v, err := e.pooled(len(seq))
 	e.lctx.KvCacheClear() // a no-op without a KV cache (BERT)
 	s.queue = s.queue[1:]

@@ -188,8 +188,8 @@ func (e *Engine) tick() {
 	}
 	synchronize(e.lctx) // the sampling below would wait for it anyway; the time includes it
 	elapsed := time.Since(began)
-	e.stats.observe(decodeRows, rows-decodeRows, e.batchSize, elapsed)
 	e.spec.cost.observe(rows-decodeRows, elapsed)
+	unused := 0 // decode rows that yielded no token: rejected drafts, rows past the job's end
 	for _, l := range e.lanes {
 		if l.job == nil || len(l.fed) == 0 {
 			continue
@@ -197,9 +197,10 @@ func (e *Engine) tick() {
 		l.cache = append(l.cache, l.fed...)
 		switch {
 		case len(l.spec.draft) > 0:
-			e.verify(l)
+			unused += e.verify(l)
 		case l.logitIndex >= 0:
 			e.sample(l, l.logitIndex)
 		}
 	}
+	e.stats.observe(decodeRows, decodeRows-unused, rows-decodeRows, e.batchSize, elapsed)
 }

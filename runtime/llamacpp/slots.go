@@ -16,9 +16,11 @@ type stats struct {
 }
 
 // observe folds one tick into the rates.
-func (s *stats) observe(decodeRows, prefillRows, budget int, d time.Duration) {
+// decodeTokens is the tokens the decode rows yielded: fewer than decodeRows when drafted rows
+// were rejected (rev21b), and the decode rate is tokens per second.
+func (s *stats) observe(decodeRows, decodeTokens, prefillRows, budget int, d time.Duration) {
 	s.lastTick = llm.TickPlan{DecodeRows: decodeRows, PrefillRows: prefillRows, Budget: budget}
-	s.decoded += decodeRows
+	s.decoded += decodeTokens
 	s.prefillComputed += prefillRows
 	if d <= 0 {
 		return
@@ -28,7 +30,7 @@ func (s *stats) observe(decodeRows, prefillRows, budget int, d time.Duration) {
 	total := float64(decodeRows + prefillRows)
 	if decodeRows > 0 {
 		share := d.Seconds() * float64(decodeRows) / total
-		s.decodeRate = ewma(s.decodeRate, float64(decodeRows)/share, alpha)
+		s.decodeRate = ewma(s.decodeRate, float64(decodeTokens)/share, alpha)
 	}
 	if prefillRows > 0 {
 		share := d.Seconds() * float64(prefillRows) / total

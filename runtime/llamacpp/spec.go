@@ -247,8 +247,9 @@ func (ls *laneSpec) want(l *lane, window int) int {
 
 // verify samples the rows of a lane that fed its next token and a draft: row i's token is kept
 // and the next row sampled while it equals draft i. It leaves l.cache holding exactly the kept
-// tokens, removes the rest from the KV cache and sets l.next to the last sampled token.
-func (e *Engine) verify(l *lane) {
+// tokens, removes the rest from the KV cache and sets l.next to the last sampled token. It
+// returns how many of the lane's rows yielded no token.
+func (e *Engine) verify(l *lane) int {
 	ls := &l.spec
 	draft := ls.draft
 	kept := 0
@@ -266,6 +267,7 @@ func (e *Engine) verify(l *lane) {
 	e.lctx.KvCacheSeqRm(l.id, len(l.cache), -1)
 	ls.adapt(len(draft), kept, e.spec.cost.breakEven())
 	ls.draft = ls.draft[:0]
+	return len(draft) - kept // its rows: 1+len(draft); those sampled: at most kept+1
 }
 
 // Adaptation: the draft length halves toward what was accepted after a rejection and doubles
