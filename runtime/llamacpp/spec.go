@@ -313,8 +313,8 @@ type rowCost struct {
 	// drafting is the time the draft model took for the tick being sent (0 without one): a
 	// drafted row costs it too (rev21b).
 	drafting time.Duration
-	plain         map[int]float64 // seconds per tick of that many lanes, no drafts
-	perRow        float64         // seconds per drafted row
+	plain    map[int]float64 // seconds per tick of that many lanes, no drafts
+	perRow   float64         // seconds per drafted row
 }
 
 // observe folds a decode-only tick of d into the estimates.
