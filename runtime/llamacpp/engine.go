@@ -145,7 +145,7 @@ func Load(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	modelParams.UseMmap = useMmap(opts.ModelPath, onGPU, opts.VocabOnly)
+	modelParams.UseMmap = mmapFor(opts.ModelPath, onGPU, opts.VocabOnly)
 	model, err := llama.LoadModelFromFile(opts.ModelPath, modelParams)
 	if err != nil {
 		return nil, fmt.Errorf("load model %s: llama.cpp could not read it (see the log above for why)", opts.ModelPath)

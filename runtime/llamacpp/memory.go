@@ -22,6 +22,9 @@ import (
 	"github.com/superfluid/superfluid/runtime/gguf"
 )
 
+// mmapFor is useMmap; the memory test replaces it to measure a model loaded the other way.
+var mmapFor = useMmap
+
 // useMmap reports whether to map the model file rather than read it into memory: yes unless
 // the model runs on the CPU and holds weights the CPU backend repacks.
 func useMmap(path string, gpu, vocabOnly bool) bool {
