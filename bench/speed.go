@@ -60,7 +60,7 @@ func (r speedRow) targetText() string {
 
 // printSpeed prints the rows as one table.
 func printSpeed(w io.Writer, rows []speedRow) {
-	fmt.Fprintf(w, "%-44s %-6s %18s %18s %8s %9s %7s\n", "", "unit", "without med [min]", "with med [min]", "ratio", "target", "verdict")
+	fmt.Fprintf(w, "%-50s %-6s %18s %18s %8s %9s %7s\n", "", "unit", "without med [min]", "with med [min]", "ratio", "target", "verdict")
 	for _, r := range rows {
 		bm, bi := medianMin(r.base)
 		wm, wi := medianMin(r.with)
@@ -68,7 +68,7 @@ func printSpeed(w io.Writer, rows []speedRow) {
 		if !r.unavailable && bm > 0 && len(r.with) > 0 {
 			ratio = fmt.Sprintf("%.2fx", r.ratio())
 		}
-		fmt.Fprintf(w, "%-44s %-6s %9.1f [%6.1f] %9.1f [%6.1f] %8s %9s %7s\n", r.name, r.unit, bm, bi, wm, wi, ratio, r.targetText(), r.verdict())
+		fmt.Fprintf(w, "%-50s %-6s %9.1f [%6.1f] %9.1f [%6.1f] %8s %9s %7s\n", r.name, r.unit, bm, bi, wm, wi, ratio, r.targetText(), r.verdict())
 		if r.note != "" {
 			fmt.Fprintf(w, "    %s\n", r.note)
 		}
@@ -155,7 +155,9 @@ func ngramRows(api *apiClient, o Options) (edit, free speedRow, err error) {
 				}
 				c.row.with = append(c.row.with, s.decodeRate())
 				if s.spec == nil {
-					missing = "the replies carried no superfluid.spec: speculation did not run"
+					if missing == "" {
+						missing = "the replies carried no superfluid.spec: speculation did not run"
+					}
 					continue
 				}
 				proposed, accepted = proposed+s.spec.Proposed, accepted+s.spec.Accepted
@@ -172,6 +174,8 @@ func ngramRows(api *apiClient, o Options) (edit, free speedRow, err error) {
 			if missing != "" {
 				c.row.note += "; " + missing
 			}
+			// No reply said speculation ran: the server does not have it, nothing to compare.
+			c.row.unavailable = proposed == 0 && strings.HasPrefix(missing, "the replies carried no")
 		}
 	}
 	return edit, free, nil
