@@ -115,6 +115,8 @@ func TestFlashAttentionSpeed(t *testing.T) {
 				decode := 64
 				s := timeGeneration(t, e, &llm.Request{Tokens: []int{3 + run, 10, 20, 30}, MaxTokens: decode, IgnoreEOS: true, Sampling: llm.Sampling{Temperature: ptr(0.0)}})
 				rates[setting+" decode"] = append(rates[setting+" decode"], s.decodeRate())
+				// Each run as it ends: a long measurement on a busy machine shows its progress.
+				t.Logf("run %d, flash attention %s: decode %.1f tok/s", run+1, setting, s.decodeRate())
 			}
 		}
 		t.Logf("%s (%s, %d threads, %d runs each, medians [min-max] tok/s)", path, info.Architecture, info.Threads, repeat)
