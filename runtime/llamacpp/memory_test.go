@@ -21,9 +21,10 @@ import (
 	"github.com/superfluid/superfluid/runtime/llm"
 )
 
-// TestMmapPolicy: a model of weights the CPU repacks (Q4_0, on a CPU with AVX2 or NEON) loads
-// without mmap, a Q8_0 one with it; a GPU load always maps. The Q4_0 model, written by
-// requantizing the Q8_0 one, loads and generates.
+// TestMmapPolicy: a model loads without mmap exactly when one of this CPU's extra buffer types
+// converts its weights (none on a CPU without AMX in this build: Q4_0 and Q8_0 both map); a
+// GPU or vocab-only load always maps. The Q4_0 model, written by requantizing a Q8_0 one,
+// loads and generates.
 func TestMmapPolicy(t *testing.T) {
 	dir := t.TempDir()
 	q8, q4 := filepath.Join(dir, "q8.gguf"), filepath.Join(dir, "q4_0.gguf")
@@ -33,15 +34,18 @@ func TestMmapPolicy(t *testing.T) {
 	if err := requantizeQ4_0(q8, q4); err != nil {
 		t.Fatal(err)
 	}
-	if !useMmap(q8, false, false) {
-		t.Errorf("Q8_0 on the CPU: no mmap, want mmap (Q8_0 is not repacked)")
-	}
-	repacks := cpuRepacks(gguf.TypeQ4_0)
-	if got := useMmap(q4, false, false); got == repacks {
-		t.Errorf("Q4_0 on the CPU (repacked: %v): mmap %v", repacks, got)
-	}
-	if !useMmap(q4, true, false) || !useMmap(q4, false, true) {
-		t.Errorf("Q4_0 on a GPU or vocab-only: want mmap")
+	buffers, f := cpuExtraBuffers(), cpuFeatures()
+	t.Logf("the CPU's extra buffer types: %q", buffers)
+	for _, m := range []struct {
+		path string
+		typ  uint32
+	}{{q8, gguf.TypeQ8_0}, {q4, gguf.TypeQ4_0}} {
+		if got, want := useMmap(m.path, false, false), !converts(buffers, m.typ, f); got != want {
+			t.Errorf("%s on the CPU: mmap %v, want %v", filepath.Base(m.path), got, want)
+		}
+		if !useMmap(m.path, true, false) || !useMmap(m.path, false, true) {
+			t.Errorf("%s on a GPU or vocab-only: want mmap", filepath.Base(m.path))
+		}
 	}
 	e, err := Load(Options{ModelPath: q4, ContextLength: 64, Parallel: 1})
 	if err != nil {
@@ -50,6 +54,35 @@ func TestMmapPolicy(t *testing.T) {
 	defer e.Close()
 	if r := mustGenerate(t, e, greedy("once upon a time", 8)); r.done.Usage.CompletionTokens != 8 {
 		t.Errorf("Q4_0 model generated %d tokens, want 8", r.done.Usage.CompletionTokens)
+	}
+}
+
+// TestConverts: which weights each extra buffer type keeps a copy of.
+func TestConverts(t *testing.T) {
+	avx2 := features{avx2: true}
+	for _, c := range []struct {
+		buffers []string
+		typ     uint32
+		f       features
+		want    bool
+	}{
+		{nil, gguf.TypeQ4_0, avx2, false},
+		{[]string{"AMX"}, gguf.TypeQ8_0, avx2, true},
+		{[]string{"AMX"}, gguf.TypeF16, avx2, false},
+		{[]string{"AMX"}, gguf.TypeIQ4_NL, avx2, false},
+		{[]string{"CPU_REPACK"}, gguf.TypeQ4_0, avx2, true},
+		{[]string{"CPU_REPACK"}, gguf.TypeQ4_0, features{}, false},
+		{[]string{"CPU_REPACK"}, gguf.TypeQ4_K, features{neon: true, dotprod: true}, true},
+		{[]string{"CPU_REPACK"}, gguf.TypeQ8_0, avx2, false},
+		{[]string{"CPU_REPACK"}, gguf.TypeQ2_K, avx2, false},
+		{[]string{"CPU_REPACK"}, gguf.TypeQ2_K, features{avx512: true}, true},
+		{[]string{"AMX", "CPU_REPACK"}, gguf.TypeIQ4_NL, avx2, true},
+		{[]string{"KLEIDIAI"}, gguf.TypeQ5_K, avx2, true},
+		{[]string{"KLEIDIAI"}, gguf.TypeF32, avx2, false},
+	} {
+		if got := converts(c.buffers, c.typ, c.f); got != c.want {
+			t.Errorf("converts(%q, type %d, %+v) = %v, want %v", c.buffers, c.typ, c.f, got, c.want)
+		}
 	}
 }
 
