@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -62,10 +63,26 @@ func main() {
 		}
 	}
 	results := []result{{name: "ollama"}, {name: "superfluid"}}
+	// Interrupted, stop the server that runs (its whole process group) before exiting.
+	var running server
+	var mu sync.Mutex
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-signals
+		mu.Lock()
+		if running != nil {
+			running.stop()
+		}
+		os.Exit(130)
+	}()
 	for i, s := range []server{&ollama{c: c}, &superfluid{c: c}} {
 		if *only != "" && *only != s.name() {
 			continue
 		}
+		mu.Lock()
+		running = s
+		mu.Unlock()
 		fmt.Fprintf(os.Stderr, "peers: %s ...\n", s.name())
 		r, err := measure(s, c)
 		s.stop()
@@ -287,7 +304,7 @@ func startProcess(dir string, env []string, name string, args ...string) (*proce
 // stop sends SIGTERM to the process group (the server and its workers or runners), SIGKILL
 // after 30 s.
 func (p *process) stop() {
-	if p == nil {
+	if p == nil || p.cmd.Process == nil {
 		return
 	}
 	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)

@@ -82,6 +82,16 @@ func TestFlashAttentionSpeed(t *testing.T) {
 			repeat = v
 		}
 	}
+	// SUPERFLUID_FLASH_PROMPTS: the prefill sizes (default 512,2000).
+	sizes := []int{512, 2000}
+	if v := os.Getenv("SUPERFLUID_FLASH_PROMPTS"); v != "" {
+		sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			if n, err := strconv.Atoi(f); err == nil && n > 0 {
+				sizes = append(sizes, n)
+			}
+		}
+	}
 	for _, path := range strings.Split(list, ",") {
 		if path == "test" {
 			path = testModelPath
@@ -102,7 +112,7 @@ func TestFlashAttentionSpeed(t *testing.T) {
 		for run := range repeat {
 			for _, setting := range []string{FlashOff, FlashOn} {
 				e := engines[setting]
-				for _, n := range []int{512, 2000} {
+				for _, n := range sizes {
 					n = min(n, window-2)
 					// Random tokens: a fresh first token each run, so no prefix is cached.
 					prompt := make([]int, n)
@@ -120,7 +130,11 @@ func TestFlashAttentionSpeed(t *testing.T) {
 			}
 		}
 		t.Logf("%s (%s, %d threads, %d runs each, medians [min-max] tok/s)", path, info.Architecture, info.Threads, repeat)
-		for _, phase := range []string{"prefill 512", "prefill " + strconv.Itoa(min(2000, window-2)), "decode"} {
+		var phases []string
+		for _, n := range sizes {
+			phases = append(phases, "prefill "+strconv.Itoa(min(n, window-2)))
+		}
+		for _, phase := range append(phases, "decode") {
 			off, on := rates[FlashOff+" "+phase], rates[FlashOn+" "+phase]
 			t.Logf("  %-13s off %7.1f [%6.1f-%6.1f]  on %7.1f [%6.1f-%6.1f]  on/off %.3f", phase,
 				median(off), slices.Min(off), slices.Max(off), median(on), slices.Min(on), slices.Max(on), median(on)/median(off))
