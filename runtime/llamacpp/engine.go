@@ -141,7 +141,7 @@ func Load(opts Options) (*Engine, error) {
 			fmt.Fprintf(os.Stderr, "superfluid worker: the %s runtime found no GPU device; running on the CPU\n", opts.Runtime)
 		}
 	}
-	flash, flashOn, err := flashAttentionFor(opts.FlashAttention, onGPU, meta.embeds, headDimOf(opts.ModelPath))
+	flash, flashOn, err := flashAttentionFor(opts.FlashAttention, onGPU, meta.embeds)
 	if err != nil {
 		return nil, err
 	}
