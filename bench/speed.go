@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/llamacpp"
 	"github.com/superfluid/superfluid/runtime/llm"
 )
@@ -107,23 +108,18 @@ func benchSpeed(model string, o Options, w io.Writer) error {
 	return nil
 }
 
-// editPrompt is the edit workload: a reply that rewrites an input of about n tokens with
-// small changes.
-func editPrompt(api *apiClient, n int) (string, error) {
-	text, err := api.textOfTokens(n, 0)
-	if err != nil {
-		return "", err
-	}
-	return "Rewrite the text below exactly as it is, but write \"cat\" for every \"dog\" and \"boy\" for every \"girl\".\n\n" + text, nil
+// editPrompt is the edit workload: a reply that rewrites an input of about n words. The input
+// is gguftest.CopyText (no three words twice), so a model that copies its input (a trained one,
+// or the hand-set copy model of WriteCopyModel) has one right continuation at every step, and
+// what speculation gains is what a rewrite gains, not a repeating pattern's.
+func editPrompt(n int) string {
+	return "Rewrite the text below exactly as it is.\n\n" + gguftest.CopyText(n, 21)
 }
 
 // ngramRows measures (a): single-stream decode with speculative "ngram" vs "off", on the edit
 // workload and on free text, runs interleaved.
 func ngramRows(api *apiClient, o Options) (edit, free speedRow, err error) {
-	editText, err := editPrompt(api, orDefault(o.EditTokens, 1000))
-	if err != nil {
-		return edit, free, err
-	}
+	editText := editPrompt(orDefault(o.EditTokens, 1000))
 	edit = speedRow{name: "(a) n-gram vs off, edit workload (decode)", unit: "tok/s", target: 1.8}
 	free = speedRow{name: "(a) n-gram vs off, free text (decode)", unit: "tok/s", target: 1.0}
 	for _, c := range []struct {
