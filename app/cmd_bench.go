@@ -59,6 +59,7 @@ func newBenchCommand() *cobra.Command {
 	fs.Float64Var(&opts.Rate, "rate", opts.Rate, "the soak's requests per second, all kinds together")
 	fs.BoolVar(&opts.JSON, "json", false, "print the gateway suite's report as JSON (the other suites print text)")
 	fs.BoolVar(&opts.WriteModel, "write-model", false, "first write a TinyLlama-1.1B-shaped Q8_0 model with random weights at MODEL (outside the repository)")
+	fs.BoolVar(&opts.WriteCopyModel, "write-copy-model", false, "first write a TinyLlama-1.1B-shaped Q8_0 model whose hand-set weights copy their prompt at MODEL (the speed suite's edit workload)")
 	return cmd
 }
 

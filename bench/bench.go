@@ -53,6 +53,8 @@ type Options struct {
 	// WriteModel asks for a TinyLlama-1.1B-shaped Q8_0 model to be written at the model path
 	// first (see WriteModel).
 	WriteModel bool
+	// WriteCopyModel asks for the copy model of the same shape instead (see WriteCopyModel).
+	WriteCopyModel bool
 	// TempDir is where the pull suite writes its downloads ("": the system's temporary folder).
 	TempDir string
 	// Serve starts the app (HTTP server and worker processes) on a loopback port with the
@@ -155,6 +157,11 @@ func Run(model string, o Options, w io.Writer) error {
 	if o.WriteModel {
 		if err := WriteModel(model); err != nil {
 			return fmt.Errorf("write the bench model: %w", err)
+		}
+	}
+	if o.WriteCopyModel {
+		if err := WriteCopyModel(model); err != nil {
+			return fmt.Errorf("write the copy model: %w", err)
 		}
 	}
 	if _, err := os.Stat(model); err != nil {
