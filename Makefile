@@ -127,6 +127,12 @@ fuzz: build
 bench: build
 	./bin/superfluid bench $(ARGS) $(BENCH_MODEL)
 
+# bench-peers: one client workload against the pinned Ollama and superfluid on BENCH_MODEL, one
+# server at a time, one table (bench/peers; ARGS=... for its flags, e.g. --repeat 5).
+.PHONY: bench-peers
+bench-peers: build peers
+	$(GO) run ./bench/peers --model $(BENCH_MODEL) --superfluid bin/superfluid --ollama $(SUPERFLUID_OLLAMA) $(ARGS)
+
 # screenshots: the real app under Xvfb, each tab written to docs/screenshots/; then the web
 # pages (team mode) in headless Chromium, docs/screenshots/web-*.png (app/web_pages_e2e_test.go).
 screenshots: build browser

@@ -54,10 +54,12 @@ func newBenchCommand() *cobra.Command {
 	fs.IntVar(&opts.PrefillTokens, "prefill-tokens", opts.PrefillTokens, "prompt tokens per prefill run")
 	fs.IntVar(&opts.Lanes, "lanes", opts.Lanes, "lanes of the server in the replay, streams and shared suites (--parallel sets the load suite's; the gateway suite's upstream gets one per stream of its largest row at least)")
 	fs.IntVar(&opts.AgentTokens, "agent-tokens", 20000, "the agents suite's prompt size in tokens (Claude Code's system prompt and the tools that fit)")
+	fs.StringVar(&opts.DraftModel, "draft-model", "", "the speed suite's draft model (a .gguf with the model's vocabulary; none: that ratio is not measured)")
 	fs.DurationVar(&opts.Duration, "duration", opts.Duration, "how long the soak's traffic runs")
 	fs.Float64Var(&opts.Rate, "rate", opts.Rate, "the soak's requests per second, all kinds together")
 	fs.BoolVar(&opts.JSON, "json", false, "print the gateway suite's report as JSON (the other suites print text)")
 	fs.BoolVar(&opts.WriteModel, "write-model", false, "first write a TinyLlama-1.1B-shaped Q8_0 model with random weights at MODEL (outside the repository)")
+	fs.BoolVar(&opts.WriteCopyModel, "write-copy-model", false, "first write a TinyLlama-1.1B-shaped Q8_0 model whose hand-set weights copy their prompt at MODEL (the speed suite's edit workload)")
 	return cmd
 }
 

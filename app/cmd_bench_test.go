@@ -54,6 +54,13 @@ func TestBenchSuites(t *testing.T) {
 			o.Repeat, o.DecodeTokens, o.Command, o.Env = 1, 16, []string{os.Args[0]}, []string{cliEnv + "=1"}
 		}, []string{"== fairshare:", "`superfluid serve --team` process", "4 lanes; A holds 32 streams of 16 tokens", "idle server",
 			"while A holds 3 streams (engine floor: no wait)", "while A holds 32 streams (fair share)", "p50/floor", "B as A's second key (no fair share)", "p90/idle", "target: B's TTFT within 1.5x"}},
+		// The model drafts for itself; speculation and the disk cache may not be in this build
+		// yet, and then the suite says "not available" for them.
+		{"speed", func(o *bench.Options) {
+			o.Repeat, o.DecodeTokens, o.EditTokens, o.PrefixTokens, o.DraftModel = 1, 16, 64, 96, testModel
+		},
+			[]string{"== speed:", "(a) n-gram vs off, edit workload", "(a) n-gram vs off, free text", "(b) draft model vs off",
+				"(c) TTFT, 96-token prefix after restart vs cold", "(d) flash attention", "target", "verdict"}},
 		// The soak's 30-second version: a server process of this binary's command line.
 		{"soak", func(o *bench.Options) {
 			o.Duration, o.Command, o.Env = 30*time.Second, []string{os.Args[0]}, []string{cliEnv + "=1"}

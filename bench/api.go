@@ -24,6 +24,16 @@ type sample struct {
 	firstTokens int
 	cached      int
 	text        string
+	// spec is the reply's superfluid.spec (nil when speculation did not run).
+	spec *specReport
+}
+
+// specReport is a reply's superfluid.spec.
+type specReport struct {
+	Proposed       int     `json:"proposed"`
+	Accepted       int     `json:"accepted"`
+	AcceptanceRate float64 `json:"acceptance_rate"`
+	Note           string  `json:"note"`
 }
 
 // decodeRate is the tokens that came after the first event over the time from the first
@@ -144,10 +154,16 @@ func (b *apiClient) streamContext(ctx context.Context, body map[string]any, head
 					CachedTokens int `json:"cached_tokens"`
 				} `json:"prompt_tokens_details"`
 			} `json:"usage"`
-			Error *struct{ Message string } `json:"error"`
+			Error      *struct{ Message string } `json:"error"`
+			Superfluid *struct {
+				Spec *specReport `json:"spec"`
+			} `json:"superfluid"`
 		}
 		if err := json.Unmarshal([]byte(line), &ch); err != nil {
 			return s, err
+		}
+		if ch.Superfluid != nil && ch.Superfluid.Spec != nil {
+			s.spec = ch.Superfluid.Spec
 		}
 		if ch.Error != nil {
 			return s, fmt.Errorf("stream error: %s", ch.Error.Message)

@@ -2,8 +2,9 @@
 // HTTP API next to the engine called directly, multi-turn and concurrent serving, prefix
 // sharing, model downloads from a fake Hugging Face Hub, the time to first token of an
 // unloaded model, tool-calling grammars, the batch API, the scheduling classes and rate
-// limits, and a gateway forwarding to another superfluid vs that superfluid directly; and the
-// soak (package bench/soak), a long run of mixed traffic against a server process. It starts
+// limits, a gateway forwarding to another superfluid vs that superfluid directly, and the
+// speed ratios of issue 21 (speculation, the prefix cache across a restart, flash attention;
+// speed.go); and the soak (package bench/soak), a long run of mixed traffic against a server process. It starts
 // the app through Options.Serve (the soak and the gateway's upstream through
 // Options.Command), so it does not depend on package app.
 package bench
@@ -44,11 +45,16 @@ type Options struct {
 	SharedChats, SharedTokens       int   // chats sharing a system prompt of that many tokens: 32 and 1,000
 	BatchLines                      int   // requests in the batch suite's batch: 64
 	AgentTokens                     int   // the agents suite's prompt size: 20,000 tokens
+	EditTokens, PrefixTokens        int   // the speed suite's edit input and restarted prefix: 1,000 and 2,000 tokens
+	// DraftModel is the speed suite's draft model (a .gguf path; "": that ratio is not measured).
+	DraftModel string
 	// JSON asks the suites that have a JSON report (gateway) for it instead of text.
 	JSON bool
 	// WriteModel asks for a TinyLlama-1.1B-shaped Q8_0 model to be written at the model path
 	// first (see WriteModel).
 	WriteModel bool
+	// WriteCopyModel asks for the copy model of the same shape instead (see WriteCopyModel).
+	WriteCopyModel bool
 	// TempDir is where the pull suite writes its downloads ("": the system's temporary folder).
 	TempDir string
 	// Serve starts the app (HTTP server and worker processes) on a loopback port with the
@@ -110,6 +116,7 @@ var Suites = []Suite{
 	{"gateway", "streaming tokens/s and TTFT through a `serve --team` gateway (a person's key, an openai lane forwarding to a superfluid process) vs that process directly, at 1 and 32 streams at once, and the gateway's CPU per 1,000 tokens", benchGateway, false},
 	{"web", "the browser transport (--web): /web/stream and /web/ws tokens/s and time to first token vs /v1/chat/completions streaming", benchWeb, false},
 	{"fairshare", "team mode: one person's single streams' TTFT while another holds 32 streams on a 4-lane model, vs idle, with fair share and without, beside the engine floor (3 streams, no wait)", benchFairShare, false},
+	{"speed", "issue 21's ratios: n-gram speculation vs plain decode on an edit workload and free text, a draft model vs plain, TTFT of a 2,000-token prefix after a restart vs cold, flash attention's chosen setting vs the other", benchSpeed, false},
 	{"soak", "mixed traffic in every dialect with hang-ups, worker kills and reloads for --duration (1h): memory, fd and goroutine curves, nothing lost, nothing malformed; not in all", benchSoak, true},
 }
 
@@ -150,6 +157,11 @@ func Run(model string, o Options, w io.Writer) error {
 	if o.WriteModel {
 		if err := WriteModel(model); err != nil {
 			return fmt.Errorf("write the bench model: %w", err)
+		}
+	}
+	if o.WriteCopyModel {
+		if err := WriteCopyModel(model); err != nil {
+			return fmt.Errorf("write the copy model: %w", err)
 		}
 	}
 	if _, err := os.Stat(model); err != nil {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/ollama/ollama/llama"
-	"github.com/ollama/ollama/ml"
 
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/sampling"
@@ -137,16 +136,23 @@ func Load(opts Options) (*Engine, error) {
 	}
 	runtimeName := "llamacpp-cpu"
 	modelParams := llama.ModelParams{UseMmap: true, VocabOnly: opts.VocabOnly}
+	onGPU := false
 	if opts.GPULayers > 0 && !opts.VocabOnly {
 		// Offload only when the runtime brought a device; otherwise say so and run on the CPU.
 		if gpus := llama.EnumerateGPUs(); len(gpus) > 0 {
 			modelParams.NumGpuLayers = opts.GPULayers
 			runtimeName = "llamacpp-" + opts.Runtime
+			onGPU = true
 			fmt.Fprintf(os.Stderr, "superfluid worker: offloading up to %d layers to %s device %s\n", opts.GPULayers, gpus[0].Library, gpus[0].ID)
 		} else {
 			fmt.Fprintf(os.Stderr, "superfluid worker: the %s runtime found no GPU device; running on the CPU\n", opts.Runtime)
 		}
 	}
+	flash, flashOn, err := flashAttentionFor(opts.FlashAttention, onGPU, meta.embeds)
+	if err != nil {
+		return nil, err
+	}
+	modelParams.UseMmap = mmapFor(opts.ModelPath, onGPU, opts.VocabOnly)
 	model, err := llama.LoadModelFromFile(opts.ModelPath, modelParams)
 	if err != nil {
 		return nil, fmt.Errorf("load model %s: llama.cpp could not read it (see the log above for why)", opts.ModelPath)
@@ -165,7 +171,7 @@ func Load(opts Options) (*Engine, error) {
 	// Without a unified KV cache llama.cpp splits n_ctx evenly between sequences, so the
 	// context holds one full window per lane.
 	params := llama.NewContextParams(opts.ContextLength*opts.Parallel, opts.BatchSize, opts.Parallel,
-		opts.Threads, ml.FlashAttentionDisabled, "")
+		opts.Threads, flash, "")
 	lctx, err := llama.NewContextWithModel(model, params)
 	if err != nil {
 		llama.FreeModel(model)
@@ -190,6 +196,7 @@ func Load(opts Options) (*Engine, error) {
 			Threads:            opts.Threads,
 			Runtime:            runtimeName,
 			AddBOS:             model.AddBOSToken(),
+			FlashAttention:     flashOn,
 		},
 		submit:    make(chan *job),
 		snapshots: make(chan chan llm.Slots),
