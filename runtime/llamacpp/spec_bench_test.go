@@ -2,7 +2,6 @@ package llamacpp
 
 import (
 	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,8 +124,4 @@ func benchDecode(t *testing.T, e *Engine, n int) {
 	}
 }
 
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
+// median: flash_test.go's.
