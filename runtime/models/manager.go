@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -222,12 +223,26 @@ func (m *Manager) slot(e *Entry) *slot {
 		m.slots[e.Path] = s
 	}
 	set := m.Settings(e.ID)
-	s.need = Estimate(e.Facts, m.contextLength(e), m.lanes(e))
+	s.need = Estimate(e.Facts, m.contextLength(e), m.lanes(e)) + draftBytes(set.DraftModelPath)
 	s.defaultKeepAlive = m.cfg.KeepAlive
 	if set.KeepAlive != nil {
 		s.defaultKeepAlive = *set.KeepAlive
 	}
 	return s
+}
+
+// draftBytes is what a draft model loaded beside a model adds to its worker: its weights (the
+// file's size; its small context is within the estimate's overhead). 0 without one, or when
+// the file cannot be read (the load then fails and says so).
+func draftBytes(path string) int64 {
+	if path == "" {
+		return 0
+	}
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return 0
+	}
+	return st.Size()
 }
 
 // lanes is how many lanes a worker for e runs.

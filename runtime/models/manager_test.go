@@ -551,3 +551,19 @@ func TestPerModelSettings(t *testing.T) {
 		t.Fatalf("the next load uses a new runner (its settings): %v", err)
 	}
 }
+
+// TestDraftModelCountsInTheNeed: a model whose settings load a draft model beside it needs the
+// draft's weights too, or the budget over-commits memory.
+func TestDraftModelCountsInTheNeed(t *testing.T) {
+	f := newFixture(t, 1, Config{}, nil)
+	h := f.handle(t, "m0")
+	plain := f.mgr.Status(h.Entry()).Need
+	draft := filepath.Join(t.TempDir(), "draft.gguf")
+	if err := os.WriteFile(draft, make([]byte, 3<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.mgr.SetSettings(h.Entry().ID, Settings{DraftModelPath: draft})
+	if got := f.mgr.Status(f.handle(t, "m0").Entry()).Need; got != plain+3<<20 {
+		t.Fatalf("need with a 3 MiB draft model = %d, want %d + %d", got, plain, 3<<20)
+	}
+}
