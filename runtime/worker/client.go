@@ -81,6 +81,9 @@ type Client struct {
 	closed    bool
 	starting  *start        // a launch in progress, or nil
 	unloading chan struct{} // closed when the Unload in progress ends; nil when none
+	// retiring counts workers an Unload stopped waiting for while they save their lanes;
+	// Close waits for them.
+	retiring sync.WaitGroup
 }
 
 // NewClient returns a client; the worker starts on Start or the first call.
@@ -264,7 +267,7 @@ func (c *Client) Unload(ctx context.Context) error {
 	c.mu.Lock()
 	idleNow := p.calls == 0
 	c.mu.Unlock()
-	p.retire(ctx, "the worker was unloaded before the request finished", idleNow)
+	p.retire(ctx, "the worker was unloaded before the request finished", idleNow, &c.retiring)
 	c.mu.Lock()
 	if c.proc == p {
 		c.proc = nil
@@ -287,11 +290,12 @@ func (c *Client) Close() error {
 	idleNow := p == nil || p.calls == 0
 	c.mu.Unlock()
 	if p != nil {
-		p.retire(context.Background(), "the worker was shut down during the request", idleNow)
+		p.retire(context.Background(), "the worker was shut down during the request", idleNow, &c.retiring)
 	}
 	if st != nil {
 		<-st.done // a called-off launch kills its process at once; none outlives Close
 	}
+	c.retiring.Wait() // a worker an Unload left saving its lanes (retire)
 	return nil
 }
 

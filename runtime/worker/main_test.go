@@ -108,6 +108,16 @@ func runChild(args []string) int {
 				fmt.Fprintf(os.Stderr, "sigterm pid=%d\n", os.Getpid())
 				os.Exit(0)
 			}()
+		case word == "term-slow":
+			// A worker whose engine takes a while to save its lanes after SIGTERM.
+			termCh := make(chan os.Signal, 1)
+			signal.Notify(termCh, syscall.SIGTERM)
+			go func() {
+				<-termCh
+				time.Sleep(1500 * time.Millisecond)
+				fmt.Fprintf(os.Stderr, "saved pid=%d\n", os.Getpid())
+				os.Exit(0)
+			}()
 		case word == "term-stuck":
 			// rev21a: a worker whose engine never finishes closing: SIGTERM does nothing.
 			signal.Ignore(syscall.SIGTERM)

@@ -175,9 +175,10 @@ func (p *process) kill(reason string, crash bool) {
 // retire stops the worker on purpose, as kill does; an idle worker is asked first (SIGTERM)
 // and given stopGrace to exit, so that it closes its engine, which saves its lanes' prefixes
 // to the disk cache. When ctx ends first, retire returns and the grace runs out on its own
-// goroutine: the caller's deadline holds, and the save is not cut short by it (the worker is
-// killed at the end of the grace, or exits by itself if this process is gone by then).
-func (p *process) retire(ctx context.Context, reason string, idle bool) {
+// goroutine, counted in pending: the caller's deadline holds, and the save is not cut short by
+// it. Whoever ends this process waits for pending (Client.Close does): the worker dies with
+// the app (Pdeathsig), so leaving early would lose the save.
+func (p *process) retire(ctx context.Context, reason string, idle bool, pending *sync.WaitGroup) {
 	p.mu.Lock()
 	if p.reason == "" && !p.hasExited() {
 		p.reason, p.crash = reason, false
@@ -193,10 +194,10 @@ func (p *process) retire(ctx context.Context, reason string, idle bool) {
 	case <-p.exited:
 	case <-grace.C:
 	case <-ctx.Done():
-		go func() {
+		pending.Go(func() {
 			p.waitExit(stopGrace)
 			p.stop()
-		}()
+		})
 		return
 	}
 	p.stop()

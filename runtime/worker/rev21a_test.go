@@ -72,3 +72,27 @@ func TestRev21aIdleUnloadAsksFirst(t *testing.T) {
 		t.Errorf("an idle unload sent no SIGTERM")
 	}
 }
+
+// TestCloseWaitsForASaveUnloadLeft: an Unload whose deadline ends while the idle worker saves
+// its lanes returns, but the save goes on, and Close waits for it: the worker dies with this
+// process (Pdeathsig), so an app that shut down at once would lose the save.
+func TestCloseWaitsForASaveUnloadLeft(t *testing.T) {
+	c, log := started(t, "ok,term-slow")
+	if _, err := collect(context.Background(), c, &llm.Request{Prompt: "hi", MaxTokens: 2}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	c.Unload(ctx)
+	if took := time.Since(began); took > time.Second {
+		t.Fatalf("Unload with a 200ms deadline took %v", took)
+	}
+	if strings.Contains(log.String(), "saved pid=") {
+		t.Fatal("the worker finished saving before Unload returned; the test proves nothing")
+	}
+	c.Close()
+	if !strings.Contains(log.String(), "saved pid=") {
+		t.Fatalf("Close returned before the worker finished saving; its log:\n%s", log.String())
+	}
+}
