@@ -74,22 +74,7 @@ func benchSingle(model string, o Options, stdout io.Writer) error {
 
 // directSample generates through the engine in this process and times it.
 func directSample(e *llamacpp.Engine, prompt string, tokens int) (sample, error) {
-	zero := 0.0
-	req := &llm.Request{Prompt: prompt, AddSpecial: true, MaxTokens: tokens, IgnoreEOS: true, Sampling: llm.Sampling{Temperature: &zero}}
-	s := sample{start: time.Now()}
-	err := e.Generate(context.Background(), req, func(ev llm.Event) error {
-		now := time.Now()
-		if ev.Tokens > 0 {
-			if s.first.IsZero() {
-				s.first, s.firstTokens = now, ev.Tokens
-			}
-			s.last = now
-		}
-		if ev.Done != nil {
-			s.promptTokens, s.tokens = ev.Done.Usage.PromptTokens, ev.Done.Usage.CompletionTokens
-		}
-		return nil
-	})
+	s, _, err := engineDecode(e, prompt, tokens, nil)
 	return s, err
 }
 

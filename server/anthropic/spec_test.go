@@ -1,32 +1,14 @@
 package anthropic_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/servertest"
 )
-
-// wantSpec is the fake's report for "Hello world!" (12 tokens) with speculation in effect.
-const wantSpec = `{"proposed":6,"accepted":3,"acceptance_rate":0.5}`
-
-// specOf is the "spec" member of a raw superfluid object; "" when it has none.
-func specOf(t *testing.T, superfluid string) string {
-	t.Helper()
-	if superfluid == "" {
-		return ""
-	}
-	var extra struct {
-		Spec json.RawMessage `json:"spec"`
-	}
-	if err := json.Unmarshal([]byte(superfluid), &extra); err != nil {
-		t.Fatalf("superfluid %s: %v", superfluid, err)
-	}
-	return string(extra.Spec)
-}
 
 // TestSpeculative: the top-level speculative field reaches the engine, and the message (and the
 // streaming message_delta) carries superfluid.spec only when speculation ran.
@@ -36,8 +18,8 @@ func TestSpeculative(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := specOf(t, msg.JSON.ExtraFields["superfluid"].Raw()); got != wantSpec {
-		t.Errorf("message: superfluid.spec %s, want %s", got, wantSpec)
+	if got := servertest.SpecOf(t, msg.JSON.ExtraFields["superfluid"].Raw()); got != servertest.FakeSpec {
+		t.Errorf("message: superfluid.spec %s, want %s", got, servertest.FakeSpec)
 	}
 	reqs := f.eng.Requests()
 	if s := reqs[len(reqs)-1].Speculative; s == nil || *s != (llm.Speculative{Mode: llm.SpecNgram, DraftTokens: 8}) {
@@ -60,8 +42,8 @@ func TestSpeculative(t *testing.T) {
 	if err := s.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if got := specOf(t, delta); got != wantSpec {
-		t.Errorf("message_delta: superfluid %s, want spec %s", delta, wantSpec)
+	if got := servertest.SpecOf(t, delta); got != servertest.FakeSpec {
+		t.Errorf("message_delta: superfluid %s, want spec %s", delta, servertest.FakeSpec)
 	}
 }
 

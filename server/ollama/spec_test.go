@@ -9,10 +9,8 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/servertest"
 )
-
-// wantSpec is the fake's report for "Hello world!" (12 tokens) with speculation in effect.
-const wantSpec = `{"proposed":6,"accepted":3,"acceptance_rate":0.5}`
 
 // lastSpec is the superfluid.spec of an NDJSON body's last line ("" when it has none); every
 // earlier line must have none.
@@ -65,8 +63,8 @@ func TestSpeculative(t *testing.T) {
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("%s: %d %s", tc.path, resp.StatusCode, b)
 			}
-			if got := lastSpec(t, b); got != wantSpec {
-				t.Errorf("%s stream %s: last line's spec %s, want %s", tc.path, streamed, got, wantSpec)
+			if got := lastSpec(t, b); got != servertest.FakeSpec {
+				t.Errorf("%s stream %s: last line's spec %s, want %s", tc.path, streamed, got, servertest.FakeSpec)
 			}
 			if s := f.lastRequest(t).Speculative; s == nil || s.Mode != llm.SpecDraft {
 				t.Errorf("%s: the top level should win over options, engine got %+v", tc.path, s)

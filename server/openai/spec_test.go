@@ -12,26 +12,8 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/enginetest"
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/servertest"
 )
-
-// The fake replies "Hello world!" (12 tokens) and, with speculation in effect, reports half of
-// them proposed and half of those accepted.
-const wantSpec = `{"proposed":6,"accepted":3,"acceptance_rate":0.5}`
-
-// specOf is the "spec" member of a raw superfluid object; "" when it has none.
-func specOf(t *testing.T, superfluid string) string {
-	t.Helper()
-	if superfluid == "" {
-		return ""
-	}
-	var extra struct {
-		Spec json.RawMessage `json:"spec"`
-	}
-	if err := json.Unmarshal([]byte(superfluid), &extra); err != nil {
-		t.Fatalf("superfluid %s: %v", superfluid, err)
-	}
-	return string(extra.Spec)
-}
 
 // TestSpeculativeReplies: the speculative field reaches the engine on chat, completions and
 // responses, and superfluid.spec comes back, streaming or not, only when speculation ran.
@@ -47,8 +29,8 @@ func TestSpeculativeReplies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := specOf(t, chat.JSON.ExtraFields["superfluid"].Raw()); got != wantSpec {
-		t.Errorf("chat: superfluid.spec %s, want %s", got, wantSpec)
+	if got := servertest.SpecOf(t, chat.JSON.ExtraFields["superfluid"].Raw()); got != servertest.FakeSpec {
+		t.Errorf("chat: superfluid.spec %s, want %s", got, servertest.FakeSpec)
 	}
 	if s := lastSpec(); s == nil || *s != (llm.Speculative{Mode: llm.SpecNgram}) {
 		t.Errorf("chat: engine got speculative %+v", s)
@@ -72,8 +54,8 @@ func TestSpeculativeReplies(t *testing.T) {
 	if err := stream.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if got := specOf(t, last); got != wantSpec || !strings.Contains(last, `"warm":0`) {
-		t.Errorf("chat stream: terminal superfluid %s, want spec %s beside warm", last, wantSpec)
+	if got := servertest.SpecOf(t, last); got != servertest.FakeSpec || !strings.Contains(last, `"warm":0`) {
+		t.Errorf("chat stream: terminal superfluid %s, want spec %s beside warm", last, servertest.FakeSpec)
 	}
 	if s := lastSpec(); s == nil || *s != (llm.Speculative{Mode: llm.SpecDraft, DraftTokens: 4}) {
 		t.Errorf("chat stream: engine got speculative %+v", s)
@@ -84,8 +66,8 @@ func TestSpeculativeReplies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := specOf(t, cmpl.JSON.ExtraFields["superfluid"].Raw()); got != wantSpec {
-		t.Errorf("completions: superfluid.spec %s, want %s", got, wantSpec)
+	if got := servertest.SpecOf(t, cmpl.JSON.ExtraFields["superfluid"].Raw()); got != servertest.FakeSpec {
+		t.Errorf("completions: superfluid.spec %s, want %s", got, servertest.FakeSpec)
 	}
 	cs := f.client.Completions.NewStreaming(ctx, cp, option.WithJSONSet("speculative", "ngram"))
 	last = ""
@@ -97,13 +79,13 @@ func TestSpeculativeReplies(t *testing.T) {
 	if err := cs.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if got := specOf(t, last); got != wantSpec {
-		t.Errorf("completions stream: superfluid %s, want spec %s", last, wantSpec)
+	if got := servertest.SpecOf(t, last); got != servertest.FakeSpec {
+		t.Errorf("completions stream: superfluid %s, want spec %s", last, servertest.FakeSpec)
 	}
 	if cmpl, err = f.client.Completions.New(ctx, cp, option.WithJSONSet("speculative", "off")); err != nil {
 		t.Fatal(err)
 	}
-	if got := specOf(t, cmpl.JSON.ExtraFields["superfluid"].Raw()); got != "" {
+	if got := servertest.SpecOf(t, cmpl.JSON.ExtraFields["superfluid"].Raw()); got != "" {
 		t.Errorf("completions with speculation off: spec %s", got)
 	}
 
@@ -112,8 +94,8 @@ func TestSpeculativeReplies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := specOf(t, resp.JSON.ExtraFields["superfluid"].Raw()); got != wantSpec {
-		t.Errorf("responses: superfluid.spec %s, want %s", got, wantSpec)
+	if got := servertest.SpecOf(t, resp.JSON.ExtraFields["superfluid"].Raw()); got != servertest.FakeSpec {
+		t.Errorf("responses: superfluid.spec %s, want %s", got, servertest.FakeSpec)
 	}
 	rs := f.client.Responses.NewStreaming(ctx, rp, option.WithJSONSet("speculative", "ngram"))
 	var completed, created string
@@ -129,8 +111,8 @@ func TestSpeculativeReplies(t *testing.T) {
 	if err := rs.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if got := specOf(t, completed); got != wantSpec || created != "" {
-		t.Errorf("responses stream: completed superfluid %s (want spec %s), created %s (want none)", completed, wantSpec, created)
+	if got := servertest.SpecOf(t, completed); got != servertest.FakeSpec || created != "" {
+		t.Errorf("responses stream: completed superfluid %s (want spec %s), created %s (want none)", completed, servertest.FakeSpec, created)
 	}
 }
 
@@ -143,7 +125,7 @@ func TestSpeculativeDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `{"proposed":6,"accepted":3,"acceptance_rate":0.5,"note":"no draft model is loaded"}`
-	if got := specOf(t, chat.JSON.ExtraFields["superfluid"].Raw()); got != want {
+	if got := servertest.SpecOf(t, chat.JSON.ExtraFields["superfluid"].Raw()); got != want {
 		t.Errorf("default speculation: spec %s, want %s", got, want)
 	}
 	if chat, err = f.client.Chat.Completions.New(t.Context(), params(nil), option.WithJSONSet("speculative", "off")); err != nil {
@@ -202,7 +184,7 @@ func TestSpeculativeRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := specOf(t, got.JSON.ExtraFields["superfluid"].Raw()); got != `{"proposed":12,"accepted":6,"acceptance_rate":0.5}` {
+	if got := servertest.SpecOf(t, got.JSON.ExtraFields["superfluid"].Raw()); got != `{"proposed":12,"accepted":6,"acceptance_rate":0.5}` {
 		t.Errorf("two choices: spec %s", got)
 	}
 	plain, err := f.client.Chat.Completions.New(t.Context(), params(nil))
