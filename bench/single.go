@@ -1,10 +1,8 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/superfluid/superfluid/runtime/llamacpp"
 	"github.com/superfluid/superfluid/runtime/llm"
