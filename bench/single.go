@@ -5,7 +5,6 @@ import (
 	"io"
 
 	"github.com/superfluid/superfluid/runtime/llamacpp"
-	"github.com/superfluid/superfluid/runtime/llm"
 )
 
 // benchSingle measures single-stream decode and prefill speed through the HTTP API (server +
