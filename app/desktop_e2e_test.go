@@ -154,6 +154,7 @@ func TestDesktopController(t *testing.T) {
 // the reason and the next one works; a model file deleted while listed shows as missing; closing
 // while a reply streams ends it promptly.
 func TestDesktopControllerFaults(t *testing.T) {
+	needStories(t)
 	cfg := testConfig(t, "")
 	cfg.ContextLength = 4096
 	a, err := Open(cfg)

@@ -71,6 +71,7 @@ func runAppAt(t *testing.T, cfg Config) (url string, stop func()) {
 // HTTP API; the app restarts on the same data dir, and the next turn is served from the prefix
 // the worker saved on its way out, answering as an app that never restarted does.
 func TestPrefixCacheSurvivesRestart(t *testing.T) {
+	needStories(t)
 	config := func() Config {
 		cfg := testConfig(t, testModel)
 		cfg.ContextLength = 2048

@@ -113,6 +113,7 @@ func TestKVSavedOnCloseAndRestored(t *testing.T) {
 // TestKVEvictionSavesAndRestores: a lane taken for another prompt saves its prefix, which a
 // later request restores; with the disk off the same request says its prefix was evicted.
 func TestKVEvictionSavesAndRestores(t *testing.T) {
+	needStories(t)
 	dir := t.TempDir()
 	e := loadKV(t, dir, 1, 0)
 	a, b := story(t, e, "Tom", 200), story(t, e, "Sue", 200)
@@ -151,6 +152,7 @@ func TestKVEvictionSavesAndRestores(t *testing.T) {
 
 // TestKVSharedSystemPrompt: two conversations with one system prompt share its saved prefix.
 func TestKVSharedSystemPrompt(t *testing.T) {
+	needStories(t)
 	dir := t.TempDir()
 	e := loadKV(t, dir, 1, 0)
 	system := story(t, e, "Ann", 150)

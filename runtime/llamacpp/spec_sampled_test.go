@@ -84,6 +84,7 @@ const sampledPrompt = "Tom had a red ball. Tom had a red ball. Tom had a red bal
 // TestSpecSampledDistribution: at temperature > 0 the tokens speculation yields follow the
 // target model's distribution, for both drafters, and acceptance is neither all nor nothing.
 func TestSpecSampledDistribution(t *testing.T) {
+	needStories(t)
 	e := specEngine(t, testModelPath, testModelPath)
 	for _, mode := range []string{llm.SpecNgram, llm.SpecDraft} {
 		tv, stats := specDistance(t, e, sampledPrompt, &llm.Speculative{Mode: mode, DraftTokens: 3}, tvSamples)
@@ -129,6 +130,7 @@ func TestSpecSampledSameSeed(t *testing.T) {
 
 // TestSpecDraftBiggerWarns: a draft model bigger than the target loads, with a warning.
 func TestSpecDraftBiggerWarns(t *testing.T) {
+	needStories(t)
 	small := randomModel(t)
 	r, w, err := os.Pipe()
 	if err != nil {

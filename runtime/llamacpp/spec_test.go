@@ -265,6 +265,7 @@ func TestSpecDone(t *testing.T) {
 // TestSpecDraftVocabMismatch: a draft model with another vocabulary fails Load naming both
 // files and both sizes.
 func TestSpecDraftVocabMismatch(t *testing.T) {
+	needStories(t)
 	other := filepath.Join(sharedModels, "llama-2-tiny-random.gguf")
 	target := randomModel(t)
 	_, err := Load(Options{ModelPath: target, ContextLength: testCtx, Parallel: 2, DraftModelPath: other})
