@@ -93,6 +93,8 @@ import (
 	"strings"
 
 	"github.com/ardanlabs/jinja"
+
+	"github.com/superfluid/superfluid/runtime/llm"
 )
 
 // ErrTemplate is wrapped by every error from Parse and by Render's errors
@@ -112,6 +114,10 @@ type Message struct {
 	// Reasoning is an assistant turn's reasoning (reasoning_content), for templates that
 	// render it.
 	Reasoning string
+	// Media are the images and audio clips of a user turn, each at its byte offset in
+	// Content (llm.MediaPart.At, ascending). The core decodes them and renders a marker at
+	// each offset; Render itself ignores them.
+	Media []llm.MediaPart
 }
 
 // Tool is a function the model may call, as the client declared it.

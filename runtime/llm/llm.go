@@ -43,6 +43,11 @@ type ModelInfo struct {
 	FlashAttention bool `json:"flash_attention,omitempty"`
 	// DraftModel is the draft model's path when one is loaded for speculative decoding.
 	DraftModel string `json:"draft_model,omitempty"`
+	// Projector is the multimodal projector (mmproj) file loaded beside the model, "" for none;
+	// Vision and Audio say what it encodes (Request.Media of that kind).
+	Projector string `json:"projector,omitempty"`
+	Vision    bool   `json:"vision,omitempty"`
+	Audio     bool   `json:"audio,omitempty"`
 	// AddBOS reports whether the tokenizer prepends a BOS token when asked for special tokens.
 	AddBOS bool `json:"add_bos"`
 	// MaxTokenBytes is the length in bytes of the longest token text in the vocabulary (0:
@@ -108,6 +113,14 @@ type Request struct {
 	// Speculative chooses speculative decoding for this request; nil takes the engine's
 	// default (the model's setting).
 	Speculative *Speculative `json:"speculative,omitempty"`
+	// Media are the prompt's images and audio clips, in order: each goes where Prompt holds
+	// MediaMarker (exactly len(Media) times; the core picks a marker no client text holds). The
+	// engine encodes them with the model's projector; a model without one refuses with
+	// ErrUnsupportedInput. Tokens must be empty when Media is set.
+	Media       []Media `json:"media,omitempty"`
+	MediaMarker string  `json:"media_marker,omitempty"`
+	// Adapters are the LoRA adapters the request runs with; nil runs the bare model.
+	Adapters []AdapterRef `json:"adapters,omitempty"`
 }
 
 // Speculation modes: none, prompt lookup (draft the continuation of the longest recent n-gram

@@ -40,6 +40,10 @@ type Model struct {
 	// EmbeddingFacts is what the GGUF says the model embeds (nil: it generates); Embedding
 	// prefers the loaded engine's view.
 	EmbeddingFacts *llm.Embedding
+	// Projector is the model's multimodal projector (mmproj) file, "" for none; Vision and Audio
+	// say what it encodes, from its GGUF metadata (known before any load).
+	Projector     string
+	Vision, Audio bool
 
 	// shared is the scheduling state of the model's worker: every name of one model file (an
 	// alias, a Model rebuilt after a settings change) hands out the same lanes, so they share
