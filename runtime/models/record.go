@@ -36,7 +36,20 @@ type Record struct {
 	Capabilities   []string
 	AddedAt        time.Time
 	LastUsedAt     time.Time // zero until first used
+	// Projector is the multimodal projector (mmproj) GGUF the model loads beside it, "" for
+	// none; Capabilities then names what it encodes ("vision", "audio").
+	Projector string
+	// Kind is KindModel ("") or KindAdapter: a LoRA adapter, never loaded as a model, applied
+	// to BaseModel (a catalog id; "" when not known).
+	Kind      string
+	BaseModel string
 }
+
+// Record kinds.
+const (
+	KindModel   = ""
+	KindAdapter = "adapter"
+)
 
 // ErrNoRecord is what a RecordStore's DeleteModel wraps for an id it does not hold.
 var ErrNoRecord = errors.New("no such model record")
