@@ -142,6 +142,8 @@ type Service struct {
 	router  Router // resolves names instead of lib when set (route.go)
 	// sharedForms are the shared prefixes as the models' templates render them (shared.go).
 	sharedForms sharedForms
+	// lora is the LoRA adapters loaded per model (lora.go).
+	lora loraRegistry
 }
 
 // Wait blocks until every generation request has been recorded, or ctx ends.
