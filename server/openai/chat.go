@@ -70,6 +70,7 @@ func Routes(r gin.IRouter, svc *core.Service, opts Options) {
 	h.routesBatches(r)
 	h.routesEmbeddings(r)
 	h.routesLlamaCpp(r)
+	h.routesLoRA(r)
 }
 
 func newID(prefix string) string {
