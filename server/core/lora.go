@@ -44,8 +44,9 @@ const (
 	MaxAdapterScale = 100
 	// MaxLoadedAdapters is how many adapters one model may have loaded at once.
 	MaxLoadedAdapters = 32
-	// MaxRequestAdapters is how many adapters one request may name.
-	MaxRequestAdapters = 8
+	// adaptersPerRequest is how many adapters one request may name (the dialects' parser
+	// refuses more first; this holds for the core's other callers).
+	adaptersPerRequest = 8
 )
 
 // loraRegistry is the adapters loaded per model id, in load order. The zero value is empty.
@@ -229,8 +230,8 @@ func (s *Service) resolveAdapters(m *Model, gen *llm.Request) error {
 		}
 		return nil
 	}
-	if len(gen.Adapters) > MaxRequestAdapters {
-		return fmt.Errorf("%w: lora names %d adapters; a request may name at most %d", llm.ErrInvalidInput, len(gen.Adapters), MaxRequestAdapters)
+	if len(gen.Adapters) > adaptersPerRequest {
+		return fmt.Errorf("%w: lora names %d adapters; a request may name at most %d", llm.ErrInvalidInput, len(gen.Adapters), adaptersPerRequest)
 	}
 	out := make([]llm.AdapterRef, 0, len(gen.Adapters)) // empty, not nil: the request asked for none
 	for i, ref := range gen.Adapters {

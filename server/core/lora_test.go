@@ -117,7 +117,7 @@ func TestLoRARequestRefusals(t *testing.T) {
 	if _, err := cat.Svc.LoadAdapter(t.Context(), "alpha", path, "a", 1); err != nil {
 		t.Fatal(err)
 	}
-	many := make([]llm.AdapterRef, core.MaxRequestAdapters+1)
+	many := make([]llm.AdapterRef, 9)
 	for i := range many {
 		many[i] = llm.AdapterRef{ID: "a", Scale: 1}
 	}
