@@ -2,6 +2,7 @@ package llamacpp
 
 import (
 	"bytes"
+	"encoding/binary"
 	"image"
 	"image/color"
 	"image/png"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/ollama/ollama/llama"
 	"github.com/ollama/ollama/ml"
@@ -75,10 +77,12 @@ func openProjector(t *testing.T, m mediaTextModel, path string) *llama.MtmdConte
 // its media chunks, checking each is the text model's width and finite.
 func mediaEmbeddings(t *testing.T, m mediaTextModel, mctx *llama.MtmdContext, file []byte) [][]float32 {
 	t.Helper()
+	start := time.Now()
 	chunks, err := mctx.MultimodalTokenize(m.lctx, file)
 	if err != nil {
 		t.Fatalf("%s: %v", m.name, err)
 	}
+	t.Logf("%s: tokenized and encoded %d bytes in %v", m.name, len(file), time.Since(start))
 	var embeds [][]float32
 	for _, c := range chunks {
 		if c.Embed == nil {
@@ -193,6 +197,74 @@ func TestVisionProjectorEncodes(t *testing.T) {
 	}
 }
 
+// testWAV encodes seconds of a sine of freq Hz at amplitude amp (of full scale) as 16-bit
+// mono PCM WAV at rate Hz.
+func testWAV(seconds, freq, amp float64, rate int) []byte {
+	n := int(seconds * float64(rate))
+	le := binary.LittleEndian
+	b := []byte("RIFF")
+	b = le.AppendUint32(b, uint32(36+2*n))
+	b = append(b, "WAVEfmt "...)
+	b = le.AppendUint32(b, 16)             // the fmt chunk's size
+	b = le.AppendUint16(b, 1)              // PCM
+	b = le.AppendUint16(b, 1)              // mono
+	b = le.AppendUint32(b, uint32(rate))   // samples a second
+	b = le.AppendUint32(b, uint32(2*rate)) // bytes a second
+	b = le.AppendUint16(b, 2)              // bytes a frame
+	b = le.AppendUint16(b, 16)             // bits a sample
+	b = append(b, "data"...)
+	b = le.AppendUint32(b, uint32(2*n))
+	for i := range n {
+		x := amp * math.Sin(2*math.Pi*freq*float64(i)/float64(rate))
+		b = le.AppendUint16(b, uint16(int16(x*math.MaxInt16)))
+	}
+	return b
+}
+
+// TestAudioProjectorEncodes: mtmd loads the written audio projector beside each 64-wide text
+// model and encodes a short WAV clip into WindowTokens() = 750/15 = 50 embeddings: mtmd pads
+// a clip to at least 31 s and cuts its mel (a frame every 10 ms) into whole 3000-frame
+// windows, so a clip of up to 60 s is one window, 1500 positions after Whisper's
+// convolutions, 750 after Voxtral's pooling, 50 after stacking 15; a 61 s clip is two
+// windows, two chunks. The embeddings are finite, not all alike, the same for the same clip
+// and different for another one (a 22.05 kHz clip that mtmd resamples to 16 kHz).
+func TestAudioProjectorEncodes(t *testing.T) {
+	opts := gguftest.AudioProjectorOptions{}
+	proj := filepath.Join(t.TempDir(), "mmproj-audio.gguf")
+	if err := gguftest.WriteAudioProjector(proj, opts); err != nil {
+		t.Fatal(err)
+	}
+	low := testWAV(1.5, 440, 0.5, 16000)
+	high := testWAV(1, 2500, 0.8, 22050)
+	long := testWAV(61, 300, 0.5, 16000)
+	for i, m := range mediaTextModels(t) {
+		mctx := openProjector(t, m, proj)
+		a := mediaEmbeddings(t, m, mctx, low)
+		if want := opts.WindowTokens(); len(a) != want || want != 50 {
+			t.Fatalf("%s: %d audio embeddings, want %d", m.name, len(a), want)
+		}
+		if spread(a) == 0 {
+			t.Errorf("%s: every embedding value is the same", m.name)
+		}
+		t.Logf("%s: %d embeddings, rms %.3f, spread %.3f", m.name, len(a), rms(a), spread(a))
+		if again := mediaEmbeddings(t, m, mctx, low); !sameEmbeddings(a, again) {
+			t.Errorf("%s: the same clip encoded differently", m.name)
+		}
+		b := mediaEmbeddings(t, m, mctx, high)
+		if len(b) != len(a) {
+			t.Fatalf("%s: %d embeddings for the second clip, want %d", m.name, len(b), len(a))
+		}
+		if sameEmbeddings(a, b) {
+			t.Errorf("%s: two different clips gave the same embeddings", m.name)
+		}
+		if i == 0 { // the windowing is mtmd's, whatever the text model
+			if got := mediaEmbeddings(t, m, mctx, long); len(got) != 2*opts.WindowTokens() {
+				t.Errorf("%s: %d embeddings for a 61 s clip, want two windows of %d", m.name, len(got), opts.WindowTokens())
+			}
+		}
+	}
+}
+
 // TestProjectorOfAnotherWidth: mtmd refuses a projector written for a 128-wide text model
 // beside a 64-wide one (the engine relies on this to fail the load).
 func TestProjectorOfAnotherWidth(t *testing.T) {
@@ -201,13 +273,17 @@ func TestProjectorOfAnotherWidth(t *testing.T) {
 	if err := gguftest.WriteVisionProjector(vision, gguftest.VisionProjectorOptions{TextEmbd: 128}); err != nil {
 		t.Fatal(err)
 	}
+	audio := filepath.Join(dir, "mmproj-audio-128.gguf")
+	if err := gguftest.WriteAudioProjector(audio, gguftest.AudioProjectorOptions{TextEmbd: 128}); err != nil {
+		t.Fatal(err)
+	}
 	fits := filepath.Join(dir, "mmproj-vision-64.gguf")
 	if err := gguftest.WriteVisionProjector(fits, gguftest.VisionProjectorOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range mediaTextModels(t) {
 		openProjector(t, m, fits) // the same file written for 64 loads
-		for _, path := range []string{vision} {
+		for _, path := range []string{vision, audio} {
 			if mctx, err := llama.NewMtmdContext(m.lctx, path); err == nil {
 				mctx.Free()
 				t.Errorf("%s: %s loaded beside a 64-wide model", m.name, filepath.Base(path))

@@ -1,8 +1,11 @@
 package gguftest
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/superfluid/superfluid/runtime/gguf"
 )
 
 // VisionProjectorOptions shapes a random-weight CLIP vision tower with a LLaVA-1.5 ("mlp")
@@ -109,7 +112,7 @@ func NewVisionProjector(opts VisionProjectorOptions) (*Writer, error) {
 func addClipHeader(w *Writer, name string, vision bool) {
 	w.AddString("general.architecture", "clip")
 	w.AddString("general.name", name)
-	w.AddUint32("general.file_type", 0) // all F32
+	w.AddUint32("general.file_type", 0) // F32, but for the F16 kernels an audio encoder's convolutions need
 	w.AddBool("clip.has_vision_encoder", vision)
 	w.AddBool("clip.has_audio_encoder", !vision)
 }
@@ -138,14 +141,33 @@ type clipTensors struct {
 // random adds a weight of approximately normal values with std 1/√fan-in, the fan-in being
 // every dimension but the last (a matrix's row length, a kernel's window times its channels).
 func (t *clipTensors) random(name string, dims ...uint64) {
-	fanIn := uint64(1)
+	t.randomStd(name, float32(1/math.Sqrt(float64(fanIn(dims)))), dims...)
+}
+
+func fanIn(dims []uint64) uint64 {
+	n := uint64(1)
 	for _, d := range dims[:len(dims)-1] {
-		fanIn *= d
+		n *= d
 	}
-	t.randomStd(name, float32(1/math.Sqrt(float64(fanIn))), dims...)
+	return n
 }
 
 func (t *clipTensors) randomStd(name string, std float32, dims ...uint64) {
+	t.w.AddTensorF32(name, dims, t.normals(std, dims))
+}
+
+// randomF16 is random stored as F16, for the kernels of ggml_conv_1d, which needs them so.
+func (t *clipTensors) randomF16(name string, dims ...uint64) {
+	x := t.normals(float32(1/math.Sqrt(float64(fanIn(dims)))), dims)
+	b := make([]byte, 2*len(x))
+	for i, v := range x {
+		binary.LittleEndian.PutUint16(b[2*i:], f32ToF16(v))
+	}
+	t.w.AddTensor(name, gguf.TypeF16, dims, b)
+}
+
+// normals returns the next tensor's values: approximately normal with the given std.
+func (t *clipTensors) normals(std float32, dims []uint64) []float32 {
 	t.index++
 	n := uint64(1)
 	for _, d := range dims {
@@ -156,7 +178,7 @@ func (t *clipTensors) randomStd(name string, std float32, dims ...uint64) {
 	for i := range data {
 		data[i] = rng.normal() * std
 	}
-	t.w.AddTensorF32(name, dims, data)
+	return data
 }
 
 func (t *clipTensors) filled(name string, v float32, dims ...uint64) {
