@@ -68,7 +68,12 @@ type AudioFileError struct {
 	TooLarge bool
 }
 
-func (e *AudioFileError) Error() string { return "file: " + e.Err.Error() }
+func (e *AudioFileError) Error() string {
+	if e.TooLarge {
+		return e.Err.Error()
+	}
+	return "the file cannot be decoded as audio: " + e.Err.Error()
+}
 
 func (e *AudioFileError) Unwrap() error { return e.Err }
 

@@ -71,6 +71,7 @@ func Routes(r gin.IRouter, svc *core.Service, opts Options) {
 	h.routesEmbeddings(r)
 	h.routesLlamaCpp(r)
 	h.routesLoRA(r)
+	h.routesAudio(r)
 }
 
 func newID(prefix string) string {
