@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models"
@@ -53,35 +55,65 @@ const (
 type loraRegistry struct {
 	mu      sync.Mutex
 	byModel map[string][]Adapter
+	// files is the model file each model id's adapters were checked against: an id that names
+	// another file now, or a file changed since (the model deleted and another added under its
+	// name, here or by a CLI beside the server), has its adapters dropped, never applied to a
+	// model they may not fit.
+	files map[string]modelFile
 	// checked remembers the (model file, adapter file) pairs checkAdapter accepted, with the
 	// files' sizes and times, so a request naming a catalog adapter reads no header twice.
 	checked map[adapterPair]fileStamps
 }
 
-func (r *loraRegistry) list(model string) []Adapter {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.byModel[model])
+// modelFile is a model file as its adapters were checked against it.
+type modelFile struct {
+	path  string
+	size  int64
+	mtime time.Time
 }
 
-func (r *loraRegistry) lookup(model, id string) (Adapter, bool) {
+func modelFileOf(path string) modelFile {
+	f := modelFile{path: path}
+	if st, err := os.Stat(path); err == nil {
+		f.size, f.mtime = st.Size(), st.ModTime()
+	}
+	return f
+}
+
+// currentLocked is m's list, after dropping one loaded for another file under m's id.
+func (r *loraRegistry) currentLocked(m *Model) []Adapter {
+	if f, ok := r.files[m.ID]; ok && f != modelFileOf(m.Path) {
+		delete(r.byModel, m.ID)
+		delete(r.files, m.ID)
+	}
+	return r.byModel[m.ID]
+}
+
+func (r *loraRegistry) list(m *Model) []Adapter {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := slices.IndexFunc(r.byModel[model], func(a Adapter) bool { return a.ID == id })
+	return slices.Clone(r.currentLocked(m))
+}
+
+func (r *loraRegistry) lookup(m *Model, id string) (Adapter, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	list := r.currentLocked(m)
+	i := slices.IndexFunc(list, func(a Adapter) bool { return a.ID == id })
 	if i < 0 {
 		return Adapter{}, false
 	}
-	return r.byModel[model][i], true
+	return list[i], true
 }
 
-// put loads a, replacing the adapter of the same id (a new scale or file).
-func (r *loraRegistry) put(a Adapter) (replaced *Adapter, err error) {
+// put loads a for m, replacing the adapter of the same id (a new scale or file).
+func (r *loraRegistry) put(m *Model, a Adapter) (replaced *Adapter, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.byModel == nil {
-		r.byModel = map[string][]Adapter{}
+		r.byModel, r.files = map[string][]Adapter{}, map[string]modelFile{}
 	}
-	list := r.byModel[a.Model]
+	list := r.currentLocked(m)
 	for i, have := range list {
 		if have.ID != a.ID && have.Path == a.Path {
 			return nil, fmt.Errorf("%w: the file %s is already loaded for the model %s as the adapter %q; unload it or load it under that id",
@@ -96,17 +128,16 @@ func (r *loraRegistry) put(a Adapter) (replaced *Adapter, err error) {
 	if len(list) >= MaxLoadedAdapters {
 		return nil, fmt.Errorf("%w: the model %s has %d adapters loaded, the most it may have; unload one first", llm.ErrInvalidInput, a.Model, len(list))
 	}
-	r.byModel[a.Model] = append(list, a)
+	r.byModel[m.ID], r.files[m.ID] = append(list, a), modelFileOf(m.Path)
 	return nil, nil
 }
 
-// remove unloads the adapter id of model ("" unloads them all) and returns what it removed.
-func (r *loraRegistry) remove(model, id string) []Adapter {
+// remove unloads m's adapter id ("" unloads them all) and returns what it removed.
+func (r *loraRegistry) remove(m *Model, id string) []Adapter {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	list := r.byModel[model]
 	var gone, kept []Adapter
-	for _, a := range list {
+	for _, a := range r.currentLocked(m) {
 		if id == "" || a.ID == id {
 			gone = append(gone, a)
 		} else {
@@ -114,9 +145,10 @@ func (r *loraRegistry) remove(model, id string) []Adapter {
 		}
 	}
 	if len(kept) == 0 {
-		delete(r.byModel, model)
+		delete(r.byModel, m.ID)
+		delete(r.files, m.ID)
 	} else {
-		r.byModel[model] = kept
+		r.byModel[m.ID] = kept
 	}
 	return gone
 }
@@ -163,7 +195,7 @@ func (s *Service) LoadAdapter(ctx context.Context, model, ref, id string, scale 
 		return Adapter{}, err
 	}
 	a := Adapter{ID: id, Model: m.ID, Path: path, Scale: scale, Active: true}
-	replaced, err := s.lora.put(a)
+	replaced, err := s.lora.put(m, a)
 	if err != nil {
 		return Adapter{}, err
 	}
@@ -180,7 +212,7 @@ func (s *Service) UnloadAdapter(ctx context.Context, model, id string) ([]Adapte
 	if err != nil {
 		return nil, err
 	}
-	gone := s.lora.remove(m.ID, id)
+	gone := s.lora.remove(m, id)
 	if id != "" && len(gone) == 0 {
 		return nil, fmt.Errorf("%w: the model %s has no adapter %q loaded; GET /v1/lora?model=%s lists them", llm.ErrInvalidInput, m.ID, id, m.ID)
 	}
@@ -198,7 +230,7 @@ func (s *Service) Adapters(ctx context.Context, model string) ([]Adapter, error)
 	if model == "" {
 		var all []Adapter
 		for _, m := range s.VisibleModels(ctx) {
-			all = append(all, s.lora.list(m.ID)...)
+			all = append(all, s.lora.list(m)...)
 		}
 		return all, nil
 	}
@@ -206,7 +238,7 @@ func (s *Service) Adapters(ctx context.Context, model string) ([]Adapter, error)
 	if err != nil {
 		return nil, err
 	}
-	loaded := s.lora.list(m.ID)
+	loaded := s.lora.list(m)
 	out := slices.Clone(loaded)
 	for _, e := range s.catalogAdapters(m) {
 		if !slices.ContainsFunc(loaded, func(a Adapter) bool { return a.Path == e.Path || a.ID == e.ID }) {
@@ -223,7 +255,7 @@ func (s *Service) Adapters(ctx context.Context, model string) ([]Adapter, error)
 // shared with requests without it.
 func (s *Service) resolveAdapters(m *Model, gen *llm.Request) error {
 	if gen.Adapters == nil {
-		for _, a := range s.lora.list(m.ID) {
+		for _, a := range s.lora.list(m) {
 			if a.Scale != 0 {
 				gen.Adapters = append(gen.Adapters, llm.AdapterRef{ID: a.ID, Path: a.Path, Scale: a.Scale})
 			}
@@ -259,7 +291,7 @@ func (s *Service) requestAdapter(m *Model, id, where string) (string, error) {
 	if id == "" {
 		return "", fmt.Errorf("%w: %s has no id; name a loaded adapter (GET /v1/lora?model=%s lists them)", llm.ErrInvalidInput, where, m.ID)
 	}
-	if a, ok := s.lora.lookup(m.ID, id); ok {
+	if a, ok := s.lora.lookup(m, id); ok {
 		return a.Path, nil
 	}
 	for _, e := range s.catalogAdapters(m) {

@@ -268,3 +268,26 @@ func TestLoRACatalogAdapters(t *testing.T) {
 		t.Fatalf("once loaded it is listed once, active: %+v", list)
 	}
 }
+
+// TestLoRAForgetsAReplacedModel: adapters loaded for a model id are dropped, never applied,
+// once the id names another file (the model deleted and another added under its name).
+func TestLoRAForgetsAReplacedModel(t *testing.T) {
+	cat, dir := loraCatalog(t)
+	ctx := t.Context()
+	path := filepath.Join(dir, "a.gguf")
+	servertest.WriteLoRAHeader(t, path, "llama", 64, 2)
+	if _, err := cat.Svc.LoadAdapter(ctx, "alpha", path, "", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cat.Svc.DeleteModel(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	cat.AddModel(t, "alpha", gguftest.TinyLlamaOptions{Embd: 128}) // the same name and path, another model
+	got, err := chatOn(t, cat, "alpha", nil)
+	if err != nil || len(got.Adapters) != 0 {
+		t.Fatalf("the new alpha ran with %+v (%v); the adapter was checked against the old one", got.Adapters, err)
+	}
+	if list, _ := cat.Svc.Adapters(ctx, "alpha"); len(list) != 0 {
+		t.Fatalf("the new alpha lists %+v", list)
+	}
+}
