@@ -49,10 +49,21 @@ type reply struct {
 	Error  *wireError       `json:"error,omitempty"`
 }
 
-// hello is the worker's first stdout line.
+// hello is the worker's first stdout line. Kind is kindInvalidInput when the load failed
+// because of the files asked for (a projector made for another model), "" otherwise.
 type hello struct {
 	Info  *llm.ModelInfo `json:"info,omitempty"`
 	Error string         `json:"error,omitempty"`
+	Kind  string         `json:"kind,omitempty"`
+}
+
+// LoadError is the hello line of a worker whose model did not load with err.
+func LoadError(err error) any {
+	h := hello{Error: err.Error()}
+	if errors.Is(err, llm.ErrInvalidInput) {
+		h.Kind = kindInvalidInput
+	}
+	return h
 }
 
 // wireError carries a typed engine error across the socket.
@@ -124,18 +135,32 @@ var (
 	// always comes with llm.ErrEngineFailure.
 	ErrWorkerExited = errors.New("worker exited")
 	// ErrLoad matches a load the worker refused with an error of its own (a missing, unreadable
-	// or malformed model file). It always comes with llm.ErrEngineFailure.
+	// or malformed model file). It comes with llm.ErrEngineFailure, or with llm.ErrInvalidInput
+	// when the files were asked for wrongly (a projector made for another model: a 400).
 	ErrLoad = errors.New("model load failed")
 )
 
 // failure is an llm.ErrEngineFailure that also matches a kind: ErrWorkerExited or ErrLoad.
+// With input set it is an llm.ErrInvalidInput instead, its message the worker's own.
 type failure struct {
-	kind error
-	msg  string
+	kind  error
+	msg   string
+	input bool
 }
 
-func (e *failure) Error() string   { return llm.ErrEngineFailure.Error() + ": " + e.msg }
-func (e *failure) Unwrap() []error { return []error{llm.ErrEngineFailure, e.kind} }
+func (e *failure) Error() string {
+	if e.input {
+		return e.msg
+	}
+	return llm.ErrEngineFailure.Error() + ": " + e.msg
+}
+
+func (e *failure) Unwrap() []error {
+	if e.input {
+		return []error{llm.ErrInvalidInput, e.kind}
+	}
+	return []error{llm.ErrEngineFailure, e.kind}
+}
 
 func workerFailure(kind error, format string, args ...any) error {
 	return &failure{kind: kind, msg: fmt.Sprintf(format, args...)}
