@@ -78,8 +78,10 @@ const (
 	kindContextLength = "context_length"
 	kindInvalidInput  = "invalid_input"
 	kindUnsupported   = "unsupported_model"
-	kindEngine        = "engine"
-	kindModelFault    = "model_fault" // llm.ErrModelFault: the model's fault, not the prompt's
+	// kindUnsupportedInput is llm.ErrUnsupportedInput: media the model cannot take.
+	kindUnsupportedInput = "unsupported_input"
+	kindEngine           = "engine"
+	kindModelFault       = "model_fault" // llm.ErrModelFault: the model's fault, not the prompt's
 	// kindFatal is an engine failure after which the engine is beyond repair: the worker exits
 	// right after answering, and the client starts a new one.
 	kindFatal = "fatal"
@@ -92,6 +94,8 @@ func toWire(err error) *wireError {
 		return &wireError{Kind: kindContextLength, Message: err.Error(), PromptTokens: cl.PromptTokens, ContextLength: cl.ContextLength}
 	case errors.Is(err, llm.ErrUnsupportedModel):
 		return &wireError{Kind: kindUnsupported, Message: err.Error()}
+	case errors.Is(err, llm.ErrUnsupportedInput):
+		return &wireError{Kind: kindUnsupportedInput, Message: err.Error()}
 	case errors.Is(err, llm.ErrInvalidInput):
 		return &wireError{Kind: kindInvalidInput, Message: err.Error()}
 	case errors.Is(err, llm.ErrModelFault):
@@ -107,6 +111,8 @@ func (w *wireError) err() error {
 		return &llm.ContextLengthError{PromptTokens: w.PromptTokens, ContextLength: w.ContextLength}
 	case kindUnsupported:
 		return remoteError{sentinel: llm.ErrUnsupportedModel, msg: w.Message}
+	case kindUnsupportedInput:
+		return remoteError{sentinel: llm.ErrUnsupportedInput, msg: w.Message}
 	case kindInvalidInput:
 		return remoteError{sentinel: llm.ErrInvalidInput, msg: w.Message}
 	case kindModelFault:
