@@ -302,8 +302,9 @@ func TestPseudoTokens(t *testing.T) {
 	}
 }
 
-// TestMediaSpans: a common prefix ending inside a chunk rounds down to its start, text stops
-// before a chunk, and a chunk is found by its start.
+// TestMediaSpans: a common prefix ending inside a chunk rounds down to its start (as the
+// lanes, copies and the disk cache see it: reusable), text stops before a chunk, and a chunk is
+// found by its start.
 func TestMediaSpans(t *testing.T) {
 	m := &promptMedia{spans: []mediaSpan{{start: 5, n: 16}, {start: 30, n: 4}}}
 	for _, c := range []struct{ in, want int }{{0, 0}, {5, 5}, {6, 5}, {20, 5}, {21, 21}, {29, 29}, {31, 30}, {34, 34}} {
@@ -321,6 +322,18 @@ func TestMediaSpans(t *testing.T) {
 	}
 	if s := m.spanAt(6); s != nil {
 		t.Errorf("spanAt(6) = %+v, want none", s)
+	}
+	// A lane holding the first 10 positions (5 of them inside the first chunk) serves 5.
+	prompt := make([]int, 40)
+	for i := range prompt {
+		prompt[i] = i
+	}
+	j := &job{req: &llm.Request{}, prompt: prompt, media: m}
+	if got := reusable(&lane{}, prompt[:10], j); got != 5 {
+		t.Errorf("reusable inside a chunk = %d, want its start 5", got)
+	}
+	if got := reusable(&lane{}, prompt[:21], j); got != 21 {
+		t.Errorf("reusable after a whole chunk = %d, want 21", got)
 	}
 	var none *promptMedia
 	if none.roundDown(7) != 7 || none.textEnd(1, 9) != 9 || none.spanAt(0) != nil {
