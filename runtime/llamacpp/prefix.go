@@ -168,9 +168,7 @@ func (e *Engine) start(l *lane, j *job, common int) {
 	j.out.put(llm.Event{Started: &llm.Started{PromptTokens: len(j.prompt), CachedTokens: common, Lane: l.id,
 		RestoredTokens: j.kv.restored, CacheMiss: j.kv.miss}})
 	for _, t := range j.prompt[max(0, len(j.prompt)-llm.RepeatLastN):] {
-		if t >= 0 { // a media position's pseudo token is no token to penalize
-			j.sampler.Accept(t)
-		}
+		j.sampler.Accept(t) // it ignores a media position's pseudo token (negative)
 	}
 	if j.maxTokens <= 0 {
 		e.finish(l, llm.FinishLength)
