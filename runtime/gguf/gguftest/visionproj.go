@@ -131,7 +131,7 @@ func addClipSizes(w *Writer, modality string, s clipSizes) {
 	w.AddUint32(p+"projection_dim", uint32(s.projection))
 }
 
-// clipTensors adds an encoder's F32 tensors, each random one from its own stream of the seed.
+// clipTensors adds an encoder's tensors, each random one from its own stream of the seed.
 type clipTensors struct {
 	w     *Writer
 	seed  uint64
