@@ -81,6 +81,9 @@ func sniffAudio(data []byte, declared string) (string, error) {
 		return "", invalid("%s is not a supported audio type; %s", declared, audioFormatsHint)
 	}
 	got := audioMagic(data)
+	if got == "" && (want == formatWAV || bytes.HasPrefix(data, []byte("RIFF"))) {
+		got = formatWAV // let the WAV parser name the header field that is wrong
+	}
 	if got == "" {
 		seen := describeSniffed(http.DetectContentType(data))
 		if known {
