@@ -104,10 +104,9 @@ func audioMagic(b []byte) string {
 		return formatWAV
 	case bytes.HasPrefix(b, []byte("fLaC")):
 		return formatFLAC
-	case len(b) >= 10 && string(b[0:3]) == "ID3":
-		// An ID3v2 tag (size: four 7-bit bytes) may precede MP3 frames or, rarely, FLAC.
-		end := 10 + (int(b[6]&0x7f)<<21 | int(b[7]&0x7f)<<14 | int(b[8]&0x7f)<<7 | int(b[9]&0x7f))
-		if end+4 <= len(b) && string(b[end:end+4]) == "fLaC" {
+	case id3End(b) > 0:
+		// An ID3v2 tag may precede MP3 frames or, rarely, FLAC.
+		if bytes.HasPrefix(b[id3End(b):], []byte("fLaC")) {
 			return formatFLAC
 		}
 		return formatMP3
@@ -115,6 +114,15 @@ func audioMagic(b []byte) string {
 		return formatMP3
 	}
 	return ""
+}
+
+// id3End is where the ID3v2 tag at the start of b ends (its size is four 7-bit bytes after a
+// 10-byte header), or 0 when b has none.
+func id3End(b []byte) int {
+	if len(b) < 10 || string(b[0:3]) != "ID3" {
+		return 0
+	}
+	return min(len(b), 10+(int(b[6]&0x7f)<<21|int(b[7]&0x7f)<<14|int(b[8]&0x7f)<<7|int(b[9]&0x7f)))
 }
 
 // guard runs a third-party decoder, turning a panic on hostile bytes into a refusal.
@@ -227,7 +235,8 @@ func decodeMP3(data []byte, maxSeconds int) ([]float32, error) {
 }
 
 func decodeFLAC(data []byte, maxSeconds int) ([]float32, error) {
-	stream, err := flac.New(bytes.NewReader(data))
+	// The decoder's own ID3 skipping loses the bytes it buffered past the tag: skip it here.
+	stream, err := flac.New(bytes.NewReader(data[id3End(data):]))
 	if err != nil {
 		return nil, invalid("damaged FLAC: %v", err)
 	}

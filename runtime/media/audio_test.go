@@ -218,6 +218,45 @@ func TestDecodeFLAC(t *testing.T) {
 	mustRefuse(t, err, true, "FLAC audio is 2s long", "limit is 1 seconds")
 }
 
+// id3Tag is an ID3v2.4 tag holding one text frame, padded to size bytes after its header.
+func id3Tag(size int) []byte {
+	tag := []byte{'I', 'D', '3', 4, 0, 0, byte(size >> 21 & 0x7f), byte(size >> 14 & 0x7f), byte(size >> 7 & 0x7f), byte(size & 0x7f)}
+	frame := append([]byte("TIT2\x00\x00\x00\x06\x00\x00\x03tone\x00"), make([]byte, size)...)
+	return append(tag, frame[:size]...)
+}
+
+func TestAudioAfterAnID3Tag(t *testing.T) {
+	// 300 bytes of tag: its size bytes (0, 0, 2, 44) only add up right with the 10-byte header
+	// added after the 7-bit fields are joined.
+	flacData := append(id3Tag(300), encodeFLAC(t, sine(16000, 1, 440, 16000, 0.5), 16000)...)
+	m, err := DecodeAudio(flacData, "", Limits{})
+	if err != nil {
+		t.Fatalf("FLAC after an ID3 tag: %v", err)
+	}
+	checkTone(t, m, 1, 440, 0.5)
+	mp3Data := append(id3Tag(300), readFixture(t, "sine1k-44k-stereo.mp3")...)
+	m, err = DecodeAudio(mp3Data, "audio/mpeg", Limits{})
+	if err != nil {
+		t.Fatalf("MP3 after an ID3 tag: %v", err)
+	}
+	checkTone(t, m, 1, 1000, 0.125)
+}
+
+func TestResamplerBankStaysSmallForOddRates(t *testing.T) {
+	// An odd rate has as many exact phases as the output rate (16000); the bank is quantized
+	// instead, so a hostile header cannot make it cost seconds to build.
+	for _, rate := range []int{191999, 44101, 8001} {
+		r := newResampler(rate, llm.AudioSampleRate)
+		taps := 0
+		for _, p := range r.bank {
+			taps += len(p)
+		}
+		if taps > maxBankTaps || len(r.bank) < 400 {
+			t.Errorf("%d Hz: %d phases, %d taps; want at least 400 phases within %d taps", rate, len(r.bank), taps, maxBankTaps)
+		}
+	}
+}
+
 func TestDurationOfAnImageIsZero(t *testing.T) {
 	if d := Duration(llm.Media{Kind: llm.MediaImage, PCM: make([]byte, 64)}); d != 0 {
 		t.Errorf("Duration(image) = %v", d)
