@@ -137,8 +137,12 @@ func TestTruncatedJPEG(t *testing.T) {
 	if _, err := DecodeImage(whole, "image/jpeg", Limits{}); err != nil {
 		t.Fatalf("the whole JPEG: %v", err)
 	}
+	// Cut in its entropy-coded data, the decoder finds the Huffman data short; cut in its
+	// headers, it meets the end of the file.
 	_, err := DecodeImage(whole[:len(whole)/2], "image/jpeg", Limits{})
-	mustRefuse(t, err, false, "truncated or damaged JPEG")
+	mustRefuse(t, err, false, "truncated or damaged JPEG", "short Huffman data")
+	_, err = DecodeImage(whole[:200], "image/jpeg", Limits{})
+	mustRefuse(t, err, false, "truncated or damaged JPEG: the file ends too soon")
 }
 
 func TestDecodeJPEGColors(t *testing.T) {

@@ -81,6 +81,8 @@ func TestFetchRefusesLocalAddressesEvenWithAllowRemote(t *testing.T) {
 		{"http://[fe80::1%25lo]/", "a link-local address"},
 		{"http://0.0.0.0" + port + "/img.png", "an unspecified address"},
 		{"http://[::]" + port + "/img.png", "an unspecified address"},
+		{"http://[::ffff:0.0.0.0]" + port + "/img.png", "an unspecified address"},
+		{"http://0.1.2.3" + port + "/img.png", "an unspecified address"},
 		{"http://224.0.0.251/", "a link-local address"}, // mDNS: link-local multicast
 		{"http://239.1.2.3/", "a multicast address"},
 		{"http://[ff05::2]/", "a multicast address"},
@@ -125,7 +127,12 @@ func TestFetchLimits(t *testing.T) {
 	})
 	mux.HandleFunc("/loop", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/loop", http.StatusFound) })
 	mux.HandleFunc("/missing", http.NotFound)
-	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		select { // answers nothing before the fetch gives up (or, were there no limit, in 5 s)
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	r := permitting(Limits{MaxBytes: 1024, MaxRedirects: 3, FetchTimeout: 200 * time.Millisecond}, srv)
@@ -164,7 +171,8 @@ func TestResolveAudioPartsAndSchemes(t *testing.T) {
 	mustRefuse(t, err, false, "input[2]: the audio part has no data")
 	huge := "data:image/png;base64," + strings.Repeat("A", 2048)
 	_, err = Resolver{Limits: Limits{MaxBytes: 1000}}.Resolve(context.Background(), llm.MediaPart{URL: huge})
-	mustRefuse(t, err, true, "limit is")
+	// Refused from the URL's length, before its base64 is decoded.
+	mustRefuse(t, err, true, "the image is about 2 KiB", "limit is 1000 bytes")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := (Resolver{}).Resolve(ctx, llm.MediaPart{Data: wav}); err != context.Canceled {
