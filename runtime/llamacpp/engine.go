@@ -104,6 +104,8 @@ type Engine struct {
 
 	// disk saves and restores prefixes (Options.KVDir) and keeps miss reasons (kvdisk.go).
 	disk *kvDisk
+	// lora is the LoRA adapters loaded for the model (lora.go).
+	lora loraState
 }
 
 var backendOnce sync.Once
@@ -206,6 +208,7 @@ func Load(opts Options) (*Engine, error) {
 		batchSize: opts.BatchSize,
 		chars:     meta.chars,
 	}
+	e.lora.init()
 	if err := e.loadSpec(opts, modelParams, meta.embeds); err != nil {
 		batch.Free()
 		llama.FreeModel(model)
@@ -344,9 +347,15 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 	if err != nil {
 		return err
 	}
+	adapters, err := e.adaptersFor(ctx, req)
+	if err != nil {
+		return err
+	}
+	defer e.releaseSet(adapters)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	j := newJob(ctx, req, prompt, e)
+	j.adapters, j.partition = adapters, adapters.partition(req.CachePartition)
 	j.shared = e.sharedTokens(ctx, req, prompt)
 	if grammar != nil {
 		j.grammar = grammar
@@ -433,6 +442,7 @@ func (e *Engine) Close() error {
 		if e.batch != nil {
 			e.batch.Free()
 		}
+		e.closeAdapters()
 		e.spec.draft.close()
 		llama.FreeModel(e.model)
 	})

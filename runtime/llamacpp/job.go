@@ -48,6 +48,10 @@ type job struct {
 	shared int
 	// kv is what the cache did for the job (restored tokens, miss reason).
 	kv kvNote
+	// adapters is the LoRA set the job runs with (nil: the bare model); partition is its
+	// cache partition: the request's, and the set's (adapterSet.partition).
+	adapters  *adapterSet
+	partition string
 
 	submitted, started, firstToken time.Time
 }
@@ -65,6 +69,7 @@ func newJob(ctx context.Context, req *llm.Request, prompt []int, e *Engine) *job
 		text:      llm.NewTextStream(req.Stop),
 		out:       newMailbox(),
 		maxTokens: maxTokens,
+		partition: req.CachePartition,
 		submitted: time.Now(),
 		logprobs:  sampling.WantsLogprobs(req),
 		top:       req.TopLogprobs,
