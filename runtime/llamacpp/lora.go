@@ -61,13 +61,14 @@ type loraState struct {
 	applied    string      // the adapterSet.context of the set the context computes with
 	appliedSet *adapterSet // and the set itself (nil: none)
 	embeddings bool        // the context's embeddings flag (setContextAdapters)
+	decoded    bool        // the flag the last llama_decode ran with
 	turn       int         // which set goes first next tick
 }
 
 // init readies the state; the engine's context starts with embeddings on (ollama's llama
 // package creates every context so).
 func (s *loraState) init() {
-	s.loaded, s.wake, s.embeddings = map[string]*loraAdapter{}, make(chan struct{}, 1), true
+	s.loaded, s.wake, s.embeddings, s.decoded = map[string]*loraAdapter{}, make(chan struct{}, 1), true, true
 }
 
 // adapterSet is the adapters one generation runs with, sorted by path, at their scales.

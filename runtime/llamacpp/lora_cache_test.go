@@ -121,3 +121,39 @@ func TestReusableAcrossSets(t *testing.T) {
 		}
 	}
 }
+
+// TestLaneGroupsTakeTurns: busy lanes group by adapter set (idle ones in none), and the group
+// that goes first (and so takes the prefill budget first) changes every tick.
+func TestLaneGroupsTakeTurns(t *testing.T) {
+	setA := &adapterSet{context: "1@1 "}
+	setB := &adapterSet{context: "2@1 "}
+	sets := []*adapterSet{setA, nil, setA, setB, nil}
+	e := &Engine{}
+	for i, s := range sets {
+		l := &lane{id: i}
+		if i != 4 {
+			l.job = &job{adapters: s}
+		}
+		e.lanes = append(e.lanes, l)
+	}
+	firsts := map[string]bool{}
+	for range 3 {
+		groups := e.laneGroups()
+		if len(groups) != 3 {
+			t.Fatalf("%d groups, want 3 (A, bare, B)", len(groups))
+		}
+		lanes := map[string][]int{}
+		for _, g := range groups {
+			for _, l := range g.lanes {
+				lanes[setContext(g.set)] = append(lanes[setContext(g.set)], l.id)
+			}
+		}
+		if len(lanes[setA.context]) != 2 || len(lanes[""]) != 1 || len(lanes[setB.context]) != 1 {
+			t.Errorf("groups %v, want A: lanes 0 and 2, bare: lane 1, B: lane 3", lanes)
+		}
+		firsts[setContext(groups[0].set)] = true
+	}
+	if len(firsts) != 3 {
+		t.Errorf("over three ticks the first group was %v, want each set once", firsts)
+	}
+}

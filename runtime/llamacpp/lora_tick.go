@@ -41,6 +41,9 @@ func (e *Engine) tick() {
 		if !ok {
 			return
 		}
+		if c.decodeRows+c.prefillRows > 0 {
+			e.lora.decoded = e.lora.embeddings
+		}
 		prefill -= c.prefillRows
 		sum.add(c)
 	}
@@ -123,7 +126,10 @@ func (e *Engine) applyAdapters(set *adapterSet) {
 			applied = append(applied, appliedLoRA{handle: a.handle, scale: set.scales[i]})
 		}
 	}
-	e.lora.embeddings = !e.lora.embeddings
+	// Opposite to the flag of the last decode, not the current one: two changes before a
+	// decode (an adapter freed, then loaded again) would otherwise cancel out, and the last
+	// graph, with the freed adapter in it, would run again.
+	e.lora.embeddings = !e.lora.decoded
 	setContextAdapters(e.lctx, applied, e.lora.embeddings)
 	e.lora.applied, e.lora.appliedSet = want, set
 }
