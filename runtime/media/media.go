@@ -121,7 +121,10 @@ func Duration(m llm.Media) time.Duration {
 
 // mib formats a byte count for messages.
 func mib(n int64) string {
-	if n < 1<<20 {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1<<20:
 		return fmt.Sprintf("%d KiB", (n+1023)>>10)
 	}
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))

@@ -101,11 +101,9 @@ func (r Resolver) fetch(ctx context.Context, url, kind string, lim Limits) ([]by
 	dialer := &net.Dialer{Timeout: lim.FetchTimeout, Control: r.refuseAddress}
 	client := &http.Client{
 		Transport: &http.Transport{
-			Proxy:                 nil, // a proxy would dial on our behalf, past the address check
-			DialContext:           dialer.DialContext,
-			TLSHandshakeTimeout:   lim.FetchTimeout,
-			ResponseHeaderTimeout: lim.FetchTimeout,
-			DisableKeepAlives:     true,
+			Proxy:             nil, // a proxy would dial on our behalf, past the address check
+			DialContext:       dialer.DialContext,
+			DisableKeepAlives: true,
 		},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) > lim.MaxRedirects {
@@ -144,10 +142,11 @@ func (r Resolver) fetch(ctx context.Context, url, kind string, lim Limits) ([]by
 // the limit, anything else as the server being unreachable.
 func fetchError(ctx context.Context, kind string, lim Limits, err error) error {
 	var ref *refusal
+	var netErr net.Error
 	switch {
 	case errors.As(err, &ref):
 		return ref
-	case ctx.Err() == context.DeadlineExceeded:
+	case ctx.Err() == context.DeadlineExceeded || (errors.As(err, &netErr) && netErr.Timeout()):
 		return invalid("fetching the %s URL took longer than %s, the limit; send the %s inline instead", kind, lim.FetchTimeout, kind)
 	case ctx.Err() != nil:
 		return ctx.Err()
