@@ -2,11 +2,13 @@ package core_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,11 +30,13 @@ func loraCatalog(t *testing.T) (*servertest.Catalog, string) {
 	return cat, t.TempDir()
 }
 
+var chatSeq atomic.Int64 // request ids, unique in each test's store
+
 // chatOn runs one chat turn on model with the request's adapters and returns what the fake
 // worker was asked to run.
 func chatOn(t *testing.T, cat *servertest.Catalog, model string, adapters []llm.AdapterRef) (llm.Request, error) {
 	t.Helper()
-	req := &core.ChatRequest{ID: "chatcmpl-lora", Model: model, Messages: []chat.Message{{Role: "user", Content: "hi"}}}
+	req := &core.ChatRequest{ID: fmt.Sprintf("chatcmpl-lora-%d", chatSeq.Add(1)), Model: model, Messages: []chat.Message{{Role: "user", Content: "hi"}}}
 	req.Generation.MaxTokens = 4
 	req.Generation.Adapters = adapters
 	if _, err := cat.Svc.Chat(t.Context(), req, func(int, llm.Event) error { return nil }); err != nil {
@@ -185,10 +189,10 @@ func TestLoRALoadChecksTheFile(t *testing.T) {
 		{"a directory", sub, 1, []string{"not a regular file"}},
 		{"not .gguf", write("a.bin", "x"), 1, []string{"not a .gguf file"}},
 		{"not GGUF", secret, 1, []string{secret, "not a readable GGUF file"}},
-		{"a model", model, 1, []string{"not a LoRA adapter", `general.type is ""`}},
+		{"a model", model, 1, []string{model, alpha.Path, "not a LoRA adapter", `general.type is "model"`}},
 		{"another width", wide, 1, []string{wide, alpha.Path, "blk.0.attn_q.weight", "[128 128]", "[64 64]"}},
-		{"another architecture", other, 1, []string{other, alpha.Path, `"qwen2"`, `"llama"`}},
-		{"more blocks", deep, 1, []string{deep, alpha.Path, "blk.2.attn_q.weight", "does not have"}},
+		{"another architecture", other, 1, []string{other, alpha.Path, "for qwen2 models but the model is llama"}},
+		{"more blocks", deep, 1, []string{deep, alpha.Path, "blk.2.attn_q.weight", "which the model lacks"}},
 		{"unknown name", "no-such-adapter", 1, []string{"neither an absolute path nor a catalog adapter"}},
 		{"a catalog model", "beta", 1, []string{"beta is a model, not a LoRA adapter"}},
 		{"NaN scale", wide, math.NaN(), []string{"scale is NaN"}},
