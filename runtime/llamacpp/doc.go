@@ -40,4 +40,9 @@
 // than any lane's has it restored instead of prefilled. Files are written atomically and
 // checked (crc32c) before use, the folder is capped at Options.KVDiskMax (least recently used
 // first), and Started/Done say how many tokens came back and why a prompt missed the cache.
+//
+// With Options.ProjectorPath the engine takes images and audio (media.go): llama.cpp's mtmd
+// turns each into chunks, whose positions ride in the prompt as negative pseudo tokens keyed by
+// the content's hash (so the prefix cache matches a re-sent image), and the loop evaluates each
+// chunk whole as an embedding batch after the tick's text batch (media_loop.go).
 package llamacpp

@@ -48,6 +48,8 @@ type job struct {
 	shared int
 	// kv is what the cache did for the job (restored tokens, miss reason).
 	kv kvNote
+	// media is the prompt's images and clips (media.go); nil for a text prompt.
+	media *promptMedia
 
 	submitted, started, firstToken time.Time
 }
@@ -88,6 +90,8 @@ type mailbox struct {
 	notify   chan struct{}
 	// end is closed when the job finishes, so a reader pacing its events stops waiting.
 	end chan struct{}
+	// onEnd, when set, runs once as the job finishes (the loop lets go of the job's media).
+	onEnd func()
 }
 
 func newMailbox() *mailbox { return &mailbox{notify: make(chan struct{}, 1), end: make(chan struct{})} }
@@ -101,12 +105,16 @@ func (m *mailbox) put(ev llm.Event) {
 
 func (m *mailbox) finish(err error) {
 	m.mu.Lock()
-	if !m.finished {
+	first := !m.finished
+	if first {
 		close(m.end)
 	}
 	m.finished, m.err = true, err
 	m.mu.Unlock()
 	m.wake()
+	if first && m.onEnd != nil {
+		m.onEnd()
+	}
 }
 
 // ended reports whether the job has finished (its last events may still wait to be taken).

@@ -79,6 +79,10 @@ func newKVDisk(opts Options, e *Engine) *kvDisk {
 		return d
 	}
 	d.model, d.settings = model, kvSettings(st, e.info)
+	if e.proj != nil {
+		// Media positions' KV comes from the projector's embeddings.
+		d.settings += " " + e.proj.identity
+	}
 	limit := opts.KVDiskMax
 	if limit <= 0 {
 		limit = DefaultKVDiskMax

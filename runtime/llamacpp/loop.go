@@ -163,7 +163,8 @@ func (e *Engine) tick() {
 			continue
 		}
 		from := len(l.cache)
-		to := min(len(l.job.prompt), from+e.batchSize-rows)
+		// Text stops before a media chunk; evalMedia evaluates the chunk whole.
+		to := l.job.media.textEnd(from, min(len(l.job.prompt), from+e.batchSize-rows))
 		for i := from; i < to; i++ {
 			last := i == len(l.job.prompt)-1
 			if last {
@@ -175,6 +176,7 @@ func (e *Engine) tick() {
 		l.fed = append(l.fed, l.job.prompt[from:to]...)
 	}
 	if rows == 0 {
+		e.evalMedia()
 		return
 	}
 	began := time.Now()
@@ -203,4 +205,5 @@ func (e *Engine) tick() {
 		}
 	}
 	e.stats.observe(decodeRows, decodeRows-unused, rows-decodeRows, e.batchSize, elapsed)
+	e.evalMedia()
 }

@@ -45,6 +45,9 @@ type Options struct {
 	KVDir          string
 	KVDiskMax      int64
 	FlashAttention string
+	// ProjectorPath is the model's multimodal projector (mmproj GGUF), "" for none: the worker
+	// gets --mmproj and takes images or audio (llamacpp.Options.ProjectorPath).
+	ProjectorPath string
 	// Log receives the worker's stderr (llama.cpp's log); nil discards it.
 	Log io.Writer
 	// StartTimeout bounds loading the model; 0 means 5 minutes.
@@ -522,6 +525,7 @@ func (o Options) args(socket string) []string {
 	}
 	for _, f := range []struct{ flag, value string }{
 		{"--speculative", o.Speculative}, {"--draft-model", o.DraftModelPath}, {"--kv-dir", o.KVDir}, {"--flash-attn", o.FlashAttention},
+		{"--mmproj", o.ProjectorPath},
 	} {
 		if f.value != "" {
 			args = append(args, f.flag, f.value)
