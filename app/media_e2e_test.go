@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"image/color"
 	"net/http"
 	"net/url"
 	"os"
@@ -68,20 +67,21 @@ func mediaModels(t *testing.T) (srvURL, vision, audio string) {
 // TestMediaThroughTheSDKs: on the real engine with real (random-weight) projectors, an image
 // changes the greedy reply through openai-go, anthropic-sdk-go and the ollama client, and two
 // different images give different replies; an audio clip changes it through openai-go's
-// input_audio; the clip's positions count in prompt_tokens; a re-sent image is served warm;
+// input_audio (two tones, two replies); the clip's positions count in prompt_tokens; a re-sent image is served warm;
 // the same image to a model without a projector is a 400 unsupported_input.
 func TestMediaThroughTheSDKs(t *testing.T) {
 	srvURL, vision, audio := mediaModels(t)
 	ctx := context.Background()
-	red := servertest.PNG(32, 32, color.RGBA{255, 0, 0, 255})
-	blue := servertest.PNG(32, 32, color.RGBA{0, 0, 255, 255})
-	const text = "Once upon a time"
+	red, blue := servertest.NoisePNG(40, 30, 1), servertest.NoisePNG(40, 30, 2)
+	// Each clip sits inside the text: the test model has no chat template, so the fallback
+	// renders a lone user message bare, and a prompt must end with text.
+	const before, after = "Once upon a time", " there was a little girl who"
 
 	oa := sdk(srvURL)
 	chatWith := func(model string, parts ...openai.ChatCompletionContentPartUnionParam) *openai.ChatCompletion {
 		t.Helper()
-		res, err := oa.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: model, MaxTokens: openai.Int(16), Temperature: openai.Float(0),
-			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(append([]openai.ChatCompletionContentPartUnionParam{openai.TextContentPart(text)}, parts...))}})
+		res, err := oa.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: model, MaxTokens: openai.Int(24), Temperature: openai.Float(0),
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(append(append([]openai.ChatCompletionContentPartUnionParam{openai.TextContentPart(before)}, parts...), openai.TextContentPart(after)))}})
 		if err != nil {
 			t.Fatalf("%s: %v", model, err)
 		}
@@ -90,7 +90,7 @@ func TestMediaThroughTheSDKs(t *testing.T) {
 	image := func(png []byte) openai.ChatCompletionContentPartUnionParam {
 		return openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: servertest.DataURL("image/png", png)})
 	}
-	plain, withRed, withBlue := chatWith(vision), chatWith(vision, image(red)), chatWith(vision, image(blue))
+	plain, withRed, again, withBlue := chatWith(vision), chatWith(vision, image(red)), chatWith(vision, image(red)), chatWith(vision, image(blue))
 	if withRed.Choices[0].Message.Content == plain.Choices[0].Message.Content || withRed.Choices[0].Message.Content == withBlue.Choices[0].Message.Content {
 		t.Errorf("OpenAI replies: none %q, red %q, blue %q; want the image to change it", plain.Choices[0].Message.Content,
 			withRed.Choices[0].Message.Content, withBlue.Choices[0].Message.Content)
@@ -98,7 +98,6 @@ func TestMediaThroughTheSDKs(t *testing.T) {
 	if withRed.Usage.PromptTokens < plain.Usage.PromptTokens+16 {
 		t.Errorf("prompt_tokens %d with the image, %d without; want its positions counted", withRed.Usage.PromptTokens, plain.Usage.PromptTokens)
 	}
-	again := chatWith(vision, image(red))
 	if again.Choices[0].Message.Content != withRed.Choices[0].Message.Content || again.Usage.PromptTokensDetails.CachedTokens < withRed.Usage.PromptTokens-2 {
 		t.Errorf("re-sent image: reply %q (first %q), cached %d of %d", again.Choices[0].Message.Content, withRed.Choices[0].Message.Content,
 			again.Usage.PromptTokensDetails.CachedTokens, again.Usage.PromptTokens)
@@ -107,8 +106,8 @@ func TestMediaThroughTheSDKs(t *testing.T) {
 	an := anthropic.NewClient(aoption.WithBaseURL(srvURL), aoption.WithAPIKey("x"), aoption.WithMaxRetries(0))
 	message := func(blocks ...anthropic.ContentBlockParamUnion) string {
 		t.Helper()
-		res, err := an.Messages.New(ctx, anthropic.MessageNewParams{Model: anthropic.Model(vision), MaxTokens: 16,
-			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(append([]anthropic.ContentBlockParamUnion{anthropic.NewTextBlock(text)}, blocks...)...)}},
+		res, err := an.Messages.New(ctx, anthropic.MessageNewParams{Model: anthropic.Model(vision), MaxTokens: 24,
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(append(append([]anthropic.ContentBlockParamUnion{anthropic.NewTextBlock(before)}, blocks...), anthropic.NewTextBlock(after))...)}},
 			aoption.WithJSONSet("temperature", 0))
 		if err != nil {
 			t.Fatal(err)
@@ -129,8 +128,8 @@ func TestMediaThroughTheSDKs(t *testing.T) {
 		t.Helper()
 		no := false
 		var out string
-		err := ol.Generate(ctx, &ollama.GenerateRequest{Model: vision, Prompt: text, Stream: &no, Images: images,
-			Options: map[string]any{"temperature": 0, "num_predict": 16}}, func(r ollama.GenerateResponse) error { out += r.Response; return nil })
+		err := ol.Generate(ctx, &ollama.GenerateRequest{Model: vision, Prompt: before + after, Stream: &no, Images: images,
+			Options: map[string]any{"temperature": 0, "num_predict": 24}}, func(r ollama.GenerateResponse) error { out += r.Response; return nil })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,17 +141,18 @@ func TestMediaThroughTheSDKs(t *testing.T) {
 
 	clip := func(hz float64) openai.ChatCompletionContentPartUnionParam {
 		return openai.InputAudioContentPart(openai.ChatCompletionContentPartInputAudioInputAudioParam{
-			Data: servertest.Base64(servertest.WAV(1, hz)), Format: "wav"})
+			Data: servertest.Base64(servertest.WAV(5, hz)), Format: "wav"})
 	}
-	silent, low := chatWith(audio), chatWith(audio, clip(220))
-	if low.Choices[0].Message.Content == silent.Choices[0].Message.Content || low.Usage.PromptTokens <= silent.Usage.PromptTokens {
-		t.Errorf("audio: reply %q (without %q), prompt_tokens %d (without %d)", low.Choices[0].Message.Content, silent.Choices[0].Message.Content,
-			low.Usage.PromptTokens, silent.Usage.PromptTokens)
+	silent, low, high := chatWith(audio), chatWith(audio, clip(220)), chatWith(audio, clip(1760))
+	if reply := low.Choices[0].Message.Content; reply == silent.Choices[0].Message.Content || reply == high.Choices[0].Message.Content ||
+		low.Usage.PromptTokens <= silent.Usage.PromptTokens {
+		t.Errorf("audio: reply %q (without %q, 1760 Hz %q), prompt_tokens %d (without %d)", reply, silent.Choices[0].Message.Content,
+			high.Choices[0].Message.Content, low.Usage.PromptTokens, silent.Usage.PromptTokens)
 	}
 
 	// The audio model has no vision: its engine says so, and the image is refused by name.
 	_, err := oa.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: audio, MaxTokens: openai.Int(4),
-		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{image(red)})}})
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{image(red), openai.TextContentPart(after)})}})
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Code != "unsupported_input" || !strings.Contains(apiErr.Message, "messages[0].content[0] is an image") {
 		t.Errorf("image to the audio model: %v", err)

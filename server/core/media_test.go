@@ -11,6 +11,7 @@ import (
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/enginetest"
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/runtime/media"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/servertest"
 )
@@ -186,5 +187,34 @@ func TestMediaEngineFactsWin(t *testing.T) {
 	_, err := chatOn(core.New(core.Config{}, nil, fwd), chat.Message{Role: "user", Content: "x", Media: []llm.MediaPart{img}})
 	if !errors.Is(err, llm.ErrUnsupportedInput) || !strings.Contains(err.Error(), "forwarding engine") || len(echo.Chats()) != 0 {
 		t.Errorf("image to a forwarded model: %v (%d chats reached it)", err, len(echo.Chats()))
+	}
+}
+
+// TestMediaLimitsConfig: the core's media limits are what decodes: with AllowRemote
+// (--allow-remote-media) a URL is fetched, and one at this machine is still refused; MaxBytes
+// and MaxParts bound a part's file and a request's parts.
+func TestMediaLimitsConfig(t *testing.T) {
+	png := servertest.PNG(8, 8, color.RGBA{1, 2, 3, 255})
+	for _, tt := range []struct {
+		name  string
+		cfg   core.Config
+		media []llm.MediaPart
+		msg   string
+	}{
+		{"remote on, loopback refused", core.Config{Media: media.Limits{AllowRemote: true}},
+			[]llm.MediaPart{{Kind: llm.MediaImage, URL: "http://127.0.0.1:9/cat.png", Where: "images[0]"}}, "images[0]: the media URL leads to 127.0.0.1"},
+		{"max bytes", core.Config{Media: media.Limits{MaxBytes: int64(len(png)) - 1}},
+			[]llm.MediaPart{{Kind: llm.MediaImage, Data: png, Where: "images[0]"}}, "images[0]: "},
+		{"max parts", core.Config{Media: media.Limits{MaxParts: 1}},
+			[]llm.MediaPart{{Kind: llm.MediaImage, Data: png}, {Kind: llm.MediaImage, Data: png}}, "at most 1 are taken"},
+	} {
+		fake := enginetest.New(4096, "ok")
+		_, err := chatOn(core.New(tt.cfg, nil, mediaModel(t, fake, true, true)), chat.Message{Role: "user", Content: "x", Media: tt.media})
+		if !errors.Is(err, llm.ErrInvalidInput) || !strings.Contains(err.Error(), tt.msg) {
+			t.Errorf("%s: %v, want it to say %q", tt.name, err, tt.msg)
+		}
+		if tt.name == "max bytes" && !errors.Is(err, media.ErrTooLarge) {
+			t.Errorf("max bytes: %v does not match media.ErrTooLarge", err)
+		}
 	}
 }

@@ -25,6 +25,27 @@ func PNG(w, h int, c color.RGBA) []byte {
 	return buf.Bytes()
 }
 
+// NoisePNG is a w×h PNG of pseudo-random pixels from seed: two seeds give two different
+// images to an encoder, as two photos would.
+func NoisePNG(w, h int, seed uint32) []byte {
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	x := seed*2654435761 + 1
+	for i := 0; i < len(img.Pix); i++ {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		img.Pix[i] = byte(x)
+		if i%4 == 3 {
+			img.Pix[i] = 255 // opaque
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		panic(err)
+	}
+	return buf.Bytes()
+}
+
 // WAV is a 16 kHz mono 16-bit PCM WAV file of a sine at hz, seconds long.
 func WAV(seconds, hz float64) []byte {
 	const rate = 16000
