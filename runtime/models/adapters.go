@@ -18,15 +18,25 @@ import (
 // llm.ErrInvalidInput (a 400: the client named the wrong thing).
 var ErrIsAdapter = fmt.Errorf("%w: a LoRA adapter is not a model", llm.ErrInvalidInput)
 
-// adapterError says what to do with an adapter named as a model.
+// adapterError says what to do with an adapter named as a model. It is ErrIsAdapter without
+// repeating its words.
 func adapterError(e *Entry) error {
-	if e.BaseModel == "" {
-		return fmt.Errorf("%w: %q is a LoRA adapter; name its base model as the model and this adapter in \"lora\": [{\"id\": %q}] (superfluid list shows the adapters under their models)",
-			ErrIsAdapter, e.ID, e.ID)
+	use := fmt.Sprintf("name this adapter in \"lora\": [{\"id\": %q}] (superfluid list shows the adapters under their models)", e.ID)
+	if e.BaseModel != "" {
+		use = fmt.Sprintf("name %s as the model and this adapter in \"lora\": [{\"id\": %q}]", e.BaseModel, e.ID)
 	}
-	return fmt.Errorf("%w: %q is a LoRA adapter of %s; name %s as the model and this adapter in \"lora\": [{\"id\": %q}]",
-		ErrIsAdapter, e.ID, e.BaseModel, e.BaseModel, e.ID)
+	of := ""
+	if e.BaseModel != "" {
+		of = " of " + e.BaseModel
+	}
+	return adapterRefusal{fmt.Errorf("%w: %q is a LoRA adapter%s, not a model; %s", llm.ErrInvalidInput, e.ID, of, use)}
 }
+
+// adapterRefusal is an error that is ErrIsAdapter (and llm.ErrInvalidInput, through its cause).
+type adapterRefusal struct{ error }
+
+func (r adapterRefusal) Unwrap() error      { return r.error }
+func (adapterRefusal) Is(target error) bool { return target == ErrIsAdapter }
 
 // IsAdapter reports whether the entry is a LoRA adapter rather than a model.
 func (e *Entry) IsAdapter() bool { return e.Kind == KindAdapter }
