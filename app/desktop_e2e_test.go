@@ -154,7 +154,6 @@ func TestDesktopController(t *testing.T) {
 // the reason and the next one works; a model file deleted while listed shows as missing; closing
 // while a reply streams ends it promptly.
 func TestDesktopControllerFaults(t *testing.T) {
-	needStories(t)
 	cfg := testConfig(t, "")
 	cfg.ContextLength = 4096
 	a, err := Open(cfg)
@@ -186,17 +185,28 @@ func TestDesktopControllerFaults(t *testing.T) {
 		t.Fatalf("the next reply: %v", err)
 	}
 
-	// Closing while a reply streams.
-	started := make(chan struct{})
+	// Closing while a reply streams. The reply holds its first piece until the app has closed
+	// (or 5 s have passed, should Close wait for it), so it cannot finish inside Close's drain
+	// however fast the model is.
+	started, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
 		var once sync.Once
-		_, err := c.Chat(context.Background(), long, msgs, func(tray.Piece) { once.Do(func() { close(started) }) })
+		_, err := c.Chat(context.Background(), long, msgs, func(tray.Piece) {
+			once.Do(func() {
+				close(started)
+				select {
+				case <-release:
+				case <-time.After(5 * time.Second):
+				}
+			})
+		})
 		done <- err
 	}()
 	<-started
 	c.Close()
 	a.Close()
+	close(release)
 	if err := <-done; err == nil {
 		t.Fatal("a reply cut by closing the app reported success")
 	}

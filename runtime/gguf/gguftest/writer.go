@@ -1,7 +1,9 @@
 // Package gguftest writes GGUF model files for tests and benchmarks, as net/http/httptest
 // serves HTTP for them: a Writer that builds GGUF v3 files, random-weight models llama.cpp
-// loads and runs (WriteTinyLlama, a generator; WriteTinyBERT, an embedder or reranker), and
-// FillF32, which breaks a model's weights in place. The server never writes a model, so this
+// loads and runs (WriteTinyLlama, a generator; WriteTinyBERT, an embedder or reranker),
+// random-weight mmproj projectors llama.cpp's mtmd encodes images and audio with
+// (WriteVisionProjector, WriteAudioProjector), and FillF32, which breaks a model's weights in
+// place. The server never writes a model, so this
 // lives beside the reader (package gguf) rather than in it.
 package gguftest
 
