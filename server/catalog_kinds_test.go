@@ -15,16 +15,10 @@ import (
 	"github.com/superfluid/superfluid/server/servertest"
 )
 
-// writeStubProjector writes the header of a LLaVA-style vision projector for a text model of
-// width embd: all the catalog and the core read of one.
+// writeStubProjector writes gguftest's vision projector for a text model of width embd.
 func writeStubProjector(t *testing.T, path string, embd int) {
 	t.Helper()
-	w := gguftest.NewWriter()
-	w.AddString("general.architecture", "clip")
-	w.AddBool("clip.has_vision_encoder", true)
-	w.AddString("clip.projector_type", "mlp")
-	w.AddTensorF32("mm.2.weight", []uint64{8, uint64(embd)}, make([]float32, 8*embd))
-	if err := w.WriteFile(path); err != nil {
+	if err := gguftest.WriteVisionProjector(path, gguftest.VisionProjectorOptions{TextEmbd: embd}); err != nil {
 		t.Fatal(err)
 	}
 }

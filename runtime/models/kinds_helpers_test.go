@@ -6,26 +6,20 @@ import (
 	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 )
 
-// The catalog reads only headers: these write the smallest projector and adapter GGUFs whose
-// headers say what real ones do (the engine's tests load real ones from gguftest).
+// The catalog reads only headers; the projectors are gguftest's real ones, the adapter the
+// smallest GGUF whose header says what a real one does.
 
-// writeProjector writes an mmproj header for a text model of width embd: a LLaVA-style mlp
-// vision projector, or an ultravox audio one.
+// writeProjector writes a projector mtmd loads for a text model of width embd: gguftest's
+// vision one (CLIP + LLaVA mlp) or its audio one (Whisper + Voxtral).
 func writeProjector(t *testing.T, path string, embd int, audio bool) {
 	t.Helper()
-	w := gguftest.NewWriter()
-	w.AddString("general.architecture", "clip")
-	w.AddBool("clip.has_vision_encoder", !audio)
-	w.AddBool("clip.has_audio_encoder", audio)
-	out := "mm.2.weight"
+	var err error
 	if audio {
-		w.AddString("clip.projector_type", "ultravox")
-		out = "mm.a.mlp.2.weight"
+		err = gguftest.WriteAudioProjector(path, gguftest.AudioProjectorOptions{TextEmbd: embd})
 	} else {
-		w.AddString("clip.projector_type", "mlp")
+		err = gguftest.WriteVisionProjector(path, gguftest.VisionProjectorOptions{TextEmbd: embd})
 	}
-	w.AddTensorF32(out, []uint64{8, uint64(embd)}, make([]float32, 8*embd))
-	if err := w.WriteFile(path); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
 }
