@@ -429,8 +429,9 @@ func (m *Manager) load(name string, s *slot, victims []*slot) {
 	defer cancel()
 	_, err := m.fetchMissing(ctx, s.path) // a request's load of a file kept elsewhere
 	if err == nil && s.projector != "" {
-		// Said here, naming both files, before a worker starts and the engine refuses them.
-		err = checkProjector(s.path, s.projector)
+		// Said here, naming both files, before a worker starts and the engine refuses them. A
+		// projector kept elsewhere is named by its base name, as the model is (withoutPaths).
+		err = withoutPaths(checkProjector(s.path, s.projector), s.projector, "")
 	}
 	if err == nil {
 		err = s.runner.Start(ctx)

@@ -123,17 +123,17 @@ func TestLoadRefusesAProjectorThatNoLongerFits(t *testing.T) {
 	dir := filepath.Dir(f.cat.Dir())
 	model := filepath.Join(dir, "seer.gguf")
 	writeWidth(t, model, 64, 4)
-	proj := filepath.Join(dir, "mmproj-seer.gguf")
+	proj := filepath.Join(t.TempDir(), "mmproj-seer.gguf") // elsewhere: named with --mmproj
 	writeProjector(t, proj, 64, false)
-	e, err := f.cat.AddLocal(ctx, model, "")
+	e, err := f.cat.Add(ctx, AddRequest{Path: model, Projector: proj})
 	if err != nil || e.Projector != proj {
 		t.Fatalf("add: %+v, %v", e, err)
 	}
 	writeProjector(t, proj, 96, false) // replaced behind the catalog's back
 	_, err = f.mgr.Load(ctx, "seer")
 	if !errors.Is(err, llm.ErrInvalidInput) || !strings.Contains(err.Error(), "mmproj-seer.gguf") || !strings.Contains(err.Error(), "seer.gguf") ||
-		!strings.Contains(err.Error(), "96-wide") {
-		t.Fatalf("load with a projector that does not fit: %v", err)
+		!strings.Contains(err.Error(), "96-wide") || strings.Contains(err.Error(), filepath.Dir(proj)) {
+		t.Fatalf("load with a projector that does not fit (named by base name): %v", err)
 	}
 	f.mu.Lock()
 	r := f.runners[model]
