@@ -51,3 +51,24 @@ func TestFactsOfTheTestProjectors(t *testing.T) {
 		})
 	}
 }
+
+// TestFitOfTheTestAdapters: a LoRA gguftest writes for a model fits it, and one written for a
+// model of another width is refused naming a tensor, as llama.cpp refuses it.
+func TestFitOfTheTestAdapters(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "tiny.gguf")
+	if err := gguftest.WriteTinyLlama(model, gguftest.TinyLlamaOptions{Embd: 64}); err != nil {
+		t.Fatal(err)
+	}
+	own, other := filepath.Join(dir, "own.gguf"), filepath.Join(dir, "other.gguf")
+	if err := gguftest.WriteLoRA(own, model, gguftest.LoRAOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := gguftest.WriteTinyLlamaLoRA(other, gguftest.TinyLlamaOptions{Embd: 128}, gguftest.LoRAOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := gguf.CheckAdapter(model, own); err != nil {
+		t.Errorf("the adapter written for the model: %v", err)
+	}
+	wantErr(t, gguf.CheckAdapter(model, other), gguf.ErrMismatch, "but the adapter's factors are for [128")
+}
