@@ -114,6 +114,8 @@ type Engine struct {
 	proj      *projector
 	mediaTurn int
 	mediaLive atomic.Int64
+	// lora is the LoRA adapters loaded for the model (lora.go).
+	lora loraState
 }
 
 var backendOnce sync.Once
@@ -216,6 +218,7 @@ func Load(opts Options) (*Engine, error) {
 		batchSize: opts.BatchSize,
 		chars:     meta.chars,
 	}
+	e.lora.init()
 	if err := e.loadSpec(opts, modelParams, meta.embeds); err != nil {
 		batch.Free()
 		llama.FreeModel(model)
@@ -371,12 +374,18 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 	if err != nil {
 		return err
 	}
+	adapters, err := e.adaptersFor(ctx, req)
+	if err != nil {
+		return err
+	}
+	defer e.releaseSet(adapters)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	j := newJob(ctx, req, prompt, e)
 	if media != nil {
 		j.media, j.out.onEnd = media, media.release
 	}
+	j.adapters, j.partition = adapters, adapters.partition(req.CachePartition)
 	j.shared = e.sharedTokens(ctx, req, prompt)
 	if grammar != nil {
 		j.grammar = grammar
@@ -468,6 +477,7 @@ func (e *Engine) Close() error {
 		if e.batch != nil {
 			e.batch.Free()
 		}
+		e.closeAdapters()
 		e.spec.draft.close()
 		e.proj.free() // before the model it was made for; jobs' chunks do not need it to be freed
 		llama.FreeModel(e.model)

@@ -50,6 +50,10 @@ type job struct {
 	kv kvNote
 	// media is the prompt's images and clips (media.go); nil for a text prompt.
 	media *promptMedia
+	// adapters is the LoRA set the job runs with (nil: the bare model); partition is its
+	// cache partition: the request's, and the set's (adapterSet.partition).
+	adapters  *adapterSet
+	partition string
 
 	submitted, started, firstToken time.Time
 }
@@ -67,6 +71,7 @@ func newJob(ctx context.Context, req *llm.Request, prompt []int, e *Engine) *job
 		text:      llm.NewTextStream(req.Stop),
 		out:       newMailbox(),
 		maxTokens: maxTokens,
+		partition: req.CachePartition,
 		submitted: time.Now(),
 		logprobs:  sampling.WantsLogprobs(req),
 		top:       req.TopLogprobs,

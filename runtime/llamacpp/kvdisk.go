@@ -299,7 +299,7 @@ func (d *kvDisk) miss(e *Engine, j *job, common int) string {
 	if d.on() {
 		for _, ent := range d.store.list() {
 			if ent.settings != d.settings {
-				if ent.partition == j.req.CachePartition && commonPrefix(ent.tokens, j.prompt) >= common+minShare {
+				if ent.partition == j.partition && commonPrefix(ent.tokens, j.prompt) >= common+minShare {
 					return llm.CacheMissSettingsChanged
 				}
 				continue

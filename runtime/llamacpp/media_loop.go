@@ -39,7 +39,11 @@ func (e *Engine) evalChunk(l *lane, s *mediaSpan) {
 		l.job = nil
 		return
 	}
-	if err := e.decodeEmbeddings(l, embd, s); err != nil {
+	// The chunk's KV is computed under the lane's adapters, like its text (lora_tick.go).
+	e.applyAdapters(j.adapters)
+	err = e.decodeEmbeddings(l, embd, s)
+	e.lora.decoded = e.lora.embeddings
+	if err != nil {
 		if fatalDecode(err) {
 			e.fail(fmt.Errorf("%w: llama_decode of an %s: %v; the worker exits and the next request starts a new one", llm.ErrEngineFailure, s.kind, err))
 			return

@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
-	"strconv"
 
 	"github.com/superfluid/superfluid/runtime/gguf"
 	"github.com/superfluid/superfluid/runtime/llm"
@@ -29,6 +27,14 @@ type Facts struct {
 	// Embedding is set for a model that embeds (gguf.File.Embedding); nil for one that
 	// generates.
 	Embedding *llm.Embedding
+	// Adapter reports whether the file is a LoRA adapter (general.type "adapter"), not a model.
+	Adapter bool
+	// Vision and Audio report what the model's projector (Record.Projector) encodes;
+	// ProjectorBytes is its file's size, loaded beside the weights. ProjectorErr says why the
+	// projector cannot be read (then neither is set).
+	Vision, Audio  bool
+	ProjectorBytes int64
+	ProjectorErr   error
 }
 
 // ErrNotModel means a file is not a usable GGUF model (not GGUF, truncated, or invalid).
@@ -39,7 +45,7 @@ var splitName = regexp.MustCompile(`^(.*)-(\d{5})-of-(\d{5})\.gguf$`)
 
 // Describe reads path's GGUF header (and those of its other parts when it is split) strictly.
 func Describe(path string) (Facts, error) {
-	parts, err := splitParts(path)
+	parts, err := gguf.SplitParts(path)
 	if err != nil {
 		return Facts{}, err
 	}
@@ -62,10 +68,22 @@ func Describe(path string) (Facts, error) {
 			bytesByType[t.Type] += t.Size
 		}
 		if i == 0 {
+			if f.IsProjector() {
+				return Facts{}, fmt.Errorf("%w: %s; add the model it belongs to (a projector beside it is found) or pass it with --mmproj",
+					ErrIsProjector, part)
+			}
+			if f.IsAdapter() {
+				if _, err := f.Adapter(); err != nil {
+					return Facts{}, fmt.Errorf("%w: %s: %v", ErrNotModel, part, err)
+				}
+				facts.Adapter = true
+			}
 			facts.Architecture = f.Architecture()
 			facts.ContextLength = f.ContextLength()
 			facts.KVBytesPerToken = kvBytesPerToken(f)
-			facts.Capabilities = capabilities(f)
+			if !facts.Adapter {
+				facts.Capabilities = capabilities(f)
+			}
 			if emb, ok := f.Embedding(); ok {
 				facts.Embedding = &llm.Embedding{Pooling: gguf.PoolingName(emb.Pooling), Length: emb.Length}
 			}
@@ -82,26 +100,6 @@ func Describe(path string) (Facts, error) {
 		return Facts{}, fmt.Errorf("%w: %s has no weights (a vocabulary-only file cannot generate)", ErrNotModel, path)
 	}
 	return facts, nil
-}
-
-// splitParts lists every part of a split model given its first part, checking they exist.
-func splitParts(path string) ([]string, error) {
-	m := splitName.FindStringSubmatch(filepath.Base(path))
-	if m == nil {
-		return []string{path}, nil
-	}
-	n, _ := strconv.Atoi(m[3])
-	if m[2] != "00001" {
-		return nil, fmt.Errorf("%s is part %s of a split model; name its first part (-00001-of-%s)", path, m[2], m[3])
-	}
-	parts := make([]string, n)
-	for i := range n {
-		parts[i] = filepath.Join(filepath.Dir(path), fmt.Sprintf("%s-%05d-of-%s.gguf", m[1], i+1, m[3]))
-		if _, err := os.Stat(parts[i]); err != nil {
-			return nil, fmt.Errorf("split model %s: part %d of %d is missing: %w", path, i+1, n, err)
-		}
-	}
-	return parts, nil
 }
 
 // kvBytesPerToken is 2 (K and V) × layers × the K/V width × 2 bytes (f16).

@@ -160,6 +160,16 @@ func (c *Client) Slots(ctx context.Context) (llm.Slots, error) {
 	return slots, err
 }
 
+// ReleaseAdapter asks the worker to free the LoRA adapter at path once no generation runs
+// with it (llm.AdapterReleaser). A worker that is not running holds no adapters: none is
+// started for this.
+func (c *Client) ReleaseAdapter(ctx context.Context, path string) error {
+	if !c.Loaded() {
+		return nil
+	}
+	return c.do(ctx, call{Op: opReleaseAdapter, Path: path}, func(reply) error { return nil })
+}
+
 // Embed asks the worker for the vectors of req's inputs (see llm.Embedder).
 func (c *Client) Embed(ctx context.Context, req *llm.EmbedRequest) (*llm.EmbedResult, error) {
 	var res *llm.EmbedResult

@@ -215,6 +215,12 @@ func (e *childEngine) Generate(ctx context.Context, req *llm.Request, emit func(
 	return err
 }
 
+// ReleaseAdapter logs the path, for TestReleaseAdapter.
+func (e *childEngine) ReleaseAdapter(ctx context.Context, path string) error {
+	fmt.Fprintf(os.Stderr, "release adapter %q pid=%d\n", path, os.Getpid())
+	return nil
+}
+
 func firstWord(s string) string {
 	if f := strings.Fields(s); len(f) > 0 {
 		return f[0]

@@ -29,6 +29,8 @@ const (
 	opSlots    = "slots"
 	opEmbed    = "embed"
 	opPing     = "ping"
+	// opReleaseAdapter frees a LoRA adapter the engine loaded (llm.AdapterReleaser).
+	opReleaseAdapter = "release_adapter"
 )
 
 type call struct {
@@ -38,6 +40,8 @@ type call struct {
 	Text         string            `json:"text,omitempty"`
 	AddSpecial   bool              `json:"add_special,omitempty"`
 	ParseSpecial bool              `json:"parse_special,omitempty"`
+	// Path is the adapter file of opReleaseAdapter.
+	Path string `json:"path,omitempty"`
 }
 
 type reply struct {
