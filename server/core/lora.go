@@ -46,9 +46,6 @@ const (
 	MaxAdapterScale = 100
 	// MaxLoadedAdapters is how many adapters one model may have loaded at once.
 	MaxLoadedAdapters = 32
-	// adaptersPerRequest is how many adapters one request may name (the dialects' parser
-	// refuses more first; this holds for the core's other callers).
-	adaptersPerRequest = 8
 )
 
 // loraRegistry is the adapters loaded per model id, in load order. The zero value is empty.
@@ -262,8 +259,8 @@ func (s *Service) resolveAdapters(m *Model, gen *llm.Request) error {
 		}
 		return nil
 	}
-	if len(gen.Adapters) > adaptersPerRequest {
-		return fmt.Errorf("%w: lora names %d adapters; a request may name at most %d", llm.ErrInvalidInput, len(gen.Adapters), adaptersPerRequest)
+	if len(gen.Adapters) > MaxRequestAdapters { // the dialects' parser refuses it first; this holds for other callers
+		return fmt.Errorf("%w: lora names %d adapters; a request may name at most %d", llm.ErrInvalidInput, len(gen.Adapters), MaxRequestAdapters)
 	}
 	out := make([]llm.AdapterRef, 0, len(gen.Adapters)) // empty, not nil: the request asked for none
 	for i, ref := range gen.Adapters {
@@ -321,31 +318,29 @@ func (s *Service) adapterFile(m *Model, ref string) (path, catalogID string, err
 		return "", "", err
 	}
 	if s.mgr != nil {
-		e, err := s.mgr.Catalog().Lookup(ref)
+		e, err := s.mgr.Catalog().LookupAdapter(ref)
 		switch {
-		case err == nil && e.Kind == models.KindAdapter:
-			if e.BaseModel != "" && m.Entry != nil && e.BaseModel != m.Entry.ID {
+		case err == nil:
+			if e.BaseModel != "" && m.Entry != nil && e.BaseModel != m.Entry.ID && e.BaseModel != m.Entry.AliasOf {
 				return "", "", fmt.Errorf("%w: the catalog adapter %s is an adapter of the model %s, not of %s", llm.ErrInvalidInput, e.ID, e.BaseModel, m.ID)
 			}
 			return e.Path, e.ID, nil
-		case err == nil:
-			return "", "", fmt.Errorf("%w: the catalog entry %s is a model, not a LoRA adapter", llm.ErrInvalidInput, e.ID)
 		case !errors.Is(err, llm.ErrModelNotFound):
-			return "", "", err
+			return "", "", err // a model's id, or a name that is no name
 		}
 	}
 	return "", "", fmt.Errorf("%w: the adapter %q is neither an absolute path nor a catalog adapter; give the absolute path of a LoRA GGUF file",
 		llm.ErrInvalidInput, ref)
 }
 
-// catalogAdapters are the catalog's adapter entries whose base model is m.
+// catalogAdapters are the catalog's usable adapter entries whose base model is m.
 func (s *Service) catalogAdapters(m *Model) []*models.Entry {
 	if s.mgr == nil || m.Entry == nil {
 		return nil
 	}
 	var out []*models.Entry
-	for _, e := range s.mgr.Catalog().List() {
-		if e.Kind == models.KindAdapter && e.BaseModel == m.Entry.ID && e.Err == nil {
+	for _, e := range s.mgr.Catalog().Adapters(m.Entry.ID) {
+		if e.Err == nil {
 			out = append(out, e)
 		}
 	}

@@ -32,9 +32,9 @@ func loraCatalog(t *testing.T) (*servertest.Catalog, string) {
 
 var chatSeq atomic.Int64 // request ids, unique in each test's store
 
-// chatOn runs one chat turn on model with the request's adapters and returns what the fake
+// loraChat runs one chat turn on model with the request's adapters and returns what the fake
 // worker was asked to run.
-func chatOn(t *testing.T, cat *servertest.Catalog, model string, adapters []llm.AdapterRef) (llm.Request, error) {
+func loraChat(t *testing.T, cat *servertest.Catalog, model string, adapters []llm.AdapterRef) (llm.Request, error) {
 	t.Helper()
 	req := &core.ChatRequest{ID: fmt.Sprintf("chatcmpl-lora-%d", chatSeq.Add(1)), Model: model, Messages: []chat.Message{{Role: "user", Content: "hi"}}}
 	req.Generation.MaxTokens = 4
@@ -67,22 +67,22 @@ func TestLoRARegistryResolvesEachRequest(t *testing.T) {
 	if a != (core.Adapter{ID: "style", Model: "alpha", Path: path, Scale: 0.75, Active: true}) {
 		t.Fatalf("loaded: %+v", a)
 	}
-	got, err := chatOn(t, cat, "alpha", nil)
+	got, err := loraChat(t, cat, "alpha", nil)
 	if err != nil || !slices.Equal(got.Adapters, []llm.AdapterRef{{ID: "style", Path: path, Scale: 0.75}}) {
 		t.Fatalf("a request naming no adapters ran with %+v (%v); want the loaded one", got.Adapters, err)
 	}
-	if got, err := chatOn(t, cat, "beta", nil); err != nil || len(got.Adapters) != 0 {
+	if got, err := loraChat(t, cat, "beta", nil); err != nil || len(got.Adapters) != 0 {
 		t.Fatalf("beta ran with %+v (%v); the adapter was loaded for alpha", got.Adapters, err)
 	}
-	got, err = chatOn(t, cat, "alpha", []llm.AdapterRef{{ID: "style", Scale: -2}})
+	got, err = loraChat(t, cat, "alpha", []llm.AdapterRef{{ID: "style", Scale: -2}})
 	if err != nil || !slices.Equal(got.Adapters, []llm.AdapterRef{{ID: "style", Path: path, Scale: -2}}) {
 		t.Fatalf("named with scale -2: %+v (%v)", got.Adapters, err)
 	}
-	got, err = chatOn(t, cat, "alpha", []llm.AdapterRef{})
+	got, err = loraChat(t, cat, "alpha", []llm.AdapterRef{})
 	if err != nil || got.Adapters == nil || len(got.Adapters) != 0 {
 		t.Fatalf("lora [] ran with %#v (%v); want none", got.Adapters, err)
 	}
-	if got, err := chatOn(t, cat, "alpha", []llm.AdapterRef{{ID: "style", Scale: 0}}); err != nil || len(got.Adapters) != 0 {
+	if got, err := loraChat(t, cat, "alpha", []llm.AdapterRef{{ID: "style", Scale: 0}}); err != nil || len(got.Adapters) != 0 {
 		t.Fatalf("scale 0 ran with %+v (%v); an adapter at 0 changes nothing and is left out", got.Adapters, err)
 	}
 
@@ -102,10 +102,10 @@ func TestLoRARegistryResolvesEachRequest(t *testing.T) {
 	if released := cat.Runner(e.Path).Released(); !slices.Equal(released, []string{path}) {
 		t.Fatalf("the loaded worker was asked to free %v; want [%s]", released, path)
 	}
-	if got, err := chatOn(t, cat, "alpha", nil); err != nil || len(got.Adapters) != 0 {
+	if got, err := loraChat(t, cat, "alpha", nil); err != nil || len(got.Adapters) != 0 {
 		t.Fatalf("after unload a request ran with %+v (%v)", got.Adapters, err)
 	}
-	if _, err := chatOn(t, cat, "alpha", []llm.AdapterRef{{ID: "style", Scale: 1}}); !errors.Is(err, llm.ErrInvalidInput) || !strings.Contains(err.Error(), `"style"`) {
+	if _, err := loraChat(t, cat, "alpha", []llm.AdapterRef{{ID: "style", Scale: 1}}); !errors.Is(err, llm.ErrInvalidInput) || !strings.Contains(err.Error(), `"style"`) {
 		t.Fatalf("naming an unloaded adapter: %v; want a 400 naming it", err)
 	}
 	if _, err := cat.Svc.UnloadAdapter(ctx, "alpha", "style"); !errors.Is(err, llm.ErrInvalidInput) {
@@ -139,13 +139,13 @@ func TestLoRARequestRefusals(t *testing.T) {
 		{"too many", many, "at most 8"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := chatOn(t, cat, "alpha", tt.adapters)
+			_, err := loraChat(t, cat, "alpha", tt.adapters)
 			if !errors.Is(err, llm.ErrInvalidInput) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("got %v; want a 400 saying %q", err, tt.want)
 			}
 		})
 	}
-	if _, err := chatOn(t, cat, "beta", []llm.AdapterRef{{ID: "a", Scale: 1}}); !errors.Is(err, llm.ErrInvalidInput) || !strings.Contains(err.Error(), "beta") {
+	if _, err := loraChat(t, cat, "beta", []llm.AdapterRef{{ID: "a", Scale: 1}}); !errors.Is(err, llm.ErrInvalidInput) || !strings.Contains(err.Error(), "beta") {
 		t.Fatalf("alpha's adapter named on beta: %v", err)
 	}
 }
@@ -194,7 +194,7 @@ func TestLoRALoadChecksTheFile(t *testing.T) {
 		{"another architecture", other, 1, []string{other, alpha.Path, "for qwen2 models but the model is llama"}},
 		{"more blocks", deep, 1, []string{deep, alpha.Path, "blk.2.attn_q.weight", "which the model lacks"}},
 		{"unknown name", "no-such-adapter", 1, []string{"neither an absolute path nor a catalog adapter"}},
-		{"a catalog model", "beta", 1, []string{"beta is a model, not a LoRA adapter"}},
+		{"a catalog model", "beta", 1, []string{`"beta" is a model, not a LoRA adapter`}},
 		{"NaN scale", wide, math.NaN(), []string{"scale is NaN"}},
 		{"scale past 100", wide, 101, []string{"from -100 to 100"}},
 	} {
@@ -251,14 +251,14 @@ func TestLoRACatalogAdapters(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0] != (core.Adapter{ID: "tone-lora", Model: "alpha", Path: path, Scale: 1}) {
 		t.Fatalf("alpha's adapters before any load: %+v %v; want the catalog one, inactive", list, err)
 	}
-	if got, err := chatOn(t, cat, "alpha", nil); err != nil || len(got.Adapters) != 0 {
+	if got, err := loraChat(t, cat, "alpha", nil); err != nil || len(got.Adapters) != 0 {
 		t.Fatalf("an unloaded catalog adapter ran by default: %+v %v", got.Adapters, err)
 	}
-	got, err := chatOn(t, cat, "alpha", []llm.AdapterRef{{ID: "tone-lora", Scale: 1}})
+	got, err := loraChat(t, cat, "alpha", []llm.AdapterRef{{ID: "tone-lora", Scale: 1}})
 	if err != nil || !slices.Equal(got.Adapters, []llm.AdapterRef{{ID: "tone-lora", Path: path, Scale: 1}}) {
 		t.Fatalf("named per request: %+v %v", got.Adapters, err)
 	}
-	if _, err := chatOn(t, cat, "beta", []llm.AdapterRef{{ID: "tone-lora", Scale: 1}}); !errors.Is(err, llm.ErrInvalidInput) {
+	if _, err := loraChat(t, cat, "beta", []llm.AdapterRef{{ID: "tone-lora", Scale: 1}}); !errors.Is(err, llm.ErrInvalidInput) {
 		t.Fatalf("alpha's catalog adapter named on beta: %v", err)
 	}
 	if _, err := cat.Svc.LoadAdapter(ctx, "beta", "tone-lora", "", 1); !errors.Is(err, llm.ErrInvalidInput) || !strings.Contains(err.Error(), "adapter of the model alpha, not of beta") {
@@ -287,7 +287,7 @@ func TestLoRAForgetsAReplacedModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	cat.AddModel(t, "alpha", gguftest.TinyLlamaOptions{Embd: 128}) // the same name and path, another model
-	got, err := chatOn(t, cat, "alpha", nil)
+	got, err := loraChat(t, cat, "alpha", nil)
 	if err != nil || len(got.Adapters) != 0 {
 		t.Fatalf("the new alpha ran with %+v (%v); the adapter was checked against the old one", got.Adapters, err)
 	}

@@ -83,13 +83,13 @@ const (
 	windowTokens     = 512                      // the cap of one window's text
 )
 
-// AudioFileLimit is the largest audio file a transcription takes, in bytes.
+// AudioFileLimit is the largest audio file a transcription takes, in bytes (--media-max-bytes).
 func (s *Service) AudioFileLimit() int64 {
-	return audioLimits().MaxBytes
+	if n := s.cfg.Media.MaxBytes; n > 0 {
+		return n
+	}
+	return media.DefaultLimits().MaxBytes
 }
-
-// audioLimits are the limits a transcription's file is held to.
-func audioLimits() media.Limits { return media.DefaultLimits() }
 
 // Transcribe turns req's audio into text on req's model, which must take audio input (else
 // llm.ErrUnsupportedModel). delta, when set, receives the transcript's text as it is generated:
@@ -113,11 +113,11 @@ func (s *Service) Transcribe(ctx context.Context, req *TranscribeRequest, delta 
 }
 
 func (s *Service) transcribe(ctx context.Context, m *Model, req *TranscribeRequest, delta func(string) error) (*Transcript, error) {
-	if !hearsAudio(m) {
+	if _, audio := m.Modalities(); !audio || m.Requests != nil {
 		return nil, fmt.Errorf("%w: the model %s does not take audio (it has no audio projector), so it cannot transcribe; use an audio-input model",
 			llm.ErrUnsupportedModel, m.ID)
 	}
-	clip, err := media.DecodeAudio(req.Audio, req.MIME, audioLimits())
+	clip, err := media.DecodeAudio(req.Audio, req.MIME, s.cfg.Media)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return nil, err
@@ -190,20 +190,6 @@ func windowRequest(req *TranscribeRequest, model string, pcm []byte) *ChatReques
 	creq.Generation.Sampling.Temperature = &temp
 	creq.Generation.MaxTokens = windowTokens
 	return creq
-}
-
-// hearsAudio reports whether m takes audio input: the loaded engine's view when it runs a
-// projector, else what the catalog read from the projector file.
-func hearsAudio(m *Model) bool {
-	if m.Requests != nil {
-		return false
-	}
-	if m.Loaded() {
-		if info := m.Engine.Info(); info.Projector != "" {
-			return info.Audio
-		}
-	}
-	return m.Audio
 }
 
 func samplesToDuration(n int) time.Duration {

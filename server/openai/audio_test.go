@@ -169,7 +169,16 @@ func TestTranscriptionWindows(t *testing.T) {
 	if len(seen) != 3 {
 		t.Fatalf("%d generations, want one per window", len(seen))
 	}
-	for _, r := range seen {
+	for i, r := range seen {
+		// The window's clip reached the engine decoded, in place of the one marker, before the
+		// instruction.
+		s := v.Segments[i]
+		if len(r.Media) != 1 || r.Media[0].Kind != llm.MediaAudio || math.Abs(float64(r.Media[0].Samples())-(s.End-s.Start)*16000) > 16 ||
+			r.MediaMarker == "" || strings.Count(r.Prompt, r.MediaMarker) != 1 ||
+			strings.Index(r.Prompt, r.MediaMarker) > strings.Index(r.Prompt, "Transcribe the audio") {
+			t.Fatalf("window %d reached the engine with %d media (%d samples for %v s), marker %q in %q",
+				i, len(r.Media), r.Media[0].Samples(), s.End-s.Start, r.MediaMarker, r.Prompt)
+		}
 		if r.Sampling.Temperature == nil || *r.Sampling.Temperature != 0 ||
 			!strings.Contains(r.Prompt, "<|im_start|>user\n") || !strings.Contains(r.Prompt, "Transcribe the audio exactly.") ||
 			!strings.Contains(r.Prompt, "The speech is in German.") || !strings.Contains(r.Prompt, "Names: Zoë.") {
@@ -240,7 +249,8 @@ func TestTranscriptionFormats(t *testing.T) {
 	var wantIn, wantOut int
 	seen := f.ears.Requests()
 	for i := len(seen) - 3; i < len(seen); i++ {
-		wantIn += len(seen[i].Prompt) + 1               // the fake: a token per byte, BOS first
+		// The fake: a token per byte, BOS first, the clip's marker a run of MediaTokens.
+		wantIn += len(seen[i].Prompt) - len(seen[i].MediaMarker) + enginetest.MediaTokens + 1
 		wantOut += len(fmt.Sprintf(" words %d. ", i+1)) // the (i+1)-th generation's reply
 	}
 	text, _ := raw["text"].(string)
