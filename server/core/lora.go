@@ -40,6 +40,14 @@ type Adapter struct {
 	Active bool
 }
 
+// AdapterError refuses the adapters a request named (an unknown id, a scale out of range):
+// a dialect whose errors name a parameter names lora.
+type AdapterError struct{ Err error }
+
+func (e *AdapterError) Error() string { return e.Err.Error() }
+
+func (e *AdapterError) Unwrap() error { return e.Err }
+
 // Bounds of the registry and of one request.
 const (
 	// MaxAdapterScale bounds |scale|: far past any useful strength, short of overflowing.
@@ -251,6 +259,13 @@ func (s *Service) Adapters(ctx context.Context, model string) ([]Adapter, error)
 // 0 is left out: it changes nothing, and leaving it out keeps the request's prefix cache
 // shared with requests without it.
 func (s *Service) resolveAdapters(m *Model, gen *llm.Request) error {
+	if err := s.resolveNamed(m, gen); err != nil {
+		return &AdapterError{Err: err}
+	}
+	return nil
+}
+
+func (s *Service) resolveNamed(m *Model, gen *llm.Request) error {
 	if gen.Adapters == nil {
 		for _, a := range s.lora.list(m) {
 			if a.Scale != 0 {

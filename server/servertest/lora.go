@@ -1,7 +1,12 @@
 package servertest
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
 	"testing"
 
 	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
@@ -27,5 +32,46 @@ func WriteLoRAHeader(t testing.TB, path, arch string, embd, layers int) {
 	}
 	if err := w.WriteFile(path); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// LoRAFiles are a tiny llama model file and header-only LoRA adapters for it, for the dialect
+// tests of the per-request lora extension: serve a model whose Path is Model, then Load the
+// adapters, so that requests naming them reach the engine with their paths filled in.
+type LoRAFiles struct {
+	Model    string
+	Adapters map[string]string // id → file
+}
+
+// WriteLoRAFiles writes the model and one adapter per id into a temporary folder.
+func WriteLoRAFiles(t testing.TB, ids ...string) LoRAFiles {
+	t.Helper()
+	dir := t.TempDir()
+	f := LoRAFiles{Model: filepath.Join(dir, "model.gguf"), Adapters: map[string]string{}}
+	if err := gguftest.WriteTinyLlama(f.Model, gguftest.TinyLlamaOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		f.Adapters[id] = filepath.Join(dir, id+".gguf")
+		WriteLoRAHeader(t, f.Adapters[id], "llama", 64, 2)
+	}
+	return f
+}
+
+// Load loads every adapter for model through POST /v1/lora/load on the server at base, at
+// scale 0: loaded (requests may name them) but left out of the requests that name none.
+func (f LoRAFiles) Load(t testing.TB, base, model string) {
+	t.Helper()
+	for id, path := range f.Adapters {
+		body, _ := json.Marshal(map[string]any{"model": model, "adapter": path, "id": id, "scale": 0})
+		resp, err := http.Post(base+"/v1/lora/load", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("load the adapter %s: %d %s", id, resp.StatusCode, b)
+		}
 	}
 }
