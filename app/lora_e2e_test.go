@@ -95,8 +95,10 @@ func (c *loraClients) post(t *testing.T, path string, body any) (int, string) {
 }
 
 // TestLoRAEndToEnd: on the real engine, a LoRA adapter loaded with /v1/lora/load changes every
-// dialect's greedy reply (OpenAI, Anthropic and Ollama SDKs); after /v1/lora/unload the bare
-// reply is back exactly, and loading it again (the worker freed it) gives the adapter's again. An adapter for another model's shape is refused at load naming both
+// dialect's greedy reply (OpenAI, Anthropic and Ollama SDKs); per request, lora [] or the
+// adapter at scale 0 gets the bare reply exactly beside it, and naming it the adapter's; after
+// /v1/lora/unload the bare reply is back exactly and naming it is a 400, and loading it again
+// (the worker freed it) gives the adapter's reply again. An adapter for another model's shape is refused at load naming both
 // files, and changes nothing.
 func TestLoRAEndToEnd(t *testing.T) {
 	_, srv := startServer(t, testConfig(t, testModel), true)
@@ -124,11 +126,27 @@ func TestLoRAEndToEnd(t *testing.T) {
 			t.Fatalf("with the adapter loaded the replies are %q; bare %q", with, bare)
 		}
 	}
+	// Per request (the lora extension, each SDK): none beside the loaded one is the bare model
+	// exactly, as is the adapter at scale 0; naming it is the adapter's reply.
+	if got := c.replies(t, []map[string]any{}); got != bare {
+		t.Fatalf("lora [] beside a loaded adapter: %q, want the bare %q", got, bare)
+	}
+	if got := c.replies(t, []map[string]any{{"id": "style", "scale": 0}}); got != bare {
+		t.Fatalf("the adapter at scale 0: %q, want the bare %q", got, bare)
+	}
+	if got := c.replies(t, []map[string]any{{"id": "style"}}); got != with {
+		t.Fatalf("naming the adapter: %q, want %q", got, with)
+	}
 	if status, body := c.post(t, "/v1/lora/unload", map[string]any{"model": model, "id": "style"}); status != 200 {
 		t.Fatalf("unload: %d %s", status, body)
 	}
 	if got := c.replies(t, nil); got != bare {
 		t.Fatalf("after unload: %q, want the bare %q exactly", got, bare)
+	}
+	status, body := c.post(t, "/v1/chat/completions", map[string]any{"model": model, "lora": []map[string]any{{"id": "style"}},
+		"messages": []map[string]any{{"role": "user", "content": "hi"}}})
+	if status != 400 || !strings.Contains(body, `\"style\"`) || !strings.Contains(body, `"param":"lora"`) {
+		t.Fatalf("naming an unloaded adapter: %d %s", status, body)
 	}
 	// The worker freed it at the unload; loaded again, it is read again and does the same.
 	if status, body := c.post(t, "/v1/lora/load", map[string]any{"model": model, "adapter": adapter}); status != 200 {
@@ -144,7 +162,7 @@ func TestLoRAEndToEnd(t *testing.T) {
 	if err := gguftest.WriteTinyLlamaLoRA(other, gguftest.TinyLlamaOptions{Embd: 128}, gguftest.LoRAOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	status, body := c.post(t, "/v1/lora/load", map[string]any{"model": model, "adapter": other})
+	status, body = c.post(t, "/v1/lora/load", map[string]any{"model": model, "adapter": other})
 	if status != 400 || !strings.Contains(body, other) || !strings.Contains(body, filepath.Base(testModel)) {
 		t.Fatalf("another model's adapter: %d %s; want a 400 naming both files", status, body)
 	}
