@@ -3,6 +3,7 @@ package core
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -296,6 +297,24 @@ func (s *Service) resolveNamed(m *Model, gen *llm.Request) error {
 	}
 	gen.Adapters = out
 	return nil
+}
+
+// adaptersRecord is a request record's adapters: a JSON array of {"id", "scale"}, "" for
+// none (paths stay out of the record: they are the machine's, not the request's).
+func adaptersRecord(refs []llm.AdapterRef) string {
+	if len(refs) == 0 {
+		return ""
+	}
+	type entry struct {
+		ID    string  `json:"id"`
+		Scale float64 `json:"scale"`
+	}
+	out := make([]entry, len(refs))
+	for i, r := range refs {
+		out[i] = entry{r.ID, r.Scale}
+	}
+	b, _ := json.Marshal(out)
+	return string(b)
 }
 
 // requestAdapter is the file of the adapter id a request named on m.

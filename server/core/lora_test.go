@@ -111,6 +111,25 @@ func TestLoRARegistryResolvesEachRequest(t *testing.T) {
 	if _, err := cat.Svc.UnloadAdapter(ctx, "alpha", "style"); !errors.Is(err, llm.ErrInvalidInput) {
 		t.Fatalf("unloading it twice: %v", err)
 	}
+
+	// The records say what each request ran with (ids and scales, not paths), in order.
+	if err := cat.Store.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := cat.Store.RecentRequests(ctx, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ran []string
+	for _, r := range slices.Backward(recs) {
+		if r.Status == 200 {
+			ran = append(ran, r.Adapters)
+		}
+	}
+	want := []string{`[{"id":"style","scale":0.75}]`, "", `[{"id":"style","scale":-2}]`, "", "", ""}
+	if !slices.Equal(ran, want) {
+		t.Fatalf("the records' adapters: %q, want %q", ran, want)
+	}
 }
 
 // TestLoRARequestRefusals: what a request's lora may not name, each a 400 saying why.

@@ -50,6 +50,8 @@ type Transcript struct {
 	Duration time.Duration
 	Segments []Segment
 	Usage    llm.Usage
+
+	adapters []llm.AdapterRef // what the windows ran with, for the record
 }
 
 // Segment is the text of one window of the audio.
@@ -103,7 +105,7 @@ func (s *Service) Transcribe(ctx context.Context, req *TranscribeRequest, delta 
 		if t == nil {
 			return nil, err
 		}
-		res := &Result{Model: m, Choices: []llm.Done{{FinishReason: "stop", Usage: t.Usage}}}
+		res := &Result{Model: m, Choices: []llm.Done{{FinishReason: "stop", Usage: t.Usage}}, Adapters: t.adapters}
 		return res, err
 	})
 	if err != nil {
@@ -138,6 +140,7 @@ func (s *Service) transcribe(ctx context.Context, m *Model, req *TranscribeReque
 			return text.add(ev.Text)
 		})
 		if res != nil && len(res.Choices) > 0 {
+			t.adapters = res.Adapters
 			u := res.Usage()
 			t.Usage.PromptTokens += u.PromptTokens
 			t.Usage.CachedTokens += u.CachedTokens
