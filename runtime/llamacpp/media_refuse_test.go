@@ -43,6 +43,9 @@ func TestMediaRefused(t *testing.T) {
 		{"ends with an image", vision, mediaReq("a", "", 4, img), false, []string{"must end with text"}},
 		{"short RGB", vision, edit(mediaReq("a", "b", 4, img), func(r *llm.Request) { r.Media[0].RGB = r.Media[0].RGB[:10] }), false, []string{"8×8 with 10 bytes"}},
 		{"no size", vision, edit(mediaReq("a", "b", 4, img), func(r *llm.Request) { r.Media[0].Width = 0 }), false, []string{"0×8"}},
+		// 900 KB of pixels that a LLaVA projector pads to a 100000² square: the worker aborted.
+		{"a long strip", vision, mediaReq("a", "b", 4, testImage(3, 100000, 1)), false, []string{"image 0 is 3×100000", "up to 8192 pixels a side"}},
+		{"a wide strip", vision, mediaReq("a", "b", 4, testImage(8193, 1, 1)), false, []string{"image 0 is 8193×1"}},
 		{"odd PCM", audio, edit(mediaReq("a", "b", 4, clip), func(r *llm.Request) { r.Media[0].PCM = r.Media[0].PCM[:7] }), false, []string{"7 bytes of PCM"}},
 		{"unknown kind", vision, edit(mediaReq("a", "b", 4, img), func(r *llm.Request) { r.Media[0].Kind = "video" }), false, []string{`"video"`}},
 	}
@@ -67,6 +70,9 @@ func TestMediaRefused(t *testing.T) {
 	}
 	mustGenerate(t, vision, mediaReq("a", "b", 4, img))
 	mustGenerate(t, audio, mediaReq("a", "b", 4, clip))
+	for _, odd := range []llm.Media{testImage(1, 1, 2), testImage(500, 1, 3), testImage(1, 500, 4)} {
+		mustGenerate(t, vision, mediaReq("a", "b", 4, odd)) // thin and tiny images are served
+	}
 }
 
 // TestProjectorLoadErrors: a projector written for a 128-wide model beside a 64-wide one, a
