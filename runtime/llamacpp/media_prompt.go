@@ -177,11 +177,18 @@ func contentHash(m *llm.Media) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// samples decodes little-endian float32 PCM (a copy: the bytes need not be aligned).
+// samples decodes little-endian float32 PCM (a copy: the bytes need not be aligned), as the
+// core's decoders make it: NaN is silence and the rest is clipped to [-1, 1]. A request that
+// reached the worker with others (straight over its socket) would otherwise turn every logit
+// NaN, which the engine reports as a broken model.
 func samples(pcm []byte) []float32 {
 	out := make([]float32, len(pcm)/4)
 	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(pcm[4*i:]))
+		v := math.Float32frombits(binary.LittleEndian.Uint32(pcm[4*i:]))
+		if v != v {
+			v = 0
+		}
+		out[i] = max(-1, min(1, v))
 	}
 	return out
 }
