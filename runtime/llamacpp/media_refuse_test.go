@@ -1,8 +1,11 @@
 package llamacpp
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -85,11 +88,15 @@ func TestProjectorLoadErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(t.TempDir(), "mmproj-missing.gguf")
+	// A patch of 0 pixels aborted the worker as mtmd warmed the encoder up.
+	noPatch := filepath.Join(t.TempDir(), "mmproj-no-patch.gguf")
+	rewriteUint32(t, f.vision, noPatch, "clip.vision.patch_size", 0)
 	for _, c := range []struct {
 		name, projector string
 		says            []string
 	}{
 		{"another width", wide, []string{wide, f.model, "n_embd = 128"}},
+		{"a zero patch", noPatch, []string{noPatch, "clip.vision.patch_size is 0"}},
 		{"a text model", f.model, []string{"not a multimodal projector", `"llama"`}},
 		{"missing", missing, []string{missing, f.model}},
 	} {
@@ -173,5 +180,24 @@ func waitUnfreed(t *testing.T, e *Engine) {
 			t.Fatalf("%d chunk lists left unfreed", e.mediaLive.Load())
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// rewriteUint32 copies the GGUF at src to dst with the uint32 value of key set to v (the
+// writers take no bad sizes; the value sits after the key's name and its type).
+func rewriteUint32(t *testing.T, src, dst, key string, v uint32) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := binary.LittleEndian.AppendUint64(nil, uint64(len(key)))
+	i := bytes.Index(b, append(name, key...))
+	if i < 0 || binary.LittleEndian.Uint32(b[i+len(name)+len(key):]) != 4 { // GGUF type 4: uint32
+		t.Fatalf("%s holds no uint32 %s", src, key)
+	}
+	binary.LittleEndian.PutUint32(b[i+len(name)+len(key)+4:], v)
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
