@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	openai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -442,5 +443,33 @@ func TestTranscriptionThroughTheSDK(t *testing.T) {
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Code != "unsupported_model" {
 		t.Fatalf("a text model through the SDK: %v", err)
+	}
+}
+
+// TestTranscriptionKeepalive: with --nonstream-keepalive a JSON transcript may be padded with
+// leading spaces (still valid JSON), but a text, srt or vtt one never is: the spaces would be
+// part of the text.
+func TestTranscriptionKeepalive(t *testing.T) {
+	st := servertest.Store(t)
+	tmpl, err := chat.Parse(chatML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each generation waits long enough that the padder writes its first space.
+	ears := enginetest.NewScripted(8192, func(*llm.Request) string { time.Sleep(50 * time.Millisecond); return "words." })
+	svc := core.New(core.Config{}, st, &core.Model{ID: "ears", Path: "/models/ears.gguf", Engine: ears, Template: tmpl, ContextLength: 8192, Audio: true})
+	srv := httptest.NewServer(server.New(server.Config{NonstreamKeepalive: 10 * time.Millisecond}, svc))
+	t.Cleanup(srv.Close)
+	f := &audioFixture{srv: srv, st: st, ears: ears}
+	for format, want := range map[string]string{"text": "words.\n", "srt": "1\n00:00:00,000 --> 00:00:01,000\nwords.\n\n", "vtt": "WEBVTT\n\n1\n00:00:00.000 --> 00:00:01.000\nwords.\n\n"} {
+		resp, b := f.post(t, "/v1/audio/transcriptions", wav(16000, 1), "model", "ears", "response_format", format)
+		if resp.StatusCode != 200 || string(b) != want || resp.Header.Get(server.KeepaliveHeader) != "" {
+			t.Errorf("%s: %d %q (keepalive %q), want %q", format, resp.StatusCode, b, resp.Header.Get(server.KeepaliveHeader), want)
+		}
+	}
+	resp, b := f.post(t, "/v1/audio/transcriptions", wav(16000, 1), "model", "ears")
+	var j struct{ Text string }
+	if resp.StatusCode != 200 || json.Unmarshal(b, &j) != nil || j.Text != "words." || resp.Header.Get(server.KeepaliveHeader) != "whitespace" {
+		t.Errorf("json: %d %q (keepalive %q)", resp.StatusCode, b, resp.Header.Get(server.KeepaliveHeader))
 	}
 }
