@@ -21,7 +21,7 @@ import (
 // forwarded (a trailing slash is): it would reach the upstream outside its /v1 (an admin route of vLLM or SGLang,
 // /metrics) or, through a proxy that cleans paths, one of the routes the gateway serves and
 // accounts itself (/v1/./chat/completions), with the upstream's key. Nor is a path under this
-// server's own API (/v1/admin, keys, usage, files, batches, models, responses, metrics): a
+// server's own API (/v1/admin, keys, usage, files, batches, models, responses, metrics, lora): a
 // typo'd admin call must not reach an upstream with the lane's key.
 func TestForwardOtherRoutesStayUnderV1(t *testing.T) {
 	ctx := context.Background()
@@ -64,7 +64,7 @@ func TestForwardOtherRoutesStayUnderV1(t *testing.T) {
 	for _, p := range []string{"/v1/../metrics", "/v1/score/../../sleep", "/v1/./chat/completions", "/v1/%2e%2e/flush_cache", "/v1//x",
 		// this server's own API: never an upstream's, whatever method or sub-path it lacks
 		"/v1/admin/lanes/up/restart", "/v1/admin/x", "/v1/keys/k1/rotate", "/v1/usage", "/v1/files/f1/x", "/v1/batches/b1/retry",
-		"/v1/models/qwen/x", "/v1/responses/r1/x", "/v1/metrics",
+		"/v1/models/qwen/x", "/v1/responses/r1/x", "/v1/metrics", "/v1/lora/activate", "/v1/lora/load/x",
 
 		"/v1/load_lora_adapter", "/v1/unload_lora_adapter/"} { // vLLM's: the server changed for everyone
 		resp, body := servertest.Do(t, "POST", srv.URL+p, `{"model": "qwen"}`, "Content-Type", "application/json")

@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
+	"mime/multipart"
 	"net/http"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,7 +54,7 @@ func forwardOther(svc *core.Service, notFound gin.HandlerFunc) gin.HandlerFunc {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		fields := fieldsOf(body)
+		fields := fieldsOf(r.Header.Get("Content-Type"), body)
 		m, err := svc.ModelFor(r.Context(), fields.Model)
 		if err != nil {
 			writeError(c, err)
@@ -75,8 +78,10 @@ func forwardOther(svc *core.Service, notFound gin.HandlerFunc) gin.HandlerFunc {
 var upstreamAdminRoutes = map[string]bool{"/v1/load_lora_adapter": true, "/v1/unload_lora_adapter": true}
 
 // forwardedRoutes are the /v1 routes a dialect serves for local models that, in team mode, a
-// lane forwarding to another server serves by relaying them there (its server has them).
-var forwardedRoutes = map[string]bool{"/v1/rerank": true, "/v1/tokenize": true}
+// lane forwarding to another server serves by relaying them there (its server has them). The
+// audio routes take multipart bodies: the form's model field routes them.
+var forwardedRoutes = map[string]bool{"/v1/rerank": true, "/v1/tokenize": true,
+	"/v1/audio/transcriptions": true, "/v1/audio/translations": true}
 
 // forwardOwnRoutes, in team mode, sends a POST to one of forwardedRoutes whose model routes to
 // a lane of another server (openai or command) there, under the same rules as forwardOther;
@@ -96,7 +101,7 @@ func forwardOwnRoutes(svc *core.Service) gin.HandlerFunc {
 			c.Next() // the handler meets the same fault and says so in its own words
 			return
 		}
-		fields := fieldsOf(body)
+		fields := fieldsOf(r.Header.Get("Content-Type"), body)
 		m, err := svc.ModelFor(r.Context(), fields.Model)
 		if err != nil {
 			c.Next()
@@ -152,7 +157,7 @@ func recordForwarded(c *gin.Context, svc *core.Service, fields bodyFields, m *co
 // ownAPIRoots are the /v1 paths of this server's own API: a POST under one that no handler
 // serves (a typo'd admin call, a sub-path that does not exist) is this server's 404, never
 // relayed to an upstream with the lane's key.
-var ownAPIRoots = []string{"admin", "keys", "usage", "files", "batches", "models", "responses", "metrics"}
+var ownAPIRoots = []string{"admin", "keys", "usage", "files", "batches", "models", "responses", "metrics", "lora"}
 
 // ownAPI reports whether the cleaned /v1 path p is under one of ownAPIRoots.
 func ownAPI(p string) bool {
@@ -183,14 +188,47 @@ type bodyFields struct {
 }
 
 // fieldsOf is a JSON object body's model and stream fields, each read on its own (a field of
-// another type is left zero, the upstream judges it); zero for any other body.
-func fieldsOf(body []byte) bodyFields {
+// another type is left zero, the upstream judges it), or a multipart form's; zero for any
+// other body.
+func fieldsOf(contentType string, body []byte) bodyFields {
 	var obj map[string]json.RawMessage
 	var f bodyFields
+	if mt, params, err := mime.ParseMediaType(contentType); err == nil && mt == "multipart/form-data" {
+		return formFields(body, params["boundary"])
+	}
 	if json.Unmarshal(body, &obj) != nil {
 		return f
 	}
 	_ = json.Unmarshal(obj["model"], &f.Model)
 	_ = json.Unmarshal(obj["stream"], &f.Stream)
 	return f
+}
+
+// formFields are a multipart form's model and stream fields (text fields of at most 1 KiB; a
+// longer one, or a body that does not parse, leaves what it would have said zero).
+func formFields(body []byte, boundary string) bodyFields {
+	var f bodyFields
+	if boundary == "" {
+		return f
+	}
+	mr := multipart.NewReader(bytes.NewReader(body), boundary)
+	for {
+		p, err := mr.NextPart()
+		if err != nil {
+			return f
+		}
+		name := p.FormName()
+		if p.FileName() != "" || (name != "model" && name != "stream") {
+			continue
+		}
+		v, err := io.ReadAll(io.LimitReader(p, 1<<10+1))
+		if err != nil || len(v) > 1<<10 {
+			continue
+		}
+		if name == "model" {
+			f.Model = string(v)
+		} else {
+			f.Stream, _ = strconv.ParseBool(strings.TrimSpace(string(v)))
+		}
+	}
 }

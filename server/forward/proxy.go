@@ -102,7 +102,8 @@ func isHop(k string) bool {
 	return false
 }
 
-// proxyBody is r's body with a JSON object's "model" set to model; any other body as is.
+// proxyBody is r's body with a JSON object's "model", or a multipart form's model field (a
+// transcription's), set to model; any other body as is.
 func proxyBody(r *http.Request, model string) ([]byte, error) {
 	if r.Body == nil {
 		return nil, nil
@@ -113,6 +114,9 @@ func proxyBody(r *http.Request, model string) ([]byte, error) {
 	}
 	if len(body) > MaxProxyBody {
 		return nil, &llm.StatusError{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("the request body is larger than %d MiB", MaxProxyBody>>20)}
+	}
+	if boundary, ok := formBoundary(r.Header.Get("Content-Type")); ok {
+		return formWithModel(body, boundary, model), nil
 	}
 	if !strings.Contains(r.Header.Get("Content-Type"), "json") {
 		return body, nil
