@@ -70,10 +70,13 @@ type Config struct {
 	KVDiskMax int64
 	// AllowRemoteMedia lets requests name http(s) image and audio URLs, which the server
 	// fetches (--allow-remote-media); MediaMaxBytes and MediaMaxParts bound one part's file and
-	// one request's parts (--media-max-bytes, --media-max-parts; 0: the defaults). app/media.go.
+	// one request's parts (--media-max-bytes, --media-max-parts; 0: the defaults);
+	// MediaMaxDecoded what a request's media decode to, once per choice (--media-max-decoded).
+	// app/media.go.
 	AllowRemoteMedia bool
 	MediaMaxBytes    int64
 	MediaMaxParts    int
+	MediaMaxDecoded  int64
 	// FilesExpiry is how long files are kept (--files-expiry); 0 keeps them until deleted.
 	FilesExpiry time.Duration
 	// KeepAlive is the SSE keep-alive interval.

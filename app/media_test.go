@@ -8,8 +8,8 @@ import (
 	"github.com/superfluid/superfluid/runtime/media"
 )
 
-// TestMediaFlags: --allow-remote-media, --media-max-bytes and --media-max-parts become the
-// core's media limits; unset, the defaults hold and remote URLs are off.
+// TestMediaFlags: --allow-remote-media, --media-max-bytes, --media-max-parts and
+// --media-max-decoded become the core's media limits; unset, the defaults hold and remote URLs are off.
 func TestMediaFlags(t *testing.T) {
 	parse := func(args ...string) media.Limits {
 		t.Helper()
@@ -26,8 +26,8 @@ func TestMediaFlags(t *testing.T) {
 		t.Errorf("no flags: %+v, want the defaults %+v", got, def)
 	}
 	want := def
-	want.AllowRemote, want.MaxBytes, want.MaxParts = true, 1<<20, 3
-	if got := parse("--allow-remote-media", "--media-max-bytes", "1MiB", "--media-max-parts", "3"); got != want {
+	want.AllowRemote, want.MaxBytes, want.MaxParts, want.MaxDecodedBytes = true, 1<<20, 3, 2<<30
+	if got := parse("--allow-remote-media", "--media-max-bytes", "1MiB", "--media-max-parts", "3", "--media-max-decoded", "2GiB"); got != want {
 		t.Errorf("flags: %+v, want %+v", got, want)
 	}
 }

@@ -25,6 +25,11 @@ type Limits struct {
 	MaxAudioSeconds int
 	// MaxParts is the most media parts in one request (the core enforces it).
 	MaxParts int
+	// MaxDecodedBytes bounds what the parts of one request decode to, together (RGB: 3 bytes a
+	// pixel; PCM: 4 bytes a sample), counted once per choice, since each choice carries them to
+	// the engine (the core enforces it). A few KiB of PNG decode to 100 MB, so without it a
+	// request of a megabyte could hold gigabytes.
+	MaxDecodedBytes int64
 	// AllowRemote reports whether http(s) URLs are fetched (--allow-remote-media).
 	AllowRemote bool
 	// FetchTimeout bounds one remote fetch, redirects and body included.
@@ -41,6 +46,7 @@ func DefaultLimits() Limits {
 		MaxGIFFrames:    1000,
 		MaxAudioSeconds: 600,
 		MaxParts:        20,
+		MaxDecodedBytes: 512 << 20,
 		FetchTimeout:    10 * time.Second,
 		MaxRedirects:    5,
 	}
@@ -63,6 +69,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxParts <= 0 {
 		l.MaxParts = d.MaxParts
+	}
+	if l.MaxDecodedBytes <= 0 {
+		l.MaxDecodedBytes = d.MaxDecodedBytes
 	}
 	if l.FetchTimeout <= 0 {
 		l.FetchTimeout = d.FetchTimeout

@@ -66,6 +66,9 @@ func (s *Service) mediaLimits() media.Limits {
 	if l.MaxParts <= 0 {
 		l.MaxParts = media.DefaultLimits().MaxParts
 	}
+	if l.MaxDecodedBytes <= 0 {
+		l.MaxDecodedBytes = media.DefaultLimits().MaxDecodedBytes
+	}
 	return l
 }
 
@@ -90,6 +93,7 @@ func (s *Service) withMedia(ctx context.Context, m *Model, req *ChatRequest, msg
 		return nil, nil, err
 	}
 	decoded := make([]llm.Media, 0, parts)
+	budget := decodedBudget{limit: s.mediaLimits().MaxDecodedBytes, copies: int64(max(1, req.N))}
 	out := make([]chat.Message, len(msgs))
 	for i, msg := range msgs {
 		out[i] = msg
@@ -107,6 +111,9 @@ func (s *Service) withMedia(ctx context.Context, m *Model, req *ChatRequest, msg
 			if err != nil {
 				return nil, nil, &MediaError{Where: p.Where, Err: err}
 			}
+			if err := budget.take(p, md); err != nil {
+				return nil, nil, err
+			}
 			decoded = append(decoded, md)
 			sb.WriteString(msg.Content[last:p.At])
 			sb.WriteString(marker)
@@ -118,6 +125,37 @@ func (s *Service) withMedia(ctx context.Context, m *Model, req *ChatRequest, msg
 	ready := *req
 	ready.Generation.Media, ready.Generation.MediaMarker = decoded, marker
 	return &ready, out, nil
+}
+
+// decodedBudget is what a request's decoded media may come to (Limits.MaxDecodedBytes): each of
+// its choices carries every clip to the engine, so copies counts them.
+type decodedBudget struct {
+	limit, copies, used int64
+}
+
+// take counts md, refusing it at p when the request's media pass the limit.
+func (b *decodedBudget) take(p llm.MediaPart, md llm.Media) error {
+	b.used += int64(len(md.RGB) + len(md.PCM))
+	if b.used*b.copies <= b.limit {
+		return nil
+	}
+	each := ""
+	if b.copies > 1 {
+		each = fmt.Sprintf(", %s for each of its %d choices", byteSize(b.used), b.copies)
+	}
+	return refuseMedia(p.Where, false, "%s: with it, this request's images and audio clips come to %s decoded (3 bytes a pixel, 4 a sample)%s, over the %s one request may take (--media-max-decoded); send fewer or smaller images, shorter clips or fewer choices",
+		partName(p), byteSize(b.used*b.copies), each, byteSize(b.limit))
+}
+
+// byteSize formats a byte count for messages.
+func byteSize(n int64) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%d KiB", (n+1023)>>10)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 // mediaParts counts the media parts of msgs.
