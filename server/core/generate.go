@@ -241,7 +241,7 @@ func (s *Service) generate(ctx context.Context, m *Model, g *generation, n int, 
 		res.Choices[i].Timings.Queue += waited // the wait at the gate is queueing too
 	}
 	if err := firstRealError(errs); err != nil {
-		return res, err // partial: for the record only
+		return res, withoutAdapterPaths(err, m, gen.Adapters) // res partial: for the record only
 	}
 	return res, nil
 }

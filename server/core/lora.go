@@ -328,7 +328,9 @@ func (s *Service) requestAdapter(m *Model, id, where string) (string, error) {
 	for _, e := range s.catalogAdapters(m) {
 		if e.ID == id {
 			if err := s.checkAdapter(m, e.Path); err != nil {
-				return "", err
+				// Any key may name an adapter; only admins are shown where its file lies.
+				msg := strings.TrimPrefix(err.Error(), llm.ErrInvalidInput.Error()+": ")
+				return "", &baseNamed{err: err, msg: fmt.Sprintf("%s: the catalog adapter %q: %s", where, id, baseNames(msg, e.Path, m.Path))}
 			}
 			return e.Path, nil
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -96,4 +97,43 @@ func adapterFits(id, modelPath, adapterPath string) error {
 		return fmt.Errorf("%w: %v (the model %s)", llm.ErrInvalidInput, err, id)
 	}
 	return nil
+}
+
+// baseNamed is an error whose text names files by their base names (baseNames); errors.Is and
+// As still see the cause.
+type baseNamed struct {
+	err error
+	msg string
+}
+
+func (e *baseNamed) Error() string { return e.msg }
+
+func (e *baseNamed) Unwrap() error { return e.err }
+
+// baseNames is msg with each of paths, and each path's folder, named by its base name alone.
+func baseNames(msg string, paths ...string) string {
+	for _, p := range paths {
+		if dir := filepath.Dir(p); dir != "." && dir != string(filepath.Separator) {
+			msg = strings.ReplaceAll(msg, dir+string(filepath.Separator), "")
+			msg = strings.ReplaceAll(msg, dir, filepath.Base(dir))
+		}
+	}
+	return msg
+}
+
+// withoutAdapterPaths is a generation's error with the files of the adapters it ran with, and
+// of its model, named by their base names: the engine's refusal of an adapter (a file changed
+// since it was loaded) reaches whoever sent the request.
+func withoutAdapterPaths(err error, m *Model, adapters []llm.AdapterRef) error {
+	if err == nil || len(adapters) == 0 {
+		return err
+	}
+	paths := []string{m.Path}
+	for _, a := range adapters {
+		paths = append(paths, a.Path)
+	}
+	if msg := baseNames(err.Error(), paths...); msg != err.Error() {
+		return &baseNamed{err: err, msg: msg}
+	}
+	return err
 }
