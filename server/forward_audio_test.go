@@ -109,3 +109,29 @@ func TestTranscriptionsForwarded(t *testing.T) {
 		t.Fatalf("a local lane's transcription reached the upstream (%d requests)", n)
 	}
 }
+
+// TestLoRARoutesNotRelayed: in team mode /v1/lora/load and /v1/lora/unload are this server's
+// admin routes: for a model on a forwarded lane they are refused here (its adapters are its
+// server's), never relayed with the lane's key, which would make any member that server's
+// admin (as vLLM's /v1/load_lora_adapter is not relayed).
+func TestLoRARoutesNotRelayed(t *testing.T) {
+	up := newUsageUpstream(t)
+	srv, _, _ := teamRouter(t, up.URL, servertest.Store(t))
+	for _, tc := range [][2]string{
+		{"/v1/lora/load", `{"model": "qwen", "adapter": "/models/tone.gguf"}`},
+		{"/v1/lora/unload", `{"model": "qwen", "id": "tone"}`},
+	} {
+		resp, body := servertest.Do(t, "POST", srv.URL+tc[0], tc[1])
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s for the forwarded lane's model: %d %s, want 400", tc[0], resp.StatusCode, body)
+		}
+	}
+	if resp, body := servertest.Do(t, "POST", srv.URL+"/v1/lora/load", `{"model": "qwen", "adapter": "/models/tone.gguf"}`); !strings.Contains(string(body), "served by another server") {
+		t.Errorf("load for the forwarded lane's model: %d %s, want it to say the model is another server's", resp.StatusCode, body)
+	}
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if len(up.paths) != 0 {
+		t.Fatalf("the upstream was sent %v", up.paths)
+	}
+}
