@@ -204,18 +204,25 @@ func imageRows(model, projector string, side int, o Options) (cold, warm mediaRo
 					{"type": "text", "text": imageQuestion},
 				}}}}
 		}
-		first, err := api.stream(body())
-		if err != nil {
-			return cold, warm, fmt.Errorf("new image: %w", err)
-		}
-		again, err := api.stream(body())
-		if err != nil {
-			return cold, warm, fmt.Errorf("re-sent image: %w", err)
-		}
-		eng, done, err := engineGenerate(direct, &llm.Request{Prompt: prompt, AddSpecial: addSpecial, MaxTokens: 1, IgnoreEOS: true,
-			Media: []llm.Media{img}, MediaMarker: benchMarker, Sampling: greedySampling()})
-		if err != nil {
-			return cold, warm, fmt.Errorf("engine: %w", err)
+		var first, again, eng sample
+		var done llm.Done
+		// The engine goes first on odd runs, second on even ones: a machine that slows down
+		// or speeds up during the runs favours neither side.
+		for turn := range 2 {
+			if turn == run%2 {
+				if first, err = api.stream(body()); err != nil {
+					return cold, warm, fmt.Errorf("new image: %w", err)
+				}
+				if again, err = api.stream(body()); err != nil {
+					return cold, warm, fmt.Errorf("re-sent image: %w", err)
+				}
+				continue
+			}
+			eng, done, err = engineGenerate(direct, &llm.Request{Prompt: prompt, AddSpecial: addSpecial, MaxTokens: 1, IgnoreEOS: true,
+				Media: []llm.Media{img}, MediaMarker: benchMarker, Sampling: greedySampling()})
+			if err != nil {
+				return cold, warm, fmt.Errorf("engine: %w", err)
+			}
 		}
 		if run == 0 {
 			continue
