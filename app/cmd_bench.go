@@ -33,6 +33,9 @@ func newBenchCommand() *cobra.Command {
 			if opts.Repeat < 1 {
 				return &commandLineError{fmt.Sprintf("--repeat must be at least 1, got %d", opts.Repeat)}
 			}
+			if opts.ImageSide < 1 || opts.AudioSeconds <= 0 {
+				return &commandLineError{fmt.Sprintf("--image-side and --audio-seconds must be positive, got %d and %g", opts.ImageSide, opts.AudioSeconds)}
+			}
 			if opts.Duration <= 0 || opts.Rate <= 0 {
 				return &commandLineError{fmt.Sprintf("--duration and --rate must be positive, got %s and %g", opts.Duration, opts.Rate)}
 			}
@@ -58,6 +61,8 @@ func newBenchCommand() *cobra.Command {
 	fs.DurationVar(&opts.Duration, "duration", opts.Duration, "how long the soak's traffic runs")
 	fs.Float64Var(&opts.Rate, "rate", opts.Rate, "the soak's requests per second, all kinds together")
 	fs.StringVar(&opts.Projector, "mmproj", "", "the media suite's multimodal projector (an mmproj .gguf for MODEL; none: random-weight vision and audio projectors written for it)")
+	fs.IntVar(&opts.ImageSide, "image-side", 512, "the side in pixels of the media suite's square test images")
+	fs.Float64Var(&opts.AudioSeconds, "audio-seconds", 10, "the length of the media suite's transcribed clips")
 	fs.BoolVar(&opts.JSON, "json", false, "print the gateway and media suites' reports as JSON (the other suites print text)")
 	fs.BoolVar(&opts.WriteModel, "write-model", false, "first write a TinyLlama-1.1B-shaped Q8_0 model with random weights at MODEL (outside the repository)")
 	fs.BoolVar(&opts.WriteCopyModel, "write-copy-model", false, "first write a TinyLlama-1.1B-shaped Q8_0 model whose hand-set weights copy their prompt at MODEL (the speed suite's edit workload)")

@@ -113,6 +113,8 @@ func TestBenchCommandLine(t *testing.T) {
 	}{
 		{[]string{"--suite", "bogus"}, `unknown suite "bogus"`},
 		{[]string{"--repeat", "0"}, "--repeat must be at least 1"},
+		{[]string{"--suite", "media", "--image-side", "0"}, "--image-side and --audio-seconds must be positive"},
+		{[]string{"--suite", "media", "--audio-seconds", "-1"}, "--image-side and --audio-seconds must be positive"},
 		{[]string{"--suite", "soak", "--duration", "0s"}, "--duration and --rate must be positive"},
 		{[]string{"--suite", "soak", "--rate", "-1"}, "--duration and --rate must be positive"},
 	} {
@@ -123,7 +125,7 @@ func TestBenchCommandLine(t *testing.T) {
 			t.Errorf("bench %v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr.String(), c.want)
 		}
 	}
-	// Only the soak has a default model (the bundled one).
+	// Only the soak and the media suite have a default model (the bundled one).
 	stderr.Reset()
 	if code := Main([]string{"superfluid", "bench", "--suite", "single"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "no model given") {
 		t.Errorf("bench --suite single without a model: exit %d, stderr %q", code, stderr.String())
