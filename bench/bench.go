@@ -2,9 +2,10 @@
 // HTTP API next to the engine called directly, multi-turn and concurrent serving, prefix
 // sharing, model downloads from a fake Hugging Face Hub, the time to first token of an
 // unloaded model, tool-calling grammars, the batch API, the scheduling classes and rate
-// limits, a gateway forwarding to another superfluid vs that superfluid directly, and the
-// speed ratios of issue 21 (speculation, the prefix cache across a restart, flash attention;
-// speed.go); images and audio in the prompt (media.go); and the soak (package bench/soak), a long run of mixed traffic against a server process. It starts
+// limits, a gateway forwarding to another superfluid vs that superfluid directly, the speed
+// ratios of issue 21 (speculation, the prefix cache across a restart, flash attention;
+// speed.go), images and audio in the prompt vs the engine's own encoding (media.go); and the
+// soak (package bench/soak), a long run of mixed traffic against a server process. It starts
 // the app through Options.Serve (the soak and the gateway's upstream through
 // Options.Command), so it does not depend on package app.
 package bench

@@ -125,14 +125,14 @@ func measureMedia(model string, o Options) (*MediaReport, error) {
 	if r.AudioSeconds <= 0 {
 		r.AudioSeconds = 10
 	}
-	cold := missingRow(imageRowName, "the projector has no vision encoder")
-	warm := missingRow(warmRowName, "the projector has no vision encoder")
+	cold := missingRow(imageRowName, mediaEngineTarget, false, "the projector has no vision encoder")
+	warm := missingRow(warmRowName, mediaWarmTarget, true, "the projector has no vision encoder")
 	if proj.vision != "" {
 		if cold, warm, err = imageRows(model, proj.vision, r.ImageSide, o); err != nil {
 			return nil, fmt.Errorf("images: %w", err)
 		}
 	}
-	audio := missingRow(transcribeRowName(r.AudioSeconds), "the projector has no audio encoder")
+	audio := missingRow(transcribeRowName(r.AudioSeconds), mediaEngineTarget, false, "the projector has no audio encoder")
 	if proj.audio != "" {
 		if audio, err = transcriptionRow(model, proj.audio, r.AudioSeconds, o); err != nil {
 			return nil, fmt.Errorf("audio: %w", err)
@@ -158,8 +158,8 @@ func transcribeRowName(seconds float64) string {
 }
 
 // missingRow is a row that could not be measured, and why.
-func missingRow(name, why string) mediaRow {
-	return mediaRow{speedRow: speedRow{name: name, unit: "ms", unavailable: true, note: "not available: " + why}}
+func missingRow(name string, target float64, atMost bool, why string) mediaRow {
+	return mediaRow{speedRow: speedRow{name: name, unit: "ms", target: target, lowerWins: atMost, unavailable: true, note: "not available: " + why}}
 }
 
 func orEmpty(xs []float64) []float64 {

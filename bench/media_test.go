@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/superfluid/superfluid/runtime/gguf"
 	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/runtime/llamacpp"
 	"github.com/superfluid/superfluid/server"
@@ -95,4 +96,45 @@ func TestMediaSuite(t *testing.T) {
 		t.Errorf("JSON %v: %s", err, js.String())
 	}
 	t.Log(table.String())
+}
+
+// TestMediaProjectors: without --mmproj the suite writes both projectors for the model's
+// width; a given projector runs the kinds it encodes, and the kind it lacks is a row that says
+// why; a file that is not a projector is refused.
+func TestMediaProjectors(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "tiny.gguf")
+	if err := gguftest.WriteTinyLlama(model, gguftest.TinyLlamaOptions{Embd: 96, Heads: 4}); err != nil {
+		t.Fatal(err)
+	}
+	written, err := mediaProjectorsFor(model, "", dir)
+	if err != nil || !written.written || written.vision == "" || written.audio == "" || !strings.Contains(written.about, "width 96") {
+		t.Fatalf("written: %+v, %v", written, err)
+	}
+	for _, path := range []string{written.vision, written.audio} {
+		f, err := gguf.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if facts, err := f.Projector(); err != nil || facts.Width != 96 {
+			t.Errorf("%s: %+v, %v; want a projector 96 wide", path, facts, err)
+		}
+	}
+	given, err := mediaProjectorsFor(model, written.vision, dir)
+	if err != nil || given.written || given.vision != written.vision || given.audio != "" || !strings.Contains(given.about, "--mmproj") {
+		t.Fatalf("given a vision projector: %+v, %v", given, err)
+	}
+	if _, err := mediaProjectorsFor(model, model, dir); err == nil || !strings.Contains(err.Error(), "not a multimodal projector") {
+		t.Errorf("given the model as its projector: %v", err)
+	}
+	r := &MediaReport{Model: model, Projectors: given.about, Runs: 1, ImageSide: 8, AudioSeconds: 1}
+	row := missingRow(transcribeRowName(1), mediaEngineTarget, false, "the projector has no audio encoder")
+	r.Rows = append(r.Rows, MediaRatio{Name: row.name, Unit: row.unit, Target: row.target, Verdict: row.verdict(), Note: row.note})
+	var out bytes.Buffer
+	writeMedia(&out, r)
+	for _, want := range []string{"(b) transcription, 1 s clip", ">= 0.95x", "n/a", "not available: the projector has no audio encoder"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
 }
