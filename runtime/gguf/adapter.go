@@ -3,6 +3,7 @@ package gguf
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -66,11 +67,41 @@ func (f *File) loraPairs() (map[string]*loraPair, error) {
 		if p.a == nil || p.b == nil {
 			return nil, fmt.Errorf("tensor %s has only one of its two LoRA factors: %w", base, ErrNotAdapter)
 		}
-		if len(p.a.Dims) < 2 || len(p.b.Dims) < 2 {
-			return nil, fmt.Errorf("the LoRA factors of %s are not matrices: %w", base, ErrNotAdapter)
+		if !isMatrix(p.a.Dims) || !isMatrix(p.b.Dims) {
+			// llama.cpp checks the first two dimensions only; a third one aborts the product.
+			return nil, fmt.Errorf("the LoRA factors of %s are %v and %v, not matrices: %w", base, p.a.Dims, p.b.Dims, ErrNotAdapter)
+		}
+		for _, t := range []*TensorInfo{p.a, p.b} {
+			if !loraFactorTypes[t.Type] {
+				return nil, fmt.Errorf("the LoRA factor %s is of type %s, which llama.cpp cannot multiply (an adapter's factors are F32, F16, BF16 or a Q4–Q8 quantization): %w",
+					t.Name, TypeName(t.Type), ErrNotAdapter)
+			}
 		}
 	}
 	return pairs, nil
+}
+
+// isMatrix reports whether dims has two dimensions (and any after them are 1).
+func isMatrix(dims []uint64) bool {
+	if len(dims) < 2 {
+		return false
+	}
+	for _, d := range dims[2:] {
+		if d != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// loraFactorTypes are the tensor types a LoRA factor may have: those ggml multiplies as the
+// first operand of a matrix product (llama.cpp's converter writes F32, F16, BF16 or Q8_0).
+// Integer, F64 and the Q8_1/Q8_K activation types have no such kernel, and the worker
+// crashes on the first decode with them.
+var loraFactorTypes = map[uint32]bool{
+	TypeF32: true, TypeF16: true, TypeBF16: true,
+	TypeQ4_0: true, TypeQ4_1: true, TypeQ5_0: true, TypeQ5_1: true, TypeQ8_0: true,
+	TypeQ2_K: true, TypeQ3_K: true, TypeQ4_K: true, TypeQ5_K: true, TypeQ6_K: true,
 }
 
 // Adapter reads the adapter's facts; an error says why llama.cpp would refuse it whatever the
@@ -91,6 +122,10 @@ func (f *File) Adapter() (AdapterFacts, error) {
 		return AdapterFacts{}, fmt.Errorf("it has no general.architecture to match a base model by: %w", ErrNotAdapter)
 	}
 	facts.Alpha, _ = f.Float("adapter.lora.alpha")
+	if math.IsNaN(facts.Alpha) || math.IsInf(facts.Alpha, 0) {
+		// llama.cpp scales the delta by alpha/rank: every logit would be NaN.
+		return AdapterFacts{}, fmt.Errorf("adapter.lora.alpha is %v, not a finite number: %w", facts.Alpha, ErrNotAdapter)
+	}
 	pairs, err := f.loraPairs()
 	if err != nil {
 		return AdapterFacts{}, err
@@ -113,17 +148,17 @@ func (f *File) Adapter() (AdapterFacts, error) {
 // present in the model with the shape the factors assume (llama-adapter.cpp's checks).
 func FitAdapter(model []*File, adapter *File) error {
 	if len(model) == 0 {
-		return fmt.Errorf("no model given: %w", ErrMismatch)
+		return mismatch("no model given")
 	}
 	facts, err := adapter.Adapter()
 	if err != nil {
 		return err
 	}
 	if model[0].IsAdapter() {
-		return fmt.Errorf("the model is itself an adapter; pass its base model: %w", ErrMismatch)
+		return mismatch("the model is itself an adapter; pass its base model")
 	}
 	if arch := model[0].Architecture(); arch != facts.Architecture {
-		return fmt.Errorf("the adapter is for %s models but the model is %s: %w", facts.Architecture, arch, ErrMismatch)
+		return mismatch("the adapter is for %s models but the model is %s", facts.Architecture, arch)
 	}
 	pairs, err := adapter.loraPairs()
 	if err != nil {
@@ -138,23 +173,23 @@ func FitAdapter(model []*File, adapter *File) error {
 		p := pairs[name]
 		w, ok := findTensor(model, name)
 		if !ok {
-			return fmt.Errorf("the adapter changes the tensor %s, which the model lacks: %w", name, ErrMismatch)
+			return mismatch("the adapter changes the tensor %s, which the model lacks", name)
 		}
 		if len(w.Dims) < 2 {
-			return fmt.Errorf("the model's tensor %s is not a matrix: %w", name, ErrMismatch)
+			return mismatch("the model's tensor %s is not a matrix", name)
 		}
 		a, b := p.a.Dims, p.b.Dims
 		if strings.HasSuffix(name, "token_embd.weight") {
 			// Embeddings are looked up, not multiplied: the factors come flipped.
 			if w.Dims[0] != b[1] || w.Dims[1] != a[1] {
-				return fmt.Errorf("the model's %s is %v but the adapter's factors are for %v: %w",
-					name, w.Dims[:2], []uint64{b[1], a[1]}, ErrMismatch)
+				return mismatch("the model's %s is %v but the adapter's factors are for %v",
+					name, w.Dims[:2], []uint64{b[1], a[1]})
 			}
 			continue
 		}
 		if w.Dims[0] != a[0] || w.Dims[1] != b[1] {
-			return fmt.Errorf("the model's %s is %v but the adapter's factors are for %v: %w",
-				name, w.Dims[:2], []uint64{a[0], b[1]}, ErrMismatch)
+			return mismatch("the model's %s is %v but the adapter's factors are for %v",
+				name, w.Dims[:2], []uint64{a[0], b[1]})
 		}
 		if a[1] != b[0] {
 			return fmt.Errorf("the factors of %s have ranks %d and %d (lora_a must be stored transposed): %w",
