@@ -63,12 +63,15 @@ type MediaRatio struct {
 	// media's positions included (the same when both ran the same prompt).
 	PromptTokensA []int `json:"prompt_tokens_a,omitempty"`
 	PromptTokensB []int `json:"prompt_tokens_b,omitempty"`
+	// CachedTokensA is each run's prompt tokens the server found cached on side A (the
+	// re-sent image's row).
+	CachedTokensA []int `json:"cached_tokens_a,omitempty"`
 }
 
 // mediaRow is a row being measured: a ratio, and the prompt tokens of each side's runs.
 type mediaRow struct {
 	speedRow
-	tokensA, tokensB []int
+	tokensA, tokensB, cachedA []int
 }
 
 // samePrompts adds to the note when the two sides' prompts differ in length: then they did
@@ -143,7 +146,7 @@ func measureMedia(model string, o Options) (*MediaReport, error) {
 		bm, _ := medianMin(row.base)
 		r.Rows = append(r.Rows, MediaRatio{Name: row.name, Unit: row.unit, A: orEmpty(row.with), B: orEmpty(row.base), AMedian: am, BMedian: bm,
 			Ratio: row.ratio(), Target: row.target, AtMost: row.lowerWins, Verdict: row.verdict(), Note: row.note,
-			PromptTokensA: row.tokensA, PromptTokensB: row.tokensB})
+			PromptTokensA: row.tokensA, PromptTokensB: row.tokensB, CachedTokensA: row.cachedA})
 	}
 	return r, nil
 }
@@ -189,7 +192,6 @@ func imageRows(model, projector string, side int, o Options) (cold, warm mediaRo
 	if err != nil {
 		return cold, warm, err
 	}
-	var cached []int
 	var prefill []float64
 	// Run 0 warms both up (first graphs, first encoder run) and is not counted.
 	for run := range o.Repeat + 1 {
@@ -231,13 +233,13 @@ func imageRows(model, projector string, side int, o Options) (cold, warm mediaRo
 		warm.base, warm.with = append(warm.base, ms(first.ttft())), append(warm.with, ms(again.ttft()))
 		cold.tokensA, cold.tokensB = append(cold.tokensA, done.Usage.PromptTokens), append(cold.tokensB, first.promptTokens)
 		warm.tokensA, warm.tokensB = append(warm.tokensA, again.promptTokens), append(warm.tokensB, first.promptTokens)
-		cached, prefill = append(cached, again.cached), append(prefill, ms(done.Timings.Prefill))
+		warm.cachedA, prefill = append(warm.cachedA, again.cached), append(prefill, ms(done.Timings.Prefill))
 	}
 	pm, _ := medianMin(prefill)
 	cold.note = fmt.Sprintf("%v prompt tokens (the image's positions included); of the engine's time, its own Timings.Prefill (encode + prefill on its loop) %.1f ms",
 		cold.tokensB, pm)
 	cold.samePrompts()
-	warm.note = fmt.Sprintf("re-sent: cached tokens %v", cached)
+	warm.note = fmt.Sprintf("re-sent: cached tokens %v", warm.cachedA)
 	warm.samePrompts()
 	return cold, warm, nil
 }

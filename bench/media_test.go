@@ -79,6 +79,11 @@ func TestMediaSuite(t *testing.T) {
 			t.Errorf("%s: prompt tokens %v and %v", row.Name, row.PromptTokensA, row.PromptTokensB)
 		}
 	}
+	// The re-sent image was found in the cache: more of its prompt than the image's positions.
+	positions := gguftest.VisionProjectorOptions{ImageSize: writtenImageSize, PatchSize: writtenPatchSize}.ImageTokens()
+	if c := r.Rows[2].CachedTokensA; len(c) != 2 || c[0] <= positions || c[1] <= positions {
+		t.Errorf("re-sent image: cached tokens %v, want more than its %d positions each run", c, positions)
+	}
 	var table bytes.Buffer
 	writeMedia(&table, r)
 	for _, want := range []string{"random-weight projectors", "images 40×40 PNG", "clips 2 s", "B med [min]", "A med [min]",
