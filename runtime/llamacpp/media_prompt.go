@@ -53,11 +53,6 @@ func (e *Engine) mediaPrompt(ctx context.Context, req *llm.Request) ([]int, *pro
 			}
 		}
 	}
-	if n := len(prompt); n > 0 && prompt[n-1] < 0 {
-		// The logits of the first reply token come from the last prompt position: a text token.
-		m.free()
-		return nil, nil, fmt.Errorf("%w: the prompt ends with an image or clip; a prompt with media must end with text (the chat template's assistant turn)", llm.ErrInvalidInput)
-	}
 	m.refs.Store(2)
 	return prompt, m, nil
 }

@@ -154,6 +154,25 @@ func (h *Handle) Slots(ctx context.Context) (llm.Slots, error) {
 	return slots, err
 }
 
+// ReleaseAdapter asks the loaded worker to free the LoRA adapter at path (llm.AdapterReleaser);
+// a model that is not loaded holds none, and a worker that keeps no adapters has nothing to
+// free.
+func (h *Handle) ReleaseAdapter(ctx context.Context, path string) error {
+	m, s := h.m, h.s
+	m.mu.Lock()
+	if s.state != StateLoaded {
+		m.mu.Unlock()
+		return nil
+	}
+	l := lease{h: h, runner: s.runner, live: s.live}
+	m.mu.Unlock()
+	releaser, ok := l.runner.(llm.AdapterReleaser)
+	if !ok {
+		return nil
+	}
+	return l.call(ctx, func(ctx context.Context) error { return releaser.ReleaseAdapter(ctx, path) })
+}
+
 // Embed embeds, loading the model first when needed.
 func (h *Handle) Embed(ctx context.Context, req *llm.EmbedRequest) (*llm.EmbedResult, error) {
 	eng, release, err := h.Acquire(ctx)

@@ -130,11 +130,14 @@ func TestMessagesModelsImageInput(t *testing.T) {
 	}
 }
 
-// TestMessagesLoraParam: lora reaches the engine's request as adapters; a bad one is a 400.
+// TestMessagesLoraParam: lora reaches the engine's request as adapters (the core fills in the
+// loaded adapter's file); a bad one is a 400.
 func TestMessagesLoraParam(t *testing.T) {
-	f := setup(t, config{})
+	files := servertest.WriteLoRAFiles(t, "pirate")
+	f := setup(t, config{model: func(m *core.Model) { m.Path = files.Model }})
+	files.Load(t, f.srv.URL, "fake")
 	f.ok(t, body(`"lora":[{"id":"pirate","scale":2}]`))
-	if got, _ := f.eng.LastRequest(); !reflect.DeepEqual(got.Adapters, []llm.AdapterRef{{ID: "pirate", Scale: 2}}) {
+	if got, _ := f.eng.LastRequest(); !reflect.DeepEqual(got.Adapters, []llm.AdapterRef{{ID: "pirate", Path: files.Adapters["pirate"], Scale: 2}}) {
 		t.Errorf("adapters %#v", got.Adapters)
 	}
 	f.ok(t, body(`"lora":[]`))

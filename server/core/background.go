@@ -46,8 +46,12 @@ func (s *Service) DefaultMaxTokens(ctx context.Context) int {
 // request takes the model's settings and the operator's --max-tokens, and counts against
 // --queue. A batch line takes the model's own defaults (none of the operator's settings), at
 // most 2048 tokens when it names no cap, background priority in the engine's queue, and never
-// takes a place in the queue from an interactive request.
+// takes a place in the queue from an interactive request. Both settle the LoRA adapters the
+// generation runs with (lora.go).
 func (s *Service) prepare(ctx context.Context, m *Model, gen *llm.Request, n int) (release func(), err error) {
+	if err := s.resolveAdapters(m, gen); err != nil {
+		return nil, err
+	}
 	if !isBatchLine(ctx) {
 		applySettings(gen, s.settingsOf(ctx, m))
 		if gen.MaxTokens == 0 {

@@ -146,6 +146,8 @@ type Service struct {
 	router  Router // resolves names instead of lib when set (route.go)
 	// sharedForms are the shared prefixes as the models' templates render them (shared.go).
 	sharedForms sharedForms
+	// lora is the LoRA adapters loaded per model (lora.go).
+	lora loraRegistry
 	// media decodes the images and audio clips of requests (media.go).
 	media *media.Resolver
 }

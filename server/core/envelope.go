@@ -66,6 +66,7 @@ func (s *Service) record(ctx context.Context, key recordKey, m *Model, res *Resu
 		if spec := SpecReportOf(res.Choices...); spec != nil {
 			rec.SpecProposed, rec.SpecAccepted = spec.Proposed, spec.Accepted
 		}
+		rec.Adapters = adaptersRecord(res.Adapters)
 	}
 	// Queued, not written: the reply never waits for the disk. A full queue drops the record
 	// (the store counts and logs it) rather than hold the reply.

@@ -44,6 +44,8 @@ type ChatRequest struct {
 type Result struct {
 	Model   *Model
 	Choices []llm.Done
+	// Adapters are the LoRA adapters the choices ran with (lora.go); nil for the bare model.
+	Adapters []llm.AdapterRef
 }
 
 // Usage sums the choices' usage the OpenAI way: the prompt counted once.
@@ -197,7 +199,7 @@ func (s *Service) generate(ctx context.Context, m *Model, g *generation, n int, 
 	defer grant()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	res := &Result{Model: m, Choices: make([]llm.Done, n)}
+	res := &Result{Model: m, Choices: make([]llm.Done, n), Adapters: gen.Adapters}
 	lat := s.latencyOf(ctx, m) // nil without an observer
 	errs := make([]error, n)
 	var mu sync.Mutex

@@ -143,15 +143,19 @@ func toStrings[T ~string](in []T) []string {
 }
 
 // TestLoraParam: lora at the top level or in options reaches the engine's request as
-// adapters (the top level wins); a bad one is a 400 naming where it was.
+// adapters, their files filled in by the core (the top level wins); a bad one is a 400 naming
+// where it was.
 func TestLoraParam(t *testing.T) {
-	f := setup(t, config{})
+	files := servertest.WriteLoRAFiles(t, "pirate", "poet")
+	f := setup(t, config{model: func(m *core.Model) { m.Path = files.Model }})
+	files.Load(t, f.srv.URL, "fake")
+	pirate, poet := files.Adapters["pirate"], files.Adapters["poet"]
 	for _, tt := range []struct {
 		path, extra string
 		want        []llm.AdapterRef
 	}{
-		{"/api/chat", `"lora":[{"id":"pirate"}]`, []llm.AdapterRef{{ID: "pirate", Scale: 1}}},
-		{"/api/chat", `"options":{"lora":[{"id":"poet","scale":0.25}]}`, []llm.AdapterRef{{ID: "poet", Scale: 0.25}}},
+		{"/api/chat", `"lora":[{"id":"pirate"}]`, []llm.AdapterRef{{ID: "pirate", Path: pirate, Scale: 1}}},
+		{"/api/chat", `"options":{"lora":[{"id":"poet","scale":0.25}]}`, []llm.AdapterRef{{ID: "poet", Path: poet, Scale: 0.25}}},
 		{"/api/generate", `"lora":[],"options":{"lora":[{"id":"poet"}]}`, []llm.AdapterRef{}},
 		{"/api/generate", `"options":{"temperature":0}`, nil},
 	} {

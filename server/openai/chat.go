@@ -70,6 +70,8 @@ func Routes(r gin.IRouter, svc *core.Service, opts Options) {
 	h.routesBatches(r)
 	h.routesEmbeddings(r)
 	h.routesLlamaCpp(r)
+	h.routesLoRA(r)
+	h.routesAudio(r)
 }
 
 func newID(prefix string) string {

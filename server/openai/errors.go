@@ -63,6 +63,7 @@ func toError(err error) *Error {
 	var r *dialect.Refusal
 	var se *llm.StatusError
 	var me *core.MediaError
+	var ae *core.AdapterError
 	switch {
 	case errors.As(err, &e):
 		return e
@@ -84,6 +85,8 @@ func toError(err error) *Error {
 		return &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Param: "model", Message: err.Error()}
 	case errors.As(err, &ce):
 		return invalid("n", err.Error())
+	case errors.As(err, &ae):
+		return invalid("lora", err.Error())
 	case errors.Is(err, llm.ErrUnsupportedInput):
 		e := unsupportedInput("", err.Error())
 		if errors.As(err, &me) {

@@ -6,13 +6,19 @@ import (
 	"testing"
 
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/core"
+	"github.com/superfluid/superfluid/server/servertest"
 )
 
 // TestLoraParam: chat, completions and responses take the lora extension into the request's
-// adapters (scale 1 when absent; [] is an empty, non-nil list; absent is nil); a bad one is a
-// 400 naming lora.
+// adapters, resolved by the core to the loaded adapters' files (scale 1 when absent; [] is an
+// empty, non-nil list; absent is nil, the model's active ones, none here); a bad one is a 400
+// naming lora.
 func TestLoraParam(t *testing.T) {
-	f := setup(t, config{})
+	files := servertest.WriteLoRAFiles(t, "pirate", "poet")
+	f := setup(t, config{model: func(m *core.Model) { m.Path = files.Model }})
+	files.Load(t, f.srv.URL, "fake")
+	pirate, poet := files.Adapters["pirate"], files.Adapters["poet"]
 	bodies := map[string]func(extra string) string{
 		"/v1/chat/completions": chatBody,
 		"/v1/completions": func(extra string) string {
@@ -27,7 +33,7 @@ func TestLoraParam(t *testing.T) {
 			extra string
 			want  []llm.AdapterRef
 		}{
-			{`"lora":[{"id":"pirate","scale":0.5},{"id":"poet"}]`, []llm.AdapterRef{{ID: "pirate", Scale: 0.5}, {ID: "poet", Scale: 1}}},
+			{`"lora":[{"id":"pirate","scale":0.5},{"id":"poet"}]`, []llm.AdapterRef{{ID: "pirate", Path: pirate, Scale: 0.5}, {ID: "poet", Path: poet, Scale: 1}}},
 			{`"lora":[]`, []llm.AdapterRef{}},
 			{`"lora":null`, nil},
 		} {
@@ -48,5 +54,24 @@ func TestLoraParam(t *testing.T) {
 			resp, b := f.do(t, http.MethodPost, path, body(tt.extra))
 			checkError(t, resp, b, wantError{400, "invalid_request_error", "lora", "", tt.msg})
 		}
+	}
+}
+
+// TestLoraParamResolved: a lora naming an adapter the model does not have, or one at a scale
+// out of range, is a 400 naming lora and the adapter, in every OpenAI route.
+func TestLoraParamResolved(t *testing.T) {
+	files := servertest.WriteLoRAFiles(t, "pirate")
+	f := setup(t, config{model: func(m *core.Model) { m.Path = files.Model }})
+	files.Load(t, f.srv.URL, "fake")
+	bodies := map[string]func(lora string) string{
+		"/v1/chat/completions": func(lora string) string { return chatBody(`"lora":` + lora) },
+		"/v1/completions":      func(lora string) string { return `{"model":"fake","prompt":"Once","lora":` + lora + `}` },
+		"/v1/responses":        func(lora string) string { return `{"model":"fake","input":"hi","lora":` + lora + `}` },
+	}
+	for path, body := range bodies {
+		resp, b := f.do(t, http.MethodPost, path, body(`[{"id":"pirate"},{"id":"ghost"}]`))
+		checkError(t, resp, b, wantError{400, invalidReq, "lora", "", `has no adapter "ghost"`})
+		resp, b = f.do(t, http.MethodPost, path, body(`[{"id":"pirate","scale":1000}]`))
+		checkError(t, resp, b, wantError{400, invalidReq, "lora", "", "from -100 to 100"})
 	}
 }

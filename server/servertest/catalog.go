@@ -138,6 +138,9 @@ type Runner struct {
 	Starts, Unloads atomic.Int32
 	loaded          atomic.Bool
 	check           func() error // see Catalog.SetStartCheck
+
+	mu       sync.Mutex
+	released []string // ReleaseAdapter's paths
 }
 
 // Start loads the model.
@@ -166,3 +169,18 @@ func (r *Runner) Loaded() bool { return r.loaded.Load() }
 
 // Slots is an empty snapshot.
 func (r *Runner) Slots(context.Context) (llm.Slots, error) { return llm.Slots{}, nil }
+
+// ReleaseAdapter records a release of the LoRA adapter at path (llm.AdapterReleaser).
+func (r *Runner) ReleaseAdapter(_ context.Context, path string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.released = append(r.released, path)
+	return nil
+}
+
+// Released are the adapter paths ReleaseAdapter was asked to free, in order.
+func (r *Runner) Released() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.released...)
+}

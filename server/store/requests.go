@@ -45,7 +45,10 @@ type RequestRecord struct {
 	SpecProposed, SpecAccepted int
 	RestoredTokens             int
 	CacheMiss                  string
-	CreatedAt                  time.Time // stored in UTC, nanosecond precision; zero means now
+	// Adapters are the LoRA adapters the request ran with, a JSON array of {"id", "scale"};
+	// "" for the bare model.
+	Adapters  string
+	CreatedAt time.Time // stored in UTC, nanosecond precision; zero means now
 }
 
 // requestColumns is the column list every request query selects, in
@@ -53,7 +56,7 @@ type RequestRecord struct {
 const requestColumns = `id, model, endpoint, stream, status, error, finish_reason,
 	prompt_tokens, completion_tokens, cached_tokens, lane,
 	queue_us, prefill_us, decode_us, total_us, client_disconnected, warning, key_id, key_name, person_id, person_name, lane_name, engine,
-	spec_proposed, spec_accepted, restored_tokens, cache_miss, created_at`
+	spec_proposed, spec_accepted, restored_tokens, cache_miss, adapters, created_at`
 
 // RecordRequest stores r now, through the records writer, and returns when
 // it is committed (Record queues it instead). Durations are truncated to
@@ -81,7 +84,7 @@ func (s *Store) RecordRequests(ctx context.Context, rs []RequestRecord) (err err
 		}
 	}()
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO requests (`+requestColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return fmt.Errorf("record requests: %w", err)
 	}
@@ -111,7 +114,7 @@ func insertRequest(ctx context.Context, stmt *sql.Stmt, r RequestRecord) error {
 		r.PromptTokens, r.CompletionTokens, r.CachedTokens, r.Lane,
 		r.Queue.Microseconds(), r.Prefill.Microseconds(), r.Decode.Microseconds(), r.Total.Microseconds(),
 		boolInt(r.ClientDisconnected), r.Warning, r.KeyID, r.KeyName, r.PersonID, r.PersonName, r.LaneName, r.Engine,
-		r.SpecProposed, r.SpecAccepted, r.RestoredTokens, r.CacheMiss, formatTime(created))
+		r.SpecProposed, r.SpecAccepted, r.RestoredTokens, r.CacheMiss, r.Adapters, formatTime(created))
 	if err != nil {
 		return fmt.Errorf("record request %s: %w", r.ID, err)
 	}
@@ -225,7 +228,7 @@ func scanRequest(row interface{ Scan(...any) error }) (RequestRecord, error) {
 	err := row.Scan(&r.ID, &r.Model, &r.Endpoint, &stream, &r.Status, &r.Error, &r.FinishReason,
 		&r.PromptTokens, &r.CompletionTokens, &r.CachedTokens, &r.Lane,
 		&queue, &prefill, &decode, &total, &disconnected, &r.Warning, &r.KeyID, &r.KeyName, &r.PersonID, &r.PersonName, &r.LaneName, &r.Engine,
-		&r.SpecProposed, &r.SpecAccepted, &r.RestoredTokens, &r.CacheMiss, &created)
+		&r.SpecProposed, &r.SpecAccepted, &r.RestoredTokens, &r.CacheMiss, &r.Adapters, &created)
 	if err != nil {
 		return RequestRecord{}, err
 	}
