@@ -1,0 +1,338 @@
+package tray
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"hash/crc32"
+	"image"
+	"image/color"
+	"image/gif"
+	"image/png"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/storage"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+)
+
+// pngOf is a w×h PNG, each image a different colour.
+func pngOf(t *testing.T, w, h int, c color.RGBA) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.Set(x, y, c)
+		}
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// writeFile writes data to dir/name and returns its path.
+func writeFile(t *testing.T, dir, name string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// withSensingModels adds a model that sees and hears and one that only sees, and picks the
+// first in the playground.
+func withSensingModels(t *testing.T, app *App, f *fakeController) {
+	t.Helper()
+	f.mu.Lock()
+	f.models = append(f.models,
+		Model{ID: "gemma-omni", Quantization: "Q4_K_M", Size: 3 << 30, State: "loaded", Vision: true, Audio: true},
+		Model{ID: "llava", Quantization: "Q8_0", Size: 4 << 30, State: "unloaded", Vision: true})
+	f.mu.Unlock()
+	ui(app, func() {
+		app.refresh()
+		app.Show("playground")
+		app.playground.selectModel("gemma-omni")
+	})
+}
+
+// chipLabels are the texts of the chips above the input.
+func chipLabels(v *playgroundView) []string {
+	var out []string
+	var walk func(o fyne.CanvasObject)
+	walk = func(o fyne.CanvasObject) {
+		switch x := o.(type) {
+		case *widget.Label:
+			out = append(out, x.Text)
+		case *fyne.Container:
+			for _, c := range x.Objects {
+				walk(c)
+			}
+		}
+	}
+	for _, c := range v.attach.chips.Objects {
+		walk(c)
+	}
+	return out
+}
+
+// removeButton is the ✕ of the i-th chip.
+func removeButton(t *testing.T, v *playgroundView, i int) *widget.Button {
+	t.Helper()
+	var found *widget.Button
+	var walk func(o fyne.CanvasObject)
+	walk = func(o fyne.CanvasObject) {
+		switch x := o.(type) {
+		case *widget.Button:
+			found = x
+		case *fyne.Container:
+			for _, c := range x.Objects {
+				walk(c)
+			}
+		}
+	}
+	walk(v.attach.chips.Objects[i])
+	if found == nil {
+		t.Fatalf("chip %d has no ✕", i)
+	}
+	return found
+}
+
+// TestPlaygroundAttachments: files chosen in the dialog and dropped on the window show as chips
+// (name, size, a thumbnail for an image); ✕ removes one; Send hands the rest, bytes intact and
+// in order, to the controller with the message; the transcript keeps them with the turn.
+func TestPlaygroundAttachments(t *testing.T) {
+	app, f := newTestApp(t)
+	withSensingModels(t, app, f)
+	v := app.playground
+	if v.attach.button.Disabled() || v.model.Selected != "gemma-omni (vision · audio)" {
+		t.Fatalf("attach disabled %v for %q", v.attach.button.Disabled(), v.model.Selected)
+	}
+	dir := t.TempDir()
+	red, blue := pngOf(t, 300, 200, color.RGBA{255, 0, 0, 255}), pngOf(t, 8, 8, color.RGBA{0, 0, 255, 255})
+	wav := []byte("RIFF\x24\x00\x00\x00WAVEfmt ")
+	redPath, bluePath := writeFile(t, dir, "red.png", red), writeFile(t, dir, "blue.PNG", blue)
+	wavPath := writeFile(t, dir, "hello.wav", wav)
+
+	// Attach opens the file dialog; choosing a file is its callback.
+	ui(app, func() { test.Tap(v.attach.button) })
+	if v.attach.dialog == nil {
+		t.Fatal("Attach opened no file dialog")
+	}
+	r, err := storage.Reader(storage.NewFileURI(redPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ui(app, func() { v.attach.fileChosen(r, nil) })
+	ui(app, func() {
+		v.attach.attachURIs([]fyne.URI{storage.NewFileURI(wavPath), storage.NewFileURI(bluePath)})
+	})
+	got := chipLabels(v)
+	if want := []string{"red.png · " + sizeText(red), "hello.wav · 16 B", "blue.PNG · " + sizeText(blue)}; !slices.Equal(got, want) {
+		t.Fatalf("chips %q, want %q", got, want)
+	}
+	if img := v.attach.thumb(v.attach.pending[0]); img == nil || img.Bounds().Dx() != thumbSide || img.Bounds().Dy() != 64 {
+		t.Fatalf("red.png's thumbnail %v", img)
+	}
+	if v.attach.thumb(v.attach.pending[1]) != nil {
+		t.Fatal("an audio clip has an icon, not a thumbnail")
+	}
+
+	ui(app, func() { test.Tap(removeButton(t, v, 1)) }) // ✕ on hello.wav
+	if got := chipLabels(v); len(got) != 2 || !strings.HasPrefix(got[1], "blue.PNG") {
+		t.Fatalf("after ✕: %q", got)
+	}
+	ui(app, func() { test.Type(v.input, "What colours are these?") })
+	ui(app, func() { test.Tap(v.send) })
+	eventually(t, app, "the reply completes", func() bool { return strings.Contains(v.stats.Text, "tokens/s") })
+
+	f.mu.Lock()
+	asked := f.asked
+	f.mu.Unlock()
+	if len(asked) != 1 {
+		t.Fatalf("%d chats", len(asked))
+	}
+	user := asked[0][len(asked[0])-1]
+	if user.Content != "What colours are these?" || len(user.Attachments) != 2 ||
+		user.Attachments[0].Name != "red.png" || user.Attachments[0].MIME != "image/png" || !bytes.Equal(user.Attachments[0].Data, red) ||
+		user.Attachments[1].Name != "blue.PNG" || !bytes.Equal(user.Attachments[1].Data, blue) {
+		t.Fatalf("the controller got %q with %d attachments", user.Content, len(user.Attachments))
+	}
+	if len(v.attach.pending) != 0 || v.attach.strip.Visible() {
+		t.Fatalf("the chips stay after Send: %q", chipLabels(v))
+	}
+	text := v.transcriptText()
+	if !strings.Contains(text, "You\n[image: red.png · "+sizeText(red)+"] [image: blue.PNG · "+sizeText(blue)+"]\nWhat colours are these?") {
+		t.Fatalf("transcript %q", text)
+	}
+	// The next turn sends the first turn's images again (the model needs the whole conversation).
+	ui(app, func() { test.Type(v.input, "And now?") })
+	ui(app, func() { test.Tap(v.send) })
+	eventually(t, app, "the second reply", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.asked) == 2 && v.cancel == nil
+	})
+	if first := f.asked[1][0]; len(first.Attachments) != 2 || !bytes.Equal(first.Attachments[1].Data, blue) {
+		t.Fatalf("the second chat's first turn has %d attachments", len(first.Attachments))
+	}
+}
+
+func sizeText(b []byte) string { return chipText(Attachment{Data: b})[len(" · "):] }
+
+// TestPlaygroundAttachOnlyWhatTheModelTakes: a text-only model turns Attach off and says why; a
+// model that only sees refuses an audio clip; a failed reply gives the files back.
+func TestPlaygroundAttachOnlyWhatTheModelTakes(t *testing.T) {
+	app, f := newTestApp(t)
+	withSensingModels(t, app, f)
+	v := app.playground
+	ui(app, func() { v.selectModel("stories260K") })
+	if !v.attach.button.Disabled() || !strings.Contains(v.attach.note.Text, "stories260K takes text only") {
+		t.Fatalf("text-only model: disabled %v, note %q", v.attach.button.Disabled(), v.attach.note.Text)
+	}
+	ui(app, func() { v.selectModel("llava") })
+	if v.attach.button.Disabled() || v.attach.note.Text != "Attach or paste (Ctrl+V) image files" {
+		t.Fatalf("vision model: disabled %v, note %q", v.attach.button.Disabled(), v.attach.note.Text)
+	}
+	dir := t.TempDir()
+	ui(app, func() {
+		v.attach.attachURIs([]fyne.URI{storage.NewFileURI(writeFile(t, dir, "a.mp3", []byte("ID3...")))})
+	})
+	if len(v.attach.pending) != 0 || v.stats.Text != "a.mp3 is an audio clip, and llava does not take audio input" {
+		t.Fatalf("an audio clip for a vision model: %d pending, %q", len(v.attach.pending), v.stats.Text)
+	}
+	ui(app, func() {
+		v.attach.attachURIs([]fyne.URI{storage.NewFileURI(writeFile(t, dir, "notes.txt", []byte("hi")))})
+	})
+	if len(v.attach.pending) != 0 || !strings.Contains(v.stats.Text, "attach a PNG, JPEG, WebP or GIF image") {
+		t.Fatalf("a text file: %d pending, %q", len(v.attach.pending), v.stats.Text)
+	}
+	if got := attachExtensions(true, false); !slices.Equal(got, []string{".png", ".jpg", ".jpeg", ".webp", ".gif"}) {
+		t.Fatalf("the dialog's filter for a vision model: %v", got)
+	}
+
+	// The core refuses the image (say, the model's projector failed): the error shows and the
+	// image is back among the chips, ready to send again.
+	f.mu.Lock()
+	f.refuse = errUnsupported
+	f.mu.Unlock()
+	img := pngOf(t, 4, 4, color.RGBA{0, 255, 0, 255})
+	ui(app, func() { v.attach.add(Attachment{Name: "green.png", MIME: "image/png", Data: img}) })
+	ui(app, func() { test.Tap(v.send) })
+	eventually(t, app, "the error shows", func() bool { return v.cancel == nil && strings.HasPrefix(v.stats.Text, "Error: ") })
+	if !strings.Contains(v.stats.Text, "unsupported_input") || len(v.attach.pending) != 1 || len(v.history) != 0 {
+		t.Fatalf("after the refusal: %q, %d pending, history %d", v.stats.Text, len(v.attach.pending), len(v.history))
+	}
+}
+
+// errUnsupported is the core's refusal as the controller passes it on.
+var errUnsupported = errorString("unsupported_input: messages[0] attachment green.png: llava cannot take images")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+// TestPlaygroundPasteAttachments: fyne's clipboard holds text, so a paste attaches a copied
+// file's path (or file:// URI) or an image data URL; any other text is pasted as text.
+func TestPlaygroundPasteAttachments(t *testing.T) {
+	app, f := newTestApp(t)
+	withSensingModels(t, app, f)
+	v := app.playground
+	dir := t.TempDir()
+	img := pngOf(t, 2, 2, color.RGBA{9, 9, 9, 255})
+	p1, p2 := writeFile(t, dir, "one.png", img), writeFile(t, dir, "two words.jpg", []byte{0xff, 0xd8, 0xff})
+	clip := test.NewClipboard()
+	paste := func(text string) {
+		clip.SetContent(text)
+		ui(app, func() { v.input.TypedShortcut(&fyne.ShortcutPaste{Clipboard: clip}) })
+	}
+	paste("data:image/png;base64," + base64.StdEncoding.EncodeToString(img))
+	paste(p1 + "\n" + storage.NewFileURI(p2).String())
+	if got := chipLabels(v); len(got) != 3 || !strings.HasPrefix(got[0], "pasted.png · ") || !strings.HasPrefix(got[1], "one.png") || !strings.HasPrefix(got[2], "two words.jpg") {
+		t.Fatalf("chips after pastes: %q", got)
+	}
+	if !bytes.Equal(v.attach.pending[0].Data, img) || v.attach.pending[2].MIME != "image/jpeg" || v.input.Text != "" {
+		t.Fatalf("pasted %q / %q, input %q", v.attach.pending[0].MIME, v.attach.pending[2].MIME, v.input.Text)
+	}
+	paste("a story about " + p1) // text that merely mentions a path
+	if v.input.Text != "a story about "+p1 || len(v.attach.pending) != 3 {
+		t.Fatalf("text paste: input %q, %d pending", v.input.Text, len(v.attach.pending))
+	}
+	paste("data:text/html;base64,PGI+")
+	if len(v.attach.pending) != 3 || !strings.Contains(v.stats.Text, "not a base64 image or audio file") {
+		t.Fatalf("a data URL of another type: %d pending, %q", len(v.attach.pending), v.stats.Text)
+	}
+	paste("data:image/png;base64,@@@")
+	if !strings.Contains(v.stats.Text, "does not decode") {
+		t.Fatalf("bad base64: %q", v.stats.Text)
+	}
+}
+
+// TestModelsShowWhatTheySeeAndHear: the Models tab badges a model that sees or hears, and the
+// playground's picker names it.
+func TestModelsShowWhatTheySeeAndHear(t *testing.T) {
+	app, f := newTestApp(t)
+	withSensingModels(t, app, f)
+	for id, want := range map[string]string{"gemma-omni": "vision · audio", "llava": "vision", "stories260K": ""} {
+		if got := app.models.rows[id].senses.Text; got != want {
+			t.Errorf("%s's badge %q, want %q", id, got, want)
+		}
+	}
+	if got := app.playground.model.Options; !slices.Equal(got, []string{"stories260K", "hf.co/owner/tiny-GGUF:Q8_0", "gemma-omni (vision · audio)", "llava (vision)"}) {
+		t.Fatalf("picker %q", got)
+	}
+	if senseBadge(Model{ID: "x"}, nil) != nil {
+		t.Fatal("a text-only model has a badge")
+	}
+}
+
+// TestThumbnailRefusesBombs: an image whose header claims 100 megapixels is not decoded for its
+// thumbnail (the chip shows an icon); a small image keeps its size; a GIF shows its first frame.
+func TestThumbnailRefusesBombs(t *testing.T) {
+	if thumbnail(hugePNGHeader(10000, 10000)) != nil {
+		t.Fatal("a 100-megapixel PNG was decoded for a thumbnail")
+	}
+	if thumbnail([]byte("not an image")) != nil {
+		t.Fatal("garbage has a thumbnail")
+	}
+	if img := thumbnail(pngOf(t, 10, 40, color.RGBA{1, 2, 3, 255})); img == nil || img.Bounds().Dx() != 10 || img.Bounds().Dy() != 40 {
+		t.Fatalf("a small image is kept at its size: %v", img)
+	}
+	var anim bytes.Buffer
+	pal := color.Palette{color.RGBA{255, 0, 0, 255}, color.RGBA{0, 0, 255, 255}}
+	frame := func(i uint8) *image.Paletted {
+		p := image.NewPaletted(image.Rect(0, 0, 4, 4), pal)
+		for j := range p.Pix {
+			p.Pix[j] = i
+		}
+		return p
+	}
+	if err := gif.EncodeAll(&anim, &gif.GIF{Image: []*image.Paletted{frame(0), frame(1)}, Delay: []int{1, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if img := thumbnail(anim.Bytes()); img == nil || color.RGBAModel.Convert(img.At(1, 1)) != (color.RGBA{255, 0, 0, 255}) {
+		t.Fatalf("a GIF's thumbnail is not its first frame: %v", img)
+	}
+}
+
+// hugePNGHeader is a PNG signature and IHDR claiming w×h, with no pixels.
+func hugePNGHeader(w, h uint32) []byte {
+	var ihdr bytes.Buffer
+	ihdr.WriteString("IHDR")
+	binary.Write(&ihdr, binary.BigEndian, w)
+	binary.Write(&ihdr, binary.BigEndian, h)
+	ihdr.Write([]byte{8, 2, 0, 0, 0})
+	var b bytes.Buffer
+	b.WriteString("\x89PNG\r\n\x1a\n")
+	binary.Write(&b, binary.BigEndian, uint32(13))
+	b.Write(ihdr.Bytes())
+	binary.Write(&b, binary.BigEndian, crc32.ChecksumIEEE(ihdr.Bytes()))
+	return b.Bytes()
+}

@@ -1,0 +1,281 @@
+package tray
+
+import (
+	"fmt"
+	"image"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/storage"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// attachBar is the playground's attachments: the Attach button, the chips of the files that go
+// with the next message (each with ✕), and a note saying why Attach is off for a model that
+// takes neither images nor audio (fyne has no tooltips).
+type attachBar struct {
+	app     *App
+	button  *widget.Button
+	note    *widget.Label
+	chips   *fyne.Container
+	strip   *container.Scroll // the chips, scrolled sideways; hidden while there are none
+	pending []Attachment
+	model   Model // the chosen model's abilities
+	thumbs  map[*byte]image.Image
+	dialog  *dialog.FileDialog // the open file dialog (tests)
+	onError func(string)
+}
+
+func newAttachBar(a *App, onError func(string)) *attachBar {
+	b := &attachBar{app: a, chips: container.NewHBox(), thumbs: map[*byte]image.Image{}, onError: onError}
+	b.strip = container.NewHScroll(b.chips)
+	b.strip.Hide()
+	b.button = widget.NewButtonWithIcon("Attach", theme.FileIcon(), b.choose)
+	b.note = widget.NewLabel("")
+	b.note.Importance = widget.LowImportance
+	b.setModel(Model{}, false)
+	return b
+}
+
+// setModel enables Attach for a model that sees or hears; known is false while none is chosen.
+func (b *attachBar) setModel(m Model, known bool) {
+	b.model = m
+	switch {
+	case m.Vision || m.Audio:
+		b.button.Enable()
+		b.note.SetText("Attach or paste (Ctrl+V) " + strings.Join(takes(m), " or ") + " files")
+	case known:
+		b.button.Disable()
+		b.note.SetText(m.ID + " takes text only: choose a model that sees or hears to attach files")
+	default:
+		b.button.Disable()
+		b.note.SetText("")
+	}
+}
+
+// takes names what m takes besides text: "image", "audio".
+func takes(m Model) []string {
+	var out []string
+	if m.Vision {
+		out = append(out, kindImage)
+	}
+	if m.Audio {
+		out = append(out, kindAudio)
+	}
+	return out
+}
+
+// choose opens a file dialog for the kinds the model takes.
+func (b *attachBar) choose() {
+	d := dialog.NewFileOpen(b.fileChosen, b.app.win)
+	d.SetFilter(storage.NewExtensionFileFilter(attachExtensions(b.model.Vision, b.model.Audio)))
+	d.Resize(fyne.NewSize(700, 480))
+	b.dialog = d
+	d.Show()
+}
+
+// fileChosen reads the file the dialog picked (nil: cancelled).
+func (b *attachBar) fileChosen(r fyne.URIReadCloser, err error) {
+	b.dialog = nil
+	if err != nil {
+		b.onError("Cannot open it: " + err.Error())
+		return
+	}
+	if r == nil {
+		return
+	}
+	defer r.Close()
+	a, err := readAttachment(r.URI().Name(), r)
+	if err != nil {
+		b.onError(err.Error())
+		return
+	}
+	b.add(a)
+}
+
+// attachURIs attaches dropped files; anything else is refused with a message.
+func (b *attachBar) attachURIs(uris []fyne.URI) {
+	for _, u := range uris {
+		r, err := storage.Reader(u)
+		if err != nil {
+			b.onError("Cannot open " + u.Name() + ": " + err.Error())
+			continue
+		}
+		a, err := readAttachment(u.Name(), r)
+		r.Close()
+		if err != nil {
+			b.onError(err.Error())
+			continue
+		}
+		b.add(a)
+	}
+}
+
+// add attaches a file the model can take; another kind is refused with a message.
+func (b *attachBar) add(atts ...Attachment) bool {
+	for _, a := range atts {
+		kind := attachKind(a.MIME)
+		if kind == kindImage && !b.model.Vision || kind == kindAudio && !b.model.Audio {
+			b.onError(fmt.Sprintf("%s is %s, and %s does not take %s input", a.Name, article(kind), b.modelName(), kind))
+			return false
+		}
+		if kind == kindImage && len(a.Data) > 0 {
+			b.thumbs[&a.Data[0]] = thumbnail(a.Data)
+		}
+		b.pending = append(b.pending, a)
+	}
+	b.redraw()
+	return true
+}
+
+func (b *attachBar) modelName() string {
+	if b.model.ID == "" {
+		return "the chosen model"
+	}
+	return b.model.ID
+}
+
+func article(kind string) string {
+	if kind == kindImage {
+		return "an image"
+	}
+	return "an audio clip"
+}
+
+// remove drops the i-th pending attachment.
+func (b *attachBar) remove(i int) {
+	if i < 0 || i >= len(b.pending) {
+		return
+	}
+	b.pending = append(b.pending[:i:i], b.pending[i+1:]...)
+	b.redraw()
+}
+
+// take hands the pending attachments to the next message and clears the chips.
+func (b *attachBar) take() []Attachment {
+	atts := b.pending
+	b.pending = nil
+	b.redraw()
+	return atts
+}
+
+// restore puts a message's attachments back (its reply failed: it may be sent again).
+func (b *attachBar) restore(atts []Attachment) {
+	b.pending = append(atts[:len(atts):len(atts)], b.pending...)
+	b.redraw()
+}
+
+func (b *attachBar) redraw() {
+	b.chips.RemoveAll()
+	for i, a := range b.pending {
+		b.chips.Add(b.chip(a, func() { b.remove(i) }))
+	}
+	if len(b.pending) == 0 {
+		b.strip.Hide()
+	} else {
+		b.strip.Show()
+	}
+	b.chips.Refresh()
+}
+
+// chip is one attachment: its thumbnail (or icon), name and size, and ✕ when onRemove is set.
+func (b *attachBar) chip(a Attachment, onRemove func()) fyne.CanvasObject {
+	var pic fyne.CanvasObject
+	if img := b.thumb(a); img != nil {
+		c := canvas.NewImageFromImage(img)
+		c.FillMode = canvas.ImageFillContain
+		c.SetMinSize(fyne.NewSize(40, 40))
+		pic = c
+	} else {
+		icon := theme.FileImageIcon()
+		if attachKind(a.MIME) == kindAudio {
+			icon = theme.MediaMusicIcon()
+		}
+		pic = container.NewGridWrap(fyne.NewSize(40, 40), widget.NewIcon(icon))
+	}
+	row := container.NewHBox(pic, widget.NewLabel(chipText(a)))
+	if onRemove != nil {
+		x := widget.NewButtonWithIcon("", theme.CancelIcon(), onRemove)
+		x.Importance = widget.LowImportance
+		row.Add(x)
+	}
+	bg := canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))
+	bg.CornerRadius = 6
+	return container.NewStack(bg, container.NewPadded(row))
+}
+
+// thumb is an image attachment's thumbnail, made once.
+func (b *attachBar) thumb(a Attachment) image.Image {
+	if attachKind(a.MIME) != kindImage || len(a.Data) == 0 {
+		return nil
+	}
+	img, ok := b.thumbs[&a.Data[0]]
+	if !ok {
+		img = thumbnail(a.Data)
+		b.thumbs[&a.Data[0]] = img
+	}
+	return img
+}
+
+// attachmentsSegment shows a sent message's attachments in the transcript, as chips.
+type attachmentsSegment struct {
+	bar  *attachBar
+	atts []Attachment
+}
+
+func (s *attachmentsSegment) Inline() bool { return false }
+
+func (s *attachmentsSegment) Textual() string {
+	names := make([]string, len(s.atts))
+	for i, a := range s.atts {
+		names[i] = "[" + attachKind(a.MIME) + ": " + chipText(a) + "]"
+	}
+	return strings.Join(names, " ")
+}
+
+func (s *attachmentsSegment) Visual() fyne.CanvasObject {
+	box := container.NewHBox()
+	s.Update(box)
+	return box
+}
+
+func (s *attachmentsSegment) Update(o fyne.CanvasObject) {
+	box, ok := o.(*fyne.Container)
+	if !ok {
+		return
+	}
+	box.RemoveAll()
+	for _, a := range s.atts {
+		box.Add(s.bar.chip(a, nil))
+	}
+}
+
+func (s *attachmentsSegment) Select(_, _ fyne.Position) {}
+func (s *attachmentsSegment) SelectedText() string      { return "" }
+func (s *attachmentsSegment) Unselect()                 {}
+
+// pasteEntry is the message input: a paste that holds attachments (a file's path, a data URL)
+// attaches them; any other paste is text, as in a plain entry.
+type pasteEntry struct {
+	widget.Entry
+	onPaste func(text string) bool // reports whether the paste was taken as attachments
+}
+
+func newPasteEntry() *pasteEntry {
+	e := &pasteEntry{}
+	e.MultiLine = true
+	e.Wrapping = fyne.TextWrapWord
+	e.ExtendBaseWidget(e)
+	return e
+}
+
+func (e *pasteEntry) TypedShortcut(s fyne.Shortcut) {
+	if p, ok := s.(*fyne.ShortcutPaste); ok && p.Clipboard != nil && e.onPaste != nil && e.onPaste(p.Clipboard.Content()) {
+		return
+	}
+	e.Entry.TypedShortcut(s)
+}
