@@ -61,8 +61,8 @@ type Message struct {
 	Content string
 	// Reasoning is what a thinking model thought before an assistant turn; shown, not saved.
 	Reasoning string
-	// Attachments are the images and audio clips of a user turn, sent after its text; shown
-	// in the transcript, not saved.
+	// Attachments are the images and audio clips of a user turn; they go before its text in
+	// the prompt, as the transcript shows them. Not saved with the conversation.
 	Attachments []Attachment
 }
 

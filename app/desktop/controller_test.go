@@ -98,3 +98,24 @@ func TestSettingsDialog(t *testing.T) {
 		}
 	}
 }
+
+// TestModelsSayWhatTheySeeAndHear: the list the window shows carries the core's view of what a
+// model takes besides text (its projector's, known before a load).
+func TestModelsSayWhatTheySeeAndHear(t *testing.T) {
+	c, cat, _ := newController(t)
+	if m := state(c, "m"); m.ID != "m" || m.Vision || m.Audio {
+		t.Fatalf("a model without a projector: %+v", m)
+	}
+	cm, err := cat.Svc.Model("m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Vision = true
+	if m := state(c, "m"); !m.Vision || m.Audio {
+		t.Fatalf("a model that sees: %+v", m)
+	}
+	cm.Vision, cm.Audio = false, true
+	if m := state(c, "m"); m.Vision || !m.Audio {
+		t.Fatalf("a model that hears: %+v", m)
+	}
+}
