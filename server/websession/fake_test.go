@@ -20,7 +20,7 @@ type fakeSession struct {
 	pieceEvery time.Duration
 	lastChat   ChatSettings
 	lastMsgs   []Message
-	stopped    chan struct{} // gets a value when a chat ends by its context
+	stopped    chan struct{}    // gets a value when a chat ends by its context
 	sees       map[string]Model // models' Vision and Audio by id
 }
 

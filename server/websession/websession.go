@@ -155,7 +155,7 @@ type Handler struct {
 	s       Session
 	cfg     Config
 	mux     *http.ServeMux
-	uploads *uploads // attachments uploaded for chats (attachments.go)
+	uploads *uploads     // attachments uploaded for chats (attachments.go)
 	sockets atomic.Int64 // authenticated WebSockets (MaxSockets bounds them)
 	pending atomic.Int64 // WebSockets still owing their auth frame (maxPendingSockets)
 	// base ends with Close: every WebSocket closes (http.Server.Shutdown leaves hijacked
