@@ -16,8 +16,10 @@ import (
 	"testing"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
 
@@ -126,6 +128,7 @@ func TestPlaygroundAttachments(t *testing.T) {
 	if v.attach.dialog == nil {
 		t.Fatal("Attach opened no file dialog")
 	}
+	ui(app, func() { v.attach.dialog.Hide() }) // as choosing a file does
 	r, err := storage.Reader(storage.NewFileURI(redPath))
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +168,7 @@ func TestPlaygroundAttachments(t *testing.T) {
 		user.Attachments[1].Name != "blue.PNG" || !bytes.Equal(user.Attachments[1].Data, blue) {
 		t.Fatalf("the controller got %q with %d attachments", user.Content, len(user.Attachments))
 	}
-	if len(v.attach.pending) != 0 || v.attach.strip.Visible() {
+	if len(v.attach.pending) != 0 || !v.attach.note.Visible() {
 		t.Fatalf("the chips stay after Send: %q", chipLabels(v))
 	}
 	text := v.transcriptText()
@@ -279,6 +282,7 @@ func TestPlaygroundPasteAttachments(t *testing.T) {
 // playground's picker names it.
 func TestModelsShowWhatTheySeeAndHear(t *testing.T) {
 	app, f := newTestApp(t)
+	ui(app, func() { app.fyne.Settings().SetTheme(theme.DefaultTheme()) })
 	withSensingModels(t, app, f)
 	for id, want := range map[string]string{"gemma-omni": "vision · audio", "llava": "vision", "stories260K": ""} {
 		if got := app.models.rows[id].senses.Text; got != want {
@@ -291,6 +295,8 @@ func TestModelsShowWhatTheySeeAndHear(t *testing.T) {
 	if senseBadge(Model{ID: "x"}, nil) != nil {
 		t.Fatal("a text-only model has a badge")
 	}
+	ui(app, func() { app.Show("models") })
+	shootWindow(t, app, "models-vision")
 }
 
 // TestThumbnailRefusesBombs: an image whose header claims 100 megapixels is not decoded for its
@@ -334,5 +340,68 @@ func hugePNGHeader(w, h uint32) []byte {
 	binary.Write(&b, binary.BigEndian, uint32(13))
 	b.Write(ihdr.Bytes())
 	binary.Write(&b, binary.BigEndian, crc32.ChecksumIEEE(ihdr.Bytes()))
+	return b.Bytes()
+}
+
+// TestPlaygroundImageTurn: an image sent with a question stays with its turn, as a larger
+// thumbnail above the question, while the reply streams below (the screenshot of
+// docs/screenshots/playground-attach.png with SUPERFLUID_SCREENSHOTS=1).
+func TestPlaygroundImageTurn(t *testing.T) {
+	app, f := newTestApp(t)
+	ui(app, func() { app.fyne.Settings().SetTheme(theme.DefaultTheme()) }) // as the app looks
+	withSensingModels(t, app, f)
+	f.reply = "A sunny meadow under a blue sky, with a yellow sun in the corner and one small tree."
+	v := app.playground
+	meadow := meadowPNG(t)
+	ui(app, func() { v.attach.add(Attachment{Name: "meadow.png", MIME: "image/png", Data: meadow}) })
+	ui(app, func() { test.Type(v.input, "What is in this picture?") })
+	ui(app, func() { test.Tap(v.send) })
+	eventually(t, app, "the reply completes", func() bool { return strings.Contains(v.stats.Text, "tokens/s") })
+	var seg *attachmentsSegment
+	for _, s := range v.transcript.Segments {
+		if a, ok := s.(*attachmentsSegment); ok {
+			seg = a
+		}
+	}
+	if seg == nil || len(seg.atts) != 1 || !bytes.Equal(seg.atts[0].Data, meadow) {
+		t.Fatalf("the turn's image is not in the transcript: %q", v.transcriptText())
+	}
+	var pic *canvas.Image
+	ui(app, func() {
+		chip := seg.Visual().(*fyne.Container).Objects[0].(*fyne.Container)
+		row := chip.Objects[1].(*fyne.Container).Objects[0].(*fyne.Container)
+		pic, _ = row.Objects[0].(*canvas.Image)
+	})
+	if pic == nil || pic.MinSize().Height != 72 || pic.Image.Bounds().Dx() != thumbSide {
+		t.Fatalf("the transcript's thumbnail %+v", pic)
+	}
+	ui(app, func() { v.attach.attachURIs([]fyne.URI{storage.NewFileURI(writeFile(t, t.TempDir(), "birdsong.mp3", []byte("ID3\x04")))}) })
+	shootWindow(t, app, "playground-attach")
+}
+
+// meadowPNG is a small picture: sky, sun, grass and a tree.
+func meadowPNG(t *testing.T) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 320, 240))
+	for y := range 240 {
+		for x := range 320 {
+			c := color.RGBA{uint8(90 + y/3), uint8(150 + y/4), 235, 255} // sky
+			switch {
+			case (x-260)*(x-260)+(y-50)*(y-50) < 26*26:
+				c = color.RGBA{250, 210, 40, 255} // sun
+			case y > 170:
+				c = color.RGBA{60, uint8(140 + (x+y)%20), 60, 255} // grass
+			case x > 70 && x < 82 && y > 120:
+				c = color.RGBA{110, 70, 30, 255} // trunk
+			case (x-76)*(x-76)+(y-105)*(y-105) < 30*30:
+				c = color.RGBA{40, 120, 50, 255} // crown
+			}
+			img.Set(x, y, c)
+		}
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
 	return b.Bytes()
 }

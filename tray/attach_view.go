@@ -9,6 +9,7 @@ import (
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
@@ -22,7 +23,7 @@ type attachBar struct {
 	button  *widget.Button
 	note    *widget.Label
 	chips   *fyne.Container
-	strip   *container.Scroll // the chips, scrolled sideways; hidden while there are none
+	row     fyne.CanvasObject // Attach, then the chips (scrolled sideways) or the note
 	pending []Attachment
 	model   Model // the chosen model's abilities
 	thumbs  map[*byte]image.Image
@@ -32,11 +33,10 @@ type attachBar struct {
 
 func newAttachBar(a *App, onError func(string)) *attachBar {
 	b := &attachBar{app: a, chips: container.NewHBox(), thumbs: map[*byte]image.Image{}, onError: onError}
-	b.strip = container.NewHScroll(b.chips)
-	b.strip.Hide()
 	b.button = widget.NewButtonWithIcon("Attach", theme.FileIcon(), b.choose)
 	b.note = widget.NewLabel("")
 	b.note.Importance = widget.LowImportance
+	b.row = container.NewBorder(nil, nil, b.button, nil, container.NewHScroll(container.NewHBox(b.chips, b.note)))
 	b.setModel(Model{}, false)
 	return b
 }
@@ -172,32 +172,34 @@ func (b *attachBar) restore(atts []Attachment) {
 func (b *attachBar) redraw() {
 	b.chips.RemoveAll()
 	for i, a := range b.pending {
-		b.chips.Add(b.chip(a, func() { b.remove(i) }))
+		b.chips.Add(b.chip(a, 40, func() { b.remove(i) }))
 	}
 	if len(b.pending) == 0 {
-		b.strip.Hide()
+		b.note.Show()
 	} else {
-		b.strip.Show()
+		b.note.Hide()
 	}
 	b.chips.Refresh()
 }
 
-// chip is one attachment: its thumbnail (or icon), name and size, and ✕ when onRemove is set.
-func (b *attachBar) chip(a Attachment, onRemove func()) fyne.CanvasObject {
+// chip is one attachment: its thumbnail (or icon) side pixels tall, name and size, and ✕ when
+// onRemove is set.
+func (b *attachBar) chip(a Attachment, side float32, onRemove func()) fyne.CanvasObject {
 	var pic fyne.CanvasObject
 	if img := b.thumb(a); img != nil {
 		c := canvas.NewImageFromImage(img)
 		c.FillMode = canvas.ImageFillContain
-		c.SetMinSize(fyne.NewSize(40, 40))
+		c.SetMinSize(fyne.NewSize(side, side))
 		pic = c
 	} else {
 		icon := theme.FileImageIcon()
 		if attachKind(a.MIME) == kindAudio {
 			icon = theme.MediaMusicIcon()
 		}
-		pic = container.NewGridWrap(fyne.NewSize(40, 40), widget.NewIcon(icon))
+		pic = container.NewGridWrap(fyne.NewSize(40, 40), widget.NewIcon(icon)) // an icon stays small
 	}
-	row := container.NewHBox(pic, widget.NewLabel(chipText(a)))
+	label := container.NewVBox(layout.NewSpacer(), widget.NewLabel(chipText(a)), layout.NewSpacer()) // centred on the picture
+	row := container.NewHBox(pic, label)
 	if onRemove != nil {
 		x := widget.NewButtonWithIcon("", theme.CancelIcon(), onRemove)
 		x.Importance = widget.LowImportance
@@ -250,7 +252,7 @@ func (s *attachmentsSegment) Update(o fyne.CanvasObject) {
 	}
 	box.RemoveAll()
 	for _, a := range s.atts {
-		box.Add(s.bar.chip(a, nil))
+		box.Add(s.bar.chip(a, 72, nil))
 	}
 }
 

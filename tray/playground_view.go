@@ -86,8 +86,7 @@ func newPlaygroundView(a *App) *playgroundView {
 		widget.NewFormItem("Temperature", v.temperature),
 		widget.NewFormItem("Max tokens", v.maxTokens),
 	)
-	bottom := container.NewVBox(widget.NewSeparator(), v.attach.strip, v.input,
-		container.NewBorder(nil, nil, v.attach.button, nil, v.attach.note),
+	bottom := container.NewVBox(widget.NewSeparator(), v.attach.row, v.input,
 		container.NewBorder(nil, nil, v.stats, container.NewHBox(v.clear, v.stop, v.send)))
 	v.content = container.NewBorder(container.NewVBox(
 		widget.NewLabelWithStyle("Playground", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
