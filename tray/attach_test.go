@@ -375,7 +375,9 @@ func TestPlaygroundImageTurn(t *testing.T) {
 	if pic == nil || pic.MinSize().Height != 72 || pic.Image.Bounds().Dx() != thumbSide {
 		t.Fatalf("the transcript's thumbnail %+v", pic)
 	}
-	ui(app, func() { v.attach.attachURIs([]fyne.URI{storage.NewFileURI(writeFile(t, t.TempDir(), "birdsong.mp3", []byte("ID3\x04")))}) })
+	ui(app, func() {
+		v.attach.attachURIs([]fyne.URI{storage.NewFileURI(writeFile(t, t.TempDir(), "birdsong.mp3", []byte("ID3\x04")))})
+	})
 	shootWindow(t, app, "playground-attach")
 }
 
