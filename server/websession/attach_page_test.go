@@ -28,11 +28,19 @@ func TestPageAttachesFiles(t *testing.T) {
 	f.sees = map[string]Model{"omni": {Vision: true, Audio: true}}
 	f.mu.Unlock()
 	dir := t.TempDir()
-	img := image.NewRGBA(image.Rect(0, 0, 64, 48))
-	for i := range img.Pix {
-		img.Pix[i] = 0xc0
+	img := image.NewRGBA(image.Rect(0, 0, 64, 48)) // sky, sun and grass
+	for y := range 48 {
+		for x := range 64 {
+			c := color.RGBA{uint8(90 + 2*y), uint8(150 + y), 235, 255}
+			switch {
+			case (x-50)*(x-50)+(y-11)*(y-11) < 36:
+				c = color.RGBA{250, 210, 40, 255}
+			case y > 34:
+				c = color.RGBA{60, 150, 60, 255}
+			}
+			img.Set(x, y, c)
+		}
 	}
-	img.Set(3, 3, color.RGBA{255, 0, 0, 255})
 	var pngBytes bytes.Buffer
 	if err := png.Encode(&pngBytes, img); err != nil {
 		t.Fatal(err)
@@ -107,6 +115,18 @@ func TestPageAttachesFiles(t *testing.T) {
 	}
 	if reply := eval(`document.querySelector(".msg.assistant .body").textContent`); reply != "Hello, world." {
 		t.Fatalf("reply %q", reply)
+	}
+	if os.Getenv("SUPERFLUID_SCREENSHOTS") == "1" { // with a clip waiting to go with the next message
+		err := chromedp.Do(ctx, chromedp.SetUploadFiles(chromedp.CSS(`#file`), []string{wavPath}),
+			chromedp.WaitVisible(chromedp.CSS(`#chips .chip`)))
+		shot, serr := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		if err != nil || serr != nil {
+			t.Fatal(err, serr)
+		}
+		if err := os.WriteFile(filepath.Join("..", "..", "docs", "screenshots", "web-playground-attach.png"), shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#chips .chip button.x`)), chromedp.WaitNotPresent(chromedp.CSS(`#chips .chip`)))
 	}
 
 	// Paste an image file and drop a text file: the image is attached, the text file refused.
