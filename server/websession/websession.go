@@ -2,7 +2,8 @@
 // listener that carries the desktop playground's session (models, chat, saved conversations,
 // model settings) to a browser page. It serves GET /web/health, POST /web/rpc (one JSON call),
 // POST /web/stream (a chat as server-sent events), GET /web/ws (the same calls and streamed
-// chats over one WebSocket) and GET / (the embedded playground page).
+// chats over one WebSocket), POST /web/attachments (a file for a chat to name by id) and GET /
+// (the embedded playground page).
 //
 // It knows the desktop only through the Session interface (package app adapts the desktop
 // controller to it), so the browser does exactly what the desktop playground does. Every route
