@@ -81,43 +81,39 @@ func readAttachment(name string, r io.Reader) (Attachment, error) {
 	return Attachment{Name: filepath.Base(name), MIME: mime, Data: data}, nil
 }
 
-// pastedAttachments reads what a paste holds when it is attachments rather than text: a data
-// URL of an image or audio type, or one or more paths (or file:// URIs) of such files, one a
-// line, as file managers copy them. fyne's clipboard holds text only, so a copied image
-// itself cannot be pasted; ok is false for ordinary text, which the input then takes.
-func pastedAttachments(text string) (atts []Attachment, ok bool, err error) {
+// opener reads one attachment.
+type opener func() (Attachment, error)
+
+// pastedAttachments says whether a paste is attachments rather than text, and how to read
+// them: a data URL of an image or audio type, or one or more paths (or file:// URIs) of such
+// files, one a line, as file managers copy them. fyne's clipboard holds text only, so a copied
+// image itself cannot be pasted; ok is false for ordinary text, which the input then takes.
+func pastedAttachments(text string) (files []opener, ok bool) {
 	text = strings.TrimSpace(text)
 	if strings.HasPrefix(text, "data:") {
-		a, err := dataURLAttachment(text)
-		return []Attachment{a}, true, err
+		return []opener{func() (Attachment, error) { return dataURLAttachment(text) }}, true
 	}
-	var paths []string
 	for _, line := range strings.Split(text, "\n") {
 		line = strings.TrimSpace(line)
 		if u, err := url.Parse(line); err == nil && u.Scheme == "file" {
 			line = u.Path
 		}
 		if !filepath.IsAbs(line) || attachTypes[strings.ToLower(filepath.Ext(line))] == "" {
-			return nil, false, nil
+			return nil, false
 		}
 		if st, err := os.Stat(line); err != nil || !st.Mode().IsRegular() {
-			return nil, false, nil
+			return nil, false
 		}
-		paths = append(paths, line)
+		files = append(files, func() (Attachment, error) {
+			f, err := os.Open(line)
+			if err != nil {
+				return Attachment{}, err
+			}
+			defer f.Close()
+			return readAttachment(line, f)
+		})
 	}
-	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			return atts, true, err
-		}
-		a, err := readAttachment(p, f)
-		f.Close()
-		if err != nil {
-			return atts, true, err
-		}
-		atts = append(atts, a)
-	}
-	return atts, len(atts) > 0, nil
+	return files, len(files) > 0
 }
 
 // dataURLAttachment decodes "data:image/png;base64,...".

@@ -65,6 +65,12 @@ func withSensingModels(t *testing.T, app *App, f *fakeController) {
 	})
 }
 
+// settled waits for the files being read to be attached.
+func settled(t *testing.T, app *App) {
+	t.Helper()
+	eventually(t, app, "the files are read", func() bool { return app.playground.attach.loading.Load() == 0 })
+}
+
 // chipLabels are the texts of the chips above the input.
 func chipLabels(v *playgroundView) []string {
 	var out []string
@@ -134,9 +140,11 @@ func TestPlaygroundAttachments(t *testing.T) {
 		t.Fatal(err)
 	}
 	ui(app, func() { v.attach.fileChosen(r, nil) })
+	settled(t, app)
 	ui(app, func() {
 		v.attach.attachURIs([]fyne.URI{storage.NewFileURI(wavPath), storage.NewFileURI(bluePath)})
 	})
+	settled(t, app)
 	got := chipLabels(v)
 	if want := []string{"red.png · " + sizeText(red), "hello.wav · 16 B", "blue.PNG · " + sizeText(blue)}; !slices.Equal(got, want) {
 		t.Fatalf("chips %q, want %q", got, want)
@@ -208,12 +216,14 @@ func TestPlaygroundAttachOnlyWhatTheModelTakes(t *testing.T) {
 	ui(app, func() {
 		v.attach.attachURIs([]fyne.URI{storage.NewFileURI(writeFile(t, dir, "a.mp3", []byte("ID3...")))})
 	})
+	settled(t, app)
 	if len(v.attach.pending) != 0 || v.stats.Text != "a.mp3 is an audio clip, and llava does not take audio input" {
 		t.Fatalf("an audio clip for a vision model: %d pending, %q", len(v.attach.pending), v.stats.Text)
 	}
 	ui(app, func() {
 		v.attach.attachURIs([]fyne.URI{storage.NewFileURI(writeFile(t, dir, "notes.txt", []byte("hi")))})
 	})
+	settled(t, app)
 	if len(v.attach.pending) != 0 || !strings.Contains(v.stats.Text, "attach a PNG, JPEG, WebP or GIF image") {
 		t.Fatalf("a text file: %d pending, %q", len(v.attach.pending), v.stats.Text)
 	}
@@ -255,6 +265,7 @@ func TestPlaygroundPasteAttachments(t *testing.T) {
 	paste := func(text string) {
 		clip.SetContent(text)
 		ui(app, func() { v.input.TypedShortcut(&fyne.ShortcutPaste{Clipboard: clip}) })
+		settled(t, app)
 	}
 	paste("data:image/png;base64," + base64.StdEncoding.EncodeToString(img))
 	paste(p1 + "\n" + storage.NewFileURI(p2).String())
@@ -378,6 +389,10 @@ func TestPlaygroundImageTurn(t *testing.T) {
 	ui(app, func() {
 		v.attach.attachURIs([]fyne.URI{storage.NewFileURI(writeFile(t, t.TempDir(), "birdsong.mp3", []byte("ID3\x04")))})
 	})
+	settled(t, app)
+	if len(v.attach.pending) != 1 {
+		t.Fatalf("%d files wait for the next message", len(v.attach.pending))
+	}
 	shootWindow(t, app, "playground-attach")
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image"
 	"strings"
+	"sync/atomic"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
@@ -28,6 +29,7 @@ type attachBar struct {
 	model   Model // the chosen model's abilities
 	thumbs  map[*byte]image.Image
 	dialog  *dialog.FileDialog // the open file dialog (tests)
+	loading atomic.Int32       // files being read (tests wait for them)
 	onError func(string)
 }
 
@@ -88,48 +90,72 @@ func (b *attachBar) fileChosen(r fyne.URIReadCloser, err error) {
 	if r == nil {
 		return
 	}
-	defer r.Close()
-	a, err := readAttachment(r.URI().Name(), r)
-	if err != nil {
-		b.onError(err.Error())
-		return
-	}
-	b.add(a)
+	b.readIn([]opener{func() (Attachment, error) {
+		defer r.Close()
+		return readAttachment(r.URI().Name(), r)
+	}})
 }
 
 // attachURIs attaches dropped files; anything else is refused with a message.
 func (b *attachBar) attachURIs(uris []fyne.URI) {
+	var files []opener
 	for _, u := range uris {
-		r, err := storage.Reader(u)
-		if err != nil {
-			b.onError("Cannot open " + u.Name() + ": " + err.Error())
-			continue
-		}
-		a, err := readAttachment(u.Name(), r)
-		r.Close()
-		if err != nil {
-			b.onError(err.Error())
-			continue
-		}
-		b.add(a)
+		files = append(files, func() (Attachment, error) {
+			r, err := storage.Reader(u)
+			if err != nil {
+				return Attachment{}, fmt.Errorf("cannot open %s: %w", u.Name(), err)
+			}
+			defer r.Close()
+			return readAttachment(u.Name(), r)
+		})
 	}
+	b.readIn(files)
 }
 
-// add attaches a file the model can take; another kind is refused with a message.
-func (b *attachBar) add(atts ...Attachment) bool {
+// readIn reads files off the UI thread (a big photo takes a while to read and to shrink into
+// its thumbnail), then attaches them in their order; reading is the loading counter's.
+func (b *attachBar) readIn(files []opener) {
+	b.loading.Add(1)
+	go func() {
+		var atts []Attachment
+		var thumbs []image.Image
+		var errs []string
+		for _, open := range files {
+			a, err := open()
+			if err != nil {
+				errs = append(errs, err.Error())
+				continue
+			}
+			var thumb image.Image
+			if attachKind(a.MIME) == kindImage {
+				thumb = thumbnail(a.Data)
+			}
+			atts, thumbs = append(atts, a), append(thumbs, thumb)
+		}
+		b.app.do(func() {
+			defer b.loading.Add(-1)
+			for i, a := range atts {
+				b.thumbs[&a.Data[0]] = thumbs[i]
+			}
+			if len(errs) > 0 {
+				b.onError(strings.Join(errs, "; "))
+			}
+			b.add(atts...)
+		})
+	}()
+}
+
+// add attaches the files the model can take; another kind is refused with a message.
+func (b *attachBar) add(atts ...Attachment) {
 	for _, a := range atts {
 		kind := attachKind(a.MIME)
 		if kind == kindImage && !b.model.Vision || kind == kindAudio && !b.model.Audio {
 			b.onError(fmt.Sprintf("%s is %s, and %s does not take %s input", a.Name, article(kind), b.modelName(), kind))
-			return false
-		}
-		if kind == kindImage && len(a.Data) > 0 {
-			b.thumbs[&a.Data[0]] = thumbnail(a.Data)
+			continue
 		}
 		b.pending = append(b.pending, a)
 	}
 	b.redraw()
-	return true
 }
 
 func (b *attachBar) modelName() string {

@@ -60,16 +60,11 @@ func (v *playgroundView) selectModel(id string) {
 
 // paste attaches what a paste into the input holds when it is files; it reports whether it was.
 func (v *playgroundView) paste(text string) bool {
-	atts, ok, err := pastedAttachments(text)
-	if !ok {
-		return false
+	files, ok := pastedAttachments(text)
+	if ok {
+		v.attach.readIn(files)
 	}
-	if err != nil {
-		v.stats.SetText(err.Error())
-		return true
-	}
-	v.attach.add(atts...)
-	return true
+	return ok
 }
 
 // preferLoaded picks a loaded model when there is one.
