@@ -197,6 +197,7 @@ func (a *App) newRunner(e *models.Entry, vocabOnly bool) models.Runner {
 		SocketDir: filepath.Join(a.cfg.DataDir, "run"),
 	}
 	if !vocabOnly {
+		opts.ProjectorPath = e.Record.Projector
 		opts.KVDir, opts.KVDiskMax = kvDisk(&a.cfg)
 		// The model's own settings, as the core handed them to the manager: its window, lanes
 		// and runtime.

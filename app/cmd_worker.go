@@ -46,6 +46,7 @@ func newWorkerCommand() *cobra.Command {
 	fs.StringVar(&opts.KVDir, "kv-dir", "", "folder of the prefix cache on disk")
 	fs.Int64Var(&opts.KVDiskMax, "kv-disk-max", 0, "size cap of the prefix cache on disk, bytes")
 	fs.StringVar(&opts.FlashAttention, "flash-attn", "", "flash attention: on, off or auto")
+	fs.StringVar(&opts.ProjectorPath, "mmproj", "", "GGUF file of the model's multimodal projector (images, audio)")
 	return cmd
 }
 
@@ -53,7 +54,7 @@ func runWorker(opts llamacpp.Options, socket string, stdout io.Writer) error {
 	hello := func(v any) { _ = json.NewEncoder(stdout).Encode(v) }
 	engine, err := llamacpp.Load(opts)
 	if err != nil {
-		hello(map[string]string{"error": err.Error()})
+		hello(worker.LoadError(err))
 		return fmt.Errorf("worker: %w", err)
 	}
 	defer engine.Close()

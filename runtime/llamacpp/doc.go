@@ -40,4 +40,16 @@
 // than any lane's has it restored instead of prefilled. Files are written atomically and
 // checked (crc32c) before use, the folder is capped at Options.KVDiskMax (least recently used
 // first), and Started/Done say how many tokens came back and why a prompt missed the cache.
+//
+// With Options.ProjectorPath the engine takes images and audio (media.go): llama.cpp's mtmd
+// turns each into chunks, whose positions ride in the prompt as negative pseudo tokens keyed by
+// the content's hash (so the prefix cache matches a re-sent image), and the loop evaluates each
+// chunk whole as an embedding batch after the tick's text batch (media_loop.go).
+//
+// LoRA adapters (Request.Adapters, lora.go, lora_tick.go, lora_cgo.go) are loaded by path on
+// first use, after the strict reader checked them against the model, and freed by
+// ReleaseAdapter once no generation holds them. llama.cpp applies adapters to a whole context,
+// so a tick makes one llama_decode per distinct adapter set among the busy lanes, the sets
+// taking turns going first; a lane's cache partition names its set (each file's identity and
+// scale), so memory reuse, copies and the disk cache never serve KV computed under another set.
 package llamacpp

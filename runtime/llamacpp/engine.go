@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ollama/ollama/llama"
@@ -51,6 +52,9 @@ type Options struct {
 	// FlashAttention is "on", "off" or "auto" ("": auto, the engine picks per model and
 	// runtime what measured fastest).
 	FlashAttention string
+	// ProjectorPath is a multimodal projector (mmproj GGUF) for the model: with it the engine
+	// takes Request.Media (media.go). A vocab-only or embedding engine ignores it.
+	ProjectorPath string
 }
 
 // DefaultKVDiskMax is the disk prefix cache's size cap when Options names none.
@@ -104,6 +108,14 @@ type Engine struct {
 
 	// disk saves and restores prefixes (Options.KVDir) and keeps miss reasons (kvdisk.go).
 	disk *kvDisk
+
+	// proj is the multimodal projector, nil without one (media.go); mediaTurn is the lane
+	// whose media chunk the loop evaluated last, mediaLive the chunk lists not yet freed.
+	proj      *projector
+	mediaTurn int
+	mediaLive atomic.Int64
+	// lora is the LoRA adapters loaded for the model (lora.go).
+	lora loraState
 }
 
 var backendOnce sync.Once
@@ -206,10 +218,19 @@ func Load(opts Options) (*Engine, error) {
 		batchSize: opts.BatchSize,
 		chars:     meta.chars,
 	}
+	e.lora.init()
 	if err := e.loadSpec(opts, modelParams, meta.embeds); err != nil {
 		batch.Free()
 		llama.FreeModel(model)
 		return nil, err
+	}
+	if !meta.embeds {
+		if err := e.loadProjector(opts, onGPU); err != nil {
+			e.spec.draft.close()
+			batch.Free()
+			llama.FreeModel(model)
+			return nil, err
+		}
 	}
 	e.decode = lctx.Decode
 	e.now, e.after = time.Now, time.After
@@ -319,10 +340,19 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 	if e.embeds != nil {
 		return errEmbeddingOnly(e.info)
 	}
-	prompt, err := e.promptTokens(ctx, req)
+	prompt, media, err := e.promptTokens(ctx, req)
 	if err != nil {
 		return err
 	}
+	// The request's hold on its media goes when Generate returns; the loop's when the job
+	// ends, or here when the loop never got the job.
+	submitted := false
+	defer func() {
+		if !submitted {
+			media.release()
+		}
+		media.release()
+	}()
 	if len(prompt) == 0 {
 		return fmt.Errorf("%w: the prompt is empty", llm.ErrInvalidInput)
 	}
@@ -344,9 +374,18 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 	if err != nil {
 		return err
 	}
+	adapters, err := e.adaptersFor(ctx, req)
+	if err != nil {
+		return err
+	}
+	defer e.releaseSet(adapters)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	j := newJob(ctx, req, prompt, e)
+	if media != nil {
+		j.media, j.out.onEnd = media, media.release
+	}
+	j.adapters, j.partition = adapters, adapters.partition(req.CachePartition)
 	j.shared = e.sharedTokens(ctx, req, prompt)
 	if grammar != nil {
 		j.grammar = grammar
@@ -354,6 +393,7 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 	}
 	select {
 	case e.submit <- j:
+		submitted = true
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-e.quit:
@@ -401,24 +441,28 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 // eventGap is the shortest time between two events of one generation.
 const eventGap = time.Millisecond
 
-// promptTokens is the request's prompt as token ids, checked against the vocabulary.
-func (e *Engine) promptTokens(ctx context.Context, req *llm.Request) ([]int, error) {
+// promptTokens is the request's prompt as token ids, checked against the vocabulary, and its
+// media (nil without).
+func (e *Engine) promptTokens(ctx context.Context, req *llm.Request) ([]int, *promptMedia, error) {
+	if len(req.Media) > 0 {
+		return e.mediaPrompt(ctx, req)
+	}
 	if len(req.Tokens) > 0 {
 		for _, t := range req.Tokens {
 			if t < 0 || t >= e.info.VocabSize {
-				return nil, fmt.Errorf("%w: token id %d is outside the vocabulary (0-%d)", llm.ErrInvalidInput, t, e.info.VocabSize-1)
+				return nil, nil, fmt.Errorf("%w: token id %d is outside the vocabulary (0-%d)", llm.ErrInvalidInput, t, e.info.VocabSize-1)
 			}
 		}
-		return req.Tokens, nil
+		return req.Tokens, nil, nil
 	}
 	prompt, err := e.Tokenize(ctx, req.Prompt, req.AddSpecial, true)
 	if errors.Is(err, errClosed) {
-		return nil, err
+		return nil, nil, err
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: tokenize prompt: %v", llm.ErrInvalidInput, err)
+		return nil, nil, fmt.Errorf("%w: tokenize prompt: %v", llm.ErrInvalidInput, err)
 	}
-	return prompt, nil
+	return prompt, nil, nil
 }
 
 // Close stops the loop and frees the model.
@@ -433,7 +477,9 @@ func (e *Engine) Close() error {
 		if e.batch != nil {
 			e.batch.Free()
 		}
+		e.closeAdapters()
 		e.spec.draft.close()
+		e.proj.free() // before the model it was made for; jobs' chunks do not need it to be freed
 		llama.FreeModel(e.model)
 	})
 	return nil

@@ -48,6 +48,12 @@ type job struct {
 	shared int
 	// kv is what the cache did for the job (restored tokens, miss reason).
 	kv kvNote
+	// media is the prompt's images and clips (media.go); nil for a text prompt.
+	media *promptMedia
+	// adapters is the LoRA set the job runs with (nil: the bare model); partition is its
+	// cache partition: the request's, and the set's (adapterSet.partition).
+	adapters  *adapterSet
+	partition string
 
 	submitted, started, firstToken time.Time
 }
@@ -65,6 +71,7 @@ func newJob(ctx context.Context, req *llm.Request, prompt []int, e *Engine) *job
 		text:      llm.NewTextStream(req.Stop),
 		out:       newMailbox(),
 		maxTokens: maxTokens,
+		partition: req.CachePartition,
 		submitted: time.Now(),
 		logprobs:  sampling.WantsLogprobs(req),
 		top:       req.TopLogprobs,
@@ -88,6 +95,8 @@ type mailbox struct {
 	notify   chan struct{}
 	// end is closed when the job finishes, so a reader pacing its events stops waiting.
 	end chan struct{}
+	// onEnd, when set, runs once as the job finishes (the loop lets go of the job's media).
+	onEnd func()
 }
 
 func newMailbox() *mailbox { return &mailbox{notify: make(chan struct{}, 1), end: make(chan struct{})} }
@@ -101,12 +110,16 @@ func (m *mailbox) put(ev llm.Event) {
 
 func (m *mailbox) finish(err error) {
 	m.mu.Lock()
-	if !m.finished {
+	first := !m.finished
+	if first {
 		close(m.end)
 	}
 	m.finished, m.err = true, err
 	m.mu.Unlock()
 	m.wake()
+	if first && m.onEnd != nil {
+		m.onEnd()
+	}
 }
 
 // ended reports whether the job has finished (its last events may still wait to be taken).

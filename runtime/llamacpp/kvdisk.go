@@ -79,6 +79,10 @@ func newKVDisk(opts Options, e *Engine) *kvDisk {
 		return d
 	}
 	d.model, d.settings = model, kvSettings(st, e.info)
+	if e.proj != nil {
+		// Media positions' KV comes from the projector's embeddings.
+		d.settings += " " + e.proj.identity
+	}
 	limit := opts.KVDiskMax
 	if limit <= 0 {
 		limit = DefaultKVDiskMax
@@ -295,7 +299,7 @@ func (d *kvDisk) miss(e *Engine, j *job, common int) string {
 	if d.on() {
 		for _, ent := range d.store.list() {
 			if ent.settings != d.settings {
-				if ent.partition == j.req.CachePartition && commonPrefix(ent.tokens, j.prompt) >= common+minShare {
+				if ent.partition == j.partition && commonPrefix(ent.tokens, j.prompt) >= common+minShare {
 					return llm.CacheMissSettingsChanged
 				}
 				continue

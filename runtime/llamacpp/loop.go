@@ -11,7 +11,7 @@ import (
 type lane struct {
 	id    int
 	cache []int
-	// partition is the llm.Request.CachePartition of the requests that computed cache.
+	// partition is the cache partition of the jobs that computed cache (job.partition).
 	partition string
 	job       *job
 	next      int // the sampled token to feed on the next tick (decode phase)
@@ -37,6 +37,9 @@ func (e *Engine) loop() {
 			case reply := <-e.snapshots:
 				reply <- e.snapshot()
 				continue
+			case <-e.lora.wake:
+				e.freeRetired()
+				continue
 			case <-e.quit:
 				e.disk.saveLanes(e)
 				return
@@ -54,6 +57,7 @@ func (e *Engine) loop() {
 			continue
 		}
 		e.dropCancelled()
+		e.freeRetired()
 		e.assign()
 		e.tick()
 	}
@@ -138,12 +142,13 @@ func commonPrefix(a, b []int) int {
 	return n
 }
 
-// tick sends one batch: a token for every decoding lane, then prompt chunks within the budget.
-func (e *Engine) tick() {
+// tickLanes sends one batch for lanes (of one adapter set, see tick): a token for every
+// decoding lane, then prompt chunks within prefill rows. It reports false when the decode
+// failed.
+func (e *Engine) tickLanes(lanes []*lane, prefill int) (tickCounts, bool) {
 	e.batch.Clear()
-	e.planDrafts()
 	rows := 0
-	for _, l := range e.lanes {
+	for _, l := range lanes {
 		l.fed, l.logitIndex = l.fed[:0], -1
 		if l.job == nil || l.prefilling() {
 			continue
@@ -158,12 +163,14 @@ func (e *Engine) tick() {
 		}
 	}
 	decodeRows := rows
-	for _, l := range e.lanes {
-		if l.job == nil || !l.prefilling() || rows >= e.batchSize {
+	limit := rows + prefill
+	for _, l := range lanes {
+		if l.job == nil || !l.prefilling() || rows >= limit {
 			continue
 		}
 		from := len(l.cache)
-		to := min(len(l.job.prompt), from+e.batchSize-rows)
+		// Text stops before a media chunk; evalMedia evaluates the chunk whole.
+		to := l.job.media.textEnd(from, min(len(l.job.prompt), from+limit-rows))
 		for i := from; i < to; i++ {
 			last := i == len(l.job.prompt)-1
 			if last {
@@ -175,22 +182,22 @@ func (e *Engine) tick() {
 		l.fed = append(l.fed, l.job.prompt[from:to]...)
 	}
 	if rows == 0 {
-		return
+		return tickCounts{}, true
 	}
 	began := time.Now()
 	if err := e.decode(e.batch); err != nil {
 		if fatalDecode(err) {
 			e.fail(fmt.Errorf("%w: llama_decode: %v; the worker exits and the next request starts a new one", llm.ErrEngineFailure, err))
-			return
+			return tickCounts{}, false
 		}
 		e.failAll(fmt.Errorf("%w: llama_decode: %v", llm.ErrEngineFailure, err))
-		return
+		return tickCounts{}, false
 	}
 	synchronize(e.lctx) // the sampling below would wait for it anyway; the time includes it
 	elapsed := time.Since(began)
 	e.spec.cost.observe(rows-decodeRows, elapsed)
 	unused := 0 // decode rows that yielded no token: rejected drafts, rows past the job's end
-	for _, l := range e.lanes {
+	for _, l := range lanes {
 		if l.job == nil || len(l.fed) == 0 {
 			continue
 		}
@@ -202,5 +209,5 @@ func (e *Engine) tick() {
 			e.sample(l, l.logitIndex)
 		}
 	}
-	e.stats.observe(decodeRows, decodeRows-unused, rows-decodeRows, e.batchSize, elapsed)
+	return tickCounts{decodeRows: decodeRows, unused: unused, prefillRows: rows - decodeRows, elapsed: elapsed}, true
 }

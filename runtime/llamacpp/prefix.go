@@ -97,15 +97,17 @@ func (e *Engine) place(j *job) bool {
 
 // reusable is how much of j's prompt lane l's tokens (its cache, or its job's prompt) may
 // serve: their common prefix, or when l works for another cache partition, no more of it than
-// the shared prefix's tokens (j.shared; usually 0).
+// the shared prefix's tokens (j.shared; usually 0), and nothing when l's tokens were computed
+// under other adapters (their KV differs whatever the tokens).
+// A prefix ending inside one of j's media chunks is rounded down to the chunk's start.
 func reusable(l *lane, tokens []int, j *job) int {
-	if l.partition != j.req.CachePartition {
-		if j.shared == 0 {
+	if l.partition != j.partition {
+		if j.shared == 0 || partitionAdapters(l.partition) != partitionAdapters(j.partition) {
 			return 0
 		}
-		return min(j.shared, commonPrefix(tokens, j.prompt))
+		return j.media.roundDown(min(j.shared, commonPrefix(tokens, j.prompt)))
 	}
-	return commonPrefix(tokens, j.prompt)
+	return j.media.roundDown(commonPrefix(tokens, j.prompt))
 }
 
 // sharedTokens is how many of prompt's leading tokens are req.SharedPrefix's: the tokens
@@ -157,7 +159,7 @@ func (e *Engine) start(l *lane, j *job, common int) {
 	}
 	e.clock++
 	l.cache = l.cache[:common]
-	l.partition = j.req.CachePartition
+	l.partition = j.partition
 	l.job, l.logitIndex, l.lastUsed = j, -1, e.clock
 	j.lane, j.cached, j.started = l.id, common, time.Now()
 	e.stats.requests++
@@ -167,7 +169,7 @@ func (e *Engine) start(l *lane, j *job, common int) {
 	j.out.put(llm.Event{Started: &llm.Started{PromptTokens: len(j.prompt), CachedTokens: common, Lane: l.id,
 		RestoredTokens: j.kv.restored, CacheMiss: j.kv.miss}})
 	for _, t := range j.prompt[max(0, len(j.prompt)-llm.RepeatLastN):] {
-		j.sampler.Accept(t)
+		j.sampler.Accept(t) // it ignores a media position's pseudo token (negative)
 	}
 	if j.maxTokens <= 0 {
 		e.finish(l, llm.FinishLength)

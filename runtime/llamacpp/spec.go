@@ -133,6 +133,11 @@ func (s *specState) resolve(req *llm.Request) (mode string, k int, note string) 
 	if mode == llm.SpecDraft && s.draft == nil {
 		mode, note = llm.SpecNgram, "no draft model is loaded; n-gram drafting instead"
 	}
+	if len(req.Media) > 0 && mode != llm.SpecOff {
+		// A media position is an embedding, not a token a drafter could read or a draft
+		// model decode.
+		mode, note = llm.SpecOff, "speculation is off for a prompt with images or audio"
+	}
 	return mode, k, note
 }
 
@@ -155,7 +160,7 @@ func (e *Engine) laneSpecFor(l *lane) *laneSpec {
 func (e *Engine) specDone(l *lane, j *job) *llm.SpecStats {
 	var stats llm.SpecStats
 	if l.spec.job == j && l.spec.job != nil {
-		if l.spec.mode == llm.SpecOff {
+		if l.spec.mode == llm.SpecOff && l.spec.stats.Note == "" {
 			return nil
 		}
 		stats = l.spec.stats
@@ -163,10 +168,13 @@ func (e *Engine) specDone(l *lane, j *job) *llm.SpecStats {
 	} else {
 		// The job never decoded a token (it expired in the queue, or max_tokens 0).
 		mode, _, note := e.spec.resolve(j.req)
-		if mode == llm.SpecOff {
+		if mode == llm.SpecOff && note == "" {
 			return nil
 		}
 		stats = llm.SpecStats{Mode: mode, Note: note}
+		if mode == llm.SpecOff {
+			stats.Mode = ""
+		}
 	}
 	e.spec.proposed += stats.Proposed
 	e.spec.accepted += stats.Accepted

@@ -42,6 +42,7 @@ func runWorker(args []string) int {
 	fs.StringVar(&opts.Speculative, "speculative", "", "")
 	fs.IntVar(&opts.DraftTokens, "draft-tokens", 0, "")
 	fs.StringVar(&opts.DraftModelPath, "draft-model", "", "")
+	fs.StringVar(&opts.ProjectorPath, "mmproj", "", "")
 	failAfter := fs.Int("fail-decode-after", -1, "")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -49,7 +50,7 @@ func runWorker(args []string) int {
 	hello := func(v any) { _ = json.NewEncoder(os.Stdout).Encode(v) }
 	e, err := Load(opts)
 	if err != nil {
-		hello(map[string]string{"error": err.Error()})
+		hello(worker.LoadError(err))
 		return 1
 	}
 	defer e.Close()

@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
-	"strconv"
 
 	"github.com/superfluid/superfluid/runtime/gguf"
 	"github.com/superfluid/superfluid/runtime/llm"
@@ -39,7 +37,7 @@ var splitName = regexp.MustCompile(`^(.*)-(\d{5})-of-(\d{5})\.gguf$`)
 
 // Describe reads path's GGUF header (and those of its other parts when it is split) strictly.
 func Describe(path string) (Facts, error) {
-	parts, err := splitParts(path)
+	parts, err := gguf.SplitParts(path)
 	if err != nil {
 		return Facts{}, err
 	}
@@ -82,26 +80,6 @@ func Describe(path string) (Facts, error) {
 		return Facts{}, fmt.Errorf("%w: %s has no weights (a vocabulary-only file cannot generate)", ErrNotModel, path)
 	}
 	return facts, nil
-}
-
-// splitParts lists every part of a split model given its first part, checking they exist.
-func splitParts(path string) ([]string, error) {
-	m := splitName.FindStringSubmatch(filepath.Base(path))
-	if m == nil {
-		return []string{path}, nil
-	}
-	n, _ := strconv.Atoi(m[3])
-	if m[2] != "00001" {
-		return nil, fmt.Errorf("%s is part %s of a split model; name its first part (-00001-of-%s)", path, m[2], m[3])
-	}
-	parts := make([]string, n)
-	for i := range n {
-		parts[i] = filepath.Join(filepath.Dir(path), fmt.Sprintf("%s-%05d-of-%s.gguf", m[1], i+1, m[3]))
-		if _, err := os.Stat(parts[i]); err != nil {
-			return nil, fmt.Errorf("split model %s: part %d of %d is missing: %w", path, i+1, n, err)
-		}
-	}
-	return parts, nil
 }
 
 // kvBytesPerToken is 2 (K and V) × layers × the K/V width × 2 bytes (f16).

@@ -45,6 +45,9 @@ type Options struct {
 	KVDir          string
 	KVDiskMax      int64
 	FlashAttention string
+	// ProjectorPath is the model's multimodal projector (mmproj GGUF), "" for none: the worker
+	// gets --mmproj and takes images or audio (llamacpp.Options.ProjectorPath).
+	ProjectorPath string
 	// Log receives the worker's stderr (llama.cpp's log); nil discards it.
 	Log io.Writer
 	// StartTimeout bounds loading the model; 0 means 5 minutes.
@@ -155,6 +158,16 @@ func (c *Client) Slots(ctx context.Context) (llm.Slots, error) {
 		return nil
 	})
 	return slots, err
+}
+
+// ReleaseAdapter asks the worker to free the LoRA adapter at path once no generation runs
+// with it (llm.AdapterReleaser). A worker that is not running holds no adapters: none is
+// started for this.
+func (c *Client) ReleaseAdapter(ctx context.Context, path string) error {
+	if !c.Loaded() {
+		return nil
+	}
+	return c.do(ctx, call{Op: opReleaseAdapter, Path: path}, func(reply) error { return nil })
 }
 
 // Embed asks the worker for the vectors of req's inputs (see llm.Embedder).
@@ -522,6 +535,7 @@ func (o Options) args(socket string) []string {
 	}
 	for _, f := range []struct{ flag, value string }{
 		{"--speculative", o.Speculative}, {"--draft-model", o.DraftModelPath}, {"--kv-dir", o.KVDir}, {"--flash-attn", o.FlashAttention},
+		{"--mmproj", o.ProjectorPath},
 	} {
 		if f.value != "" {
 			args = append(args, f.flag, f.value)

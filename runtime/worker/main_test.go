@@ -39,6 +39,7 @@ func TestMain(m *testing.M) {
 //	utf8         reply childUTF8Reply at once (one token per byte, so some are part of a character)
 //	slow         reply a long text, one token every childDelay
 //	fail-load    print an error hello and exit
+//	bad-projector print the hello of a load refused for a projector made for another model
 //	exit-silent  write a log line to stderr and exit without a hello
 //	hang         never print a hello
 //	fail-after-N the engine fails with "kaboom" after N tokens (the worker survives)
@@ -68,6 +69,7 @@ func runChild(args []string) int {
 	parallel := fs.Int("parallel", 0, "")
 	threads := fs.Int("threads", 0, "")
 	vocabOnly := fs.Bool("vocab-only", false, "")
+	mmproj := fs.String("mmproj", "", "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -86,6 +88,9 @@ func runChild(args []string) int {
 		case word == "fail-load":
 			fmt.Fprintln(os.Stderr, "llama_model_load: error loading model")
 			hello(map[string]string{"error": "bad magic in " + *model})
+			return 1
+		case word == "bad-projector":
+			hello(LoadError(fmt.Errorf("%w: the projector %s does not fit the model %s", llm.ErrInvalidInput, *mmproj, *model)))
 			return 1
 		case word == "exit-silent":
 			fmt.Fprintln(os.Stderr, "GGML_ASSERT: boom while loading")
@@ -134,6 +139,7 @@ func runChild(args []string) int {
 	// The test reads the socket path from Info().Path.
 	eng.info = fake.Info()
 	eng.info.Path, eng.info.Parallel, eng.info.Threads = *socket, *parallel, *threads
+	eng.info.Projector = *mmproj // --mmproj reached the worker
 
 	l, err := net.Listen("unix", *socket)
 	if err != nil {
@@ -207,6 +213,12 @@ func (e *childEngine) Generate(ctx context.Context, req *llm.Request, emit func(
 	})
 	fmt.Fprintf(os.Stderr, "generate %q ended: %v\n", firstWord(req.Prompt), err)
 	return err
+}
+
+// ReleaseAdapter logs the path, for TestReleaseAdapter.
+func (e *childEngine) ReleaseAdapter(ctx context.Context, path string) error {
+	fmt.Fprintf(os.Stderr, "release adapter %q pid=%d\n", path, os.Getpid())
+	return nil
 }
 
 func firstWord(s string) string {

@@ -94,6 +94,9 @@ func startProcess(ctx context.Context, o Options) (*process, llm.ModelInfo, erro
 			return p, *h.Info, nil
 		}
 		p.stop()
+		if h.Error != "" && h.Kind == kindInvalidInput {
+			return nil, llm.ModelInfo{}, &failure{kind: ErrLoad, msg: h.Error, input: true}
+		}
 		if h.Error != "" {
 			return nil, llm.ModelInfo{}, workerFailure(ErrLoad, "load model %s: %s", o.ModelPath, h.Error)
 		}

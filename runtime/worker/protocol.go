@@ -29,6 +29,8 @@ const (
 	opSlots    = "slots"
 	opEmbed    = "embed"
 	opPing     = "ping"
+	// opReleaseAdapter frees a LoRA adapter the engine loaded (llm.AdapterReleaser).
+	opReleaseAdapter = "release_adapter"
 )
 
 type call struct {
@@ -38,6 +40,8 @@ type call struct {
 	Text         string            `json:"text,omitempty"`
 	AddSpecial   bool              `json:"add_special,omitempty"`
 	ParseSpecial bool              `json:"parse_special,omitempty"`
+	// Path is the adapter file of opReleaseAdapter.
+	Path string `json:"path,omitempty"`
 }
 
 type reply struct {
@@ -49,10 +53,21 @@ type reply struct {
 	Error  *wireError       `json:"error,omitempty"`
 }
 
-// hello is the worker's first stdout line.
+// hello is the worker's first stdout line. Kind is kindInvalidInput when the load failed
+// because of the files asked for (a projector made for another model), "" otherwise.
 type hello struct {
 	Info  *llm.ModelInfo `json:"info,omitempty"`
 	Error string         `json:"error,omitempty"`
+	Kind  string         `json:"kind,omitempty"`
+}
+
+// LoadError is the hello line of a worker whose model did not load with err.
+func LoadError(err error) any {
+	h := hello{Error: err.Error()}
+	if errors.Is(err, llm.ErrInvalidInput) {
+		h.Kind = kindInvalidInput
+	}
+	return h
 }
 
 // wireError carries a typed engine error across the socket.
@@ -67,8 +82,10 @@ const (
 	kindContextLength = "context_length"
 	kindInvalidInput  = "invalid_input"
 	kindUnsupported   = "unsupported_model"
-	kindEngine        = "engine"
-	kindModelFault    = "model_fault" // llm.ErrModelFault: the model's fault, not the prompt's
+	// kindUnsupportedInput is llm.ErrUnsupportedInput: media the model cannot take.
+	kindUnsupportedInput = "unsupported_input"
+	kindEngine           = "engine"
+	kindModelFault       = "model_fault" // llm.ErrModelFault: the model's fault, not the prompt's
 	// kindFatal is an engine failure after which the engine is beyond repair: the worker exits
 	// right after answering, and the client starts a new one.
 	kindFatal = "fatal"
@@ -81,6 +98,8 @@ func toWire(err error) *wireError {
 		return &wireError{Kind: kindContextLength, Message: err.Error(), PromptTokens: cl.PromptTokens, ContextLength: cl.ContextLength}
 	case errors.Is(err, llm.ErrUnsupportedModel):
 		return &wireError{Kind: kindUnsupported, Message: err.Error()}
+	case errors.Is(err, llm.ErrUnsupportedInput):
+		return &wireError{Kind: kindUnsupportedInput, Message: err.Error()}
 	case errors.Is(err, llm.ErrInvalidInput):
 		return &wireError{Kind: kindInvalidInput, Message: err.Error()}
 	case errors.Is(err, llm.ErrModelFault):
@@ -96,6 +115,8 @@ func (w *wireError) err() error {
 		return &llm.ContextLengthError{PromptTokens: w.PromptTokens, ContextLength: w.ContextLength}
 	case kindUnsupported:
 		return remoteError{sentinel: llm.ErrUnsupportedModel, msg: w.Message}
+	case kindUnsupportedInput:
+		return remoteError{sentinel: llm.ErrUnsupportedInput, msg: w.Message}
 	case kindInvalidInput:
 		return remoteError{sentinel: llm.ErrInvalidInput, msg: w.Message}
 	case kindModelFault:
@@ -124,18 +145,32 @@ var (
 	// always comes with llm.ErrEngineFailure.
 	ErrWorkerExited = errors.New("worker exited")
 	// ErrLoad matches a load the worker refused with an error of its own (a missing, unreadable
-	// or malformed model file). It always comes with llm.ErrEngineFailure.
+	// or malformed model file). It comes with llm.ErrEngineFailure, or with llm.ErrInvalidInput
+	// when the files were asked for wrongly (a projector made for another model: a 400).
 	ErrLoad = errors.New("model load failed")
 )
 
 // failure is an llm.ErrEngineFailure that also matches a kind: ErrWorkerExited or ErrLoad.
+// With input set it is an llm.ErrInvalidInput instead, its message the worker's own.
 type failure struct {
-	kind error
-	msg  string
+	kind  error
+	msg   string
+	input bool
 }
 
-func (e *failure) Error() string   { return llm.ErrEngineFailure.Error() + ": " + e.msg }
-func (e *failure) Unwrap() []error { return []error{llm.ErrEngineFailure, e.kind} }
+func (e *failure) Error() string {
+	if e.input {
+		return e.msg
+	}
+	return llm.ErrEngineFailure.Error() + ": " + e.msg
+}
+
+func (e *failure) Unwrap() []error {
+	if e.input {
+		return []error{llm.ErrInvalidInput, e.kind}
+	}
+	return []error{llm.ErrEngineFailure, e.kind}
+}
 
 func workerFailure(kind error, format string, args ...any) error {
 	return &failure{kind: kind, msg: fmt.Sprintf(format, args...)}

@@ -138,6 +138,15 @@ func serveConn(conn net.Conn, engine llm.Engine, failed <-chan struct{}) {
 			return
 		}
 		_ = enc.Encode(reply{End: true, Embed: res})
+	case opReleaseAdapter:
+		// An engine that keeps no adapters has none to free.
+		if releaser, ok := engine.(llm.AdapterReleaser); ok {
+			if err := releaser.ReleaseAdapter(ctx, c.Path); err != nil {
+				fail(err)
+				return
+			}
+		}
+		_ = enc.Encode(reply{End: true})
 	case opGenerate:
 		if c.Generate == nil {
 			_ = enc.Encode(reply{End: true, Error: &wireError{Kind: kindInvalidInput, Message: "generate call without a request"}})

@@ -1,8 +1,11 @@
 // Package gguftest writes GGUF model files for tests and benchmarks, as net/http/httptest
 // serves HTTP for them: a Writer that builds GGUF v3 files, random-weight models llama.cpp
-// loads and runs (WriteTinyLlama, a generator; WriteTinyBERT, an embedder or reranker), and
-// FillF32, which breaks a model's weights in place. The server never writes a model, so this
-// lives beside the reader (package gguf) rather than in it.
+// loads and runs (WriteTinyLlama, a generator; WriteTinyBERT, an embedder or reranker),
+// random-weight mmproj projectors llama.cpp's mtmd encodes images and audio with
+// (WriteVisionProjector, WriteAudioProjector), random LoRA adapters for a model file or for
+// another model's shape (WriteLoRA, WriteTinyLlamaLoRA), and FillF32, which breaks a model's
+// weights in place. The server never writes a model, so this lives beside the reader (package
+// gguf) rather than in it.
 package gguftest
 
 import (
