@@ -249,12 +249,15 @@ func (a *App) resolve(ctx context.Context, name string) (*models.Entry, error) {
 		case st.IsDir():
 			return nil, &UsageError{fmt.Sprintf("%s is a directory; pass the path of a .gguf file inside it", name)}
 		}
-		e, err := cat.AddLocal(ctx, name, "")
+		e, err := cat.Add(ctx, models.AddRequest{Path: name, Projector: a.cfg.Projector})
 		if errors.Is(err, models.ErrNotModel) {
 			return nil, &UsageError{fmt.Sprintf("%s is not a usable GGUF model file: %v", name, err)}
 		}
 		if errors.Is(err, llm.ErrInvalidInput) {
 			return nil, &UsageError{err.Error()}
+		}
+		if err == nil && e.IsAdapter() {
+			return nil, &UsageError{fmt.Sprintf("%s is a LoRA adapter, not a model: serve its base model and load the adapter with POST /v1/lora/load", name)}
 		}
 		return e, err
 	}
@@ -264,6 +267,14 @@ func (a *App) resolve(ctx context.Context, name string) (*models.Entry, error) {
 			return nil, &UsageError{fmt.Sprintf("%s is not pulled yet: superfluid pull %s", name, name)}
 		}
 		return nil, &UsageError{err.Error()}
+	}
+	if a.cfg.Projector != "" && e.IsAlias() {
+		return nil, &UsageError{fmt.Sprintf("%s is another name of %s: give the projector to %s", e.ID, e.AliasOf, e.AliasOf)}
+	}
+	if a.cfg.Projector != "" { // the catalog model gets this projector from now on
+		if e, err = cat.Add(ctx, models.AddRequest{Path: e.Path, ID: e.ID, Projector: a.cfg.Projector}); err != nil {
+			return nil, &UsageError{err.Error()}
+		}
 	}
 	return e, nil
 }

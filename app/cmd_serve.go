@@ -27,6 +27,9 @@ file name without .gguf) or a Hugging Face reference such as hf.co/OWNER/REPO:QU
 first when it is not in the catalog).`,
 		Args: modelArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cfg.Projector != "" && len(args) == 0 {
+				return &commandLineError{"--mmproj is the projector of the model serve loads: superfluid serve MODEL --mmproj FILE"}
+			}
 			if len(args) == 1 {
 				cfg.ModelPath = args[0]
 				if err := pullIfMissing(cfg, cmd.ErrOrStderr()); err != nil {
@@ -40,6 +43,7 @@ first when it is not in the catalog).`,
 	serverFlags(cmd.Flags(), &cfg)
 	teamFlags(cmd.Flags(), &cfg)
 	webFlag(cmd.Flags(), &cfg)
+	cmd.Flags().StringVar(&cfg.Projector, "mmproj", "", "the model's multimodal projector GGUF (images, audio); by default one beside the model that fits it")
 	cmd.Flags().BoolVar(&verbose, "verbose", false, "show llama.cpp's log (the worker's stderr); failures quote its last line either way")
 	return cmd
 }

@@ -27,6 +27,10 @@ type Config struct {
 	// in place) or a Hugging Face reference (pulled first when missing). "" preloads nothing;
 	// every catalog model still loads on its first request.
 	ModelPath string
+	// Projector is the multimodal projector (mmproj) GGUF of the model serve preloads
+	// (--mmproj), checked against it and recorded with it; "" keeps the catalog's (one beside
+	// the model is found).
+	Projector string
 	// ModelKeepAlive is how long an idle model stays loaded (--keep-alive; negative: forever).
 	ModelKeepAlive time.Duration
 	// MaxLoaded bounds the models loaded at once (0: no bound).

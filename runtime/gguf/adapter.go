@@ -113,17 +113,17 @@ func (f *File) Adapter() (AdapterFacts, error) {
 // present in the model with the shape the factors assume (llama-adapter.cpp's checks).
 func FitAdapter(model []*File, adapter *File) error {
 	if len(model) == 0 {
-		return fmt.Errorf("no model given: %w", ErrMismatch)
+		return mismatch("no model given")
 	}
 	facts, err := adapter.Adapter()
 	if err != nil {
 		return err
 	}
 	if model[0].IsAdapter() {
-		return fmt.Errorf("the model is itself an adapter; pass its base model: %w", ErrMismatch)
+		return mismatch("the model is itself an adapter; pass its base model")
 	}
 	if arch := model[0].Architecture(); arch != facts.Architecture {
-		return fmt.Errorf("the adapter is for %s models but the model is %s: %w", facts.Architecture, arch, ErrMismatch)
+		return mismatch("the adapter is for %s models but the model is %s", facts.Architecture, arch)
 	}
 	pairs, err := adapter.loraPairs()
 	if err != nil {
@@ -138,23 +138,23 @@ func FitAdapter(model []*File, adapter *File) error {
 		p := pairs[name]
 		w, ok := findTensor(model, name)
 		if !ok {
-			return fmt.Errorf("the adapter changes the tensor %s, which the model lacks: %w", name, ErrMismatch)
+			return mismatch("the adapter changes the tensor %s, which the model lacks", name)
 		}
 		if len(w.Dims) < 2 {
-			return fmt.Errorf("the model's tensor %s is not a matrix: %w", name, ErrMismatch)
+			return mismatch("the model's tensor %s is not a matrix", name)
 		}
 		a, b := p.a.Dims, p.b.Dims
 		if strings.HasSuffix(name, "token_embd.weight") {
 			// Embeddings are looked up, not multiplied: the factors come flipped.
 			if w.Dims[0] != b[1] || w.Dims[1] != a[1] {
-				return fmt.Errorf("the model's %s is %v but the adapter's factors are for %v: %w",
-					name, w.Dims[:2], []uint64{b[1], a[1]}, ErrMismatch)
+				return mismatch("the model's %s is %v but the adapter's factors are for %v",
+					name, w.Dims[:2], []uint64{b[1], a[1]})
 			}
 			continue
 		}
 		if w.Dims[0] != a[0] || w.Dims[1] != b[1] {
-			return fmt.Errorf("the model's %s is %v but the adapter's factors are for %v: %w",
-				name, w.Dims[:2], []uint64{a[0], b[1]}, ErrMismatch)
+			return mismatch("the model's %s is %v but the adapter's factors are for %v",
+				name, w.Dims[:2], []uint64{a[0], b[1]})
 		}
 		if a[1] != b[0] {
 			return fmt.Errorf("the factors of %s have ranks %d and %d (lora_a must be stored transposed): %w",

@@ -181,7 +181,7 @@ func (f *File) InputWidth() int {
 // what mtmd checks when it loads them together.
 func FitProjector(model, proj *File) error {
 	if model.IsProjector() {
-		return fmt.Errorf("the model is itself a projector; pass the text model it belongs to: %w", ErrMismatch)
+		return mismatch("the model is itself a projector; pass the text model it belongs to")
 	}
 	p, err := proj.Projector()
 	if err != nil {
@@ -189,12 +189,12 @@ func FitProjector(model, proj *File) error {
 	}
 	in := model.InputWidth()
 	if in == 0 {
-		return fmt.Errorf("the model (%s) has no %s.embedding_length to compare with: %w",
-			model.Architecture(), model.Architecture(), ErrMismatch)
+		return mismatch("the model (%s) has no %s.embedding_length to compare with",
+			model.Architecture(), model.Architecture())
 	}
 	if in != p.Width {
-		return fmt.Errorf("the projector gives %d-wide embeddings but the model (%s) takes %d-wide ones: %w",
-			p.Width, model.Architecture(), in, ErrMismatch)
+		return mismatch("the projector gives %d-wide embeddings but the model (%s) takes %d-wide ones",
+			p.Width, model.Architecture(), in)
 	}
 	return nil
 }
@@ -218,4 +218,14 @@ func CheckProjector(modelPath, projPath string) error {
 		return fmt.Errorf("the projector %s does not fit the model %s: %w", projPath, modelPath, err)
 	}
 	return nil
+}
+
+// mismatchError says how a file does not fit a model; it is ErrMismatch without repeating it.
+type mismatchError struct{ msg string }
+
+func (e *mismatchError) Error() string        { return e.msg }
+func (e *mismatchError) Is(target error) bool { return target == ErrMismatch }
+
+func mismatch(format string, args ...any) error {
+	return &mismatchError{msg: fmt.Sprintf(format, args...)}
 }

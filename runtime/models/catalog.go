@@ -89,7 +89,7 @@ func (c *Catalog) sync(force bool) {
 	defer c.mu.Unlock()
 	for _, r := range rows {
 		seen[r.ID] = true
-		if e, ok := c.entries[r.ID]; !ok || e.Path != r.Path || e.SHA256 != r.SHA256 {
+		if e, ok := c.entries[r.ID]; !ok || e.Path != r.Path || e.SHA256 != r.SHA256 || e.Projector != r.Projector || e.BaseModel != r.BaseModel {
 			c.entries[r.ID] = describeEntry(r)
 		}
 	}
@@ -123,16 +123,21 @@ func (c *Catalog) Dir() string { return c.dir }
 func describeEntry(r Record) *Entry {
 	e := &Entry{Record: r}
 	e.Facts, e.Err = Describe(r.Path)
+	if e.Err == nil && !e.Facts.Adapter {
+		describeProjector(&e.Facts, r.Projector)
+	}
 	return e
 }
 
-// List returns every model, sorted by id.
+// List returns every model, sorted by id; adapters are not models (Adapters lists them).
 func (c *Catalog) List() []*Entry {
 	c.sync(false)
 	c.mu.RLock()
 	out := make([]*Entry, 0, len(c.entries))
 	for _, e := range c.entries {
-		out = append(out, e)
+		if !e.IsAdapter() {
+			out = append(out, e)
+		}
 	}
 	c.mu.RUnlock()
 	for i, e := range out {
@@ -154,8 +159,18 @@ func (c *Catalog) current(e *Entry) *Entry {
 // Lookup finds the model a client names: its id, the id without a ":latest" tag or in
 // another spelling its source knows ("OWNER/REPO:Q" for "hf.co/OWNER/REPO:Q", see NameBy),
 // case-insensitively when that is unambiguous. An unknown name wraps
-// llm.ErrModelNotFound; a name that could reach outside the catalog wraps llm.ErrInvalidInput.
+// llm.ErrModelNotFound; a name that could reach outside the catalog wraps llm.ErrInvalidInput,
+// and an adapter's id ErrIsAdapter (LookupAdapter finds adapters).
 func (c *Catalog) Lookup(name string) (*Entry, error) {
+	e, err := c.lookup(name)
+	if err == nil && e.IsAdapter() {
+		return nil, adapterError(e)
+	}
+	return e, err
+}
+
+// lookup is Lookup of an entry of either kind.
+func (c *Catalog) lookup(name string) (*Entry, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}
@@ -217,7 +232,7 @@ func (c *Catalog) byRepo(name string, allow func(*Entry) bool) (*Entry, error) {
 	}
 	var cands []*Entry
 	for _, e := range c.entries {
-		if e.Source == ref.Source && strings.EqualFold(e.Repo, ref.Repo) {
+		if e.Source == ref.Source && strings.EqualFold(e.Repo, ref.Repo) && !e.IsAdapter() {
 			cands = append(cands, e)
 		}
 	}
@@ -300,39 +315,6 @@ func (c *Catalog) candidates(name string) []string {
 	return out
 }
 
-// AddLocal registers the GGUF file at path in place (nothing is copied) under id, or under the
-// file's name without .gguf when id is "". Registering a path that is already registered
-// returns its entry.
-func (c *Catalog) AddLocal(ctx context.Context, path, id string) (*Entry, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("model path %s: %w", path, err)
-	}
-	st, err := os.Stat(abs)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("model file %s: %w", path, err)
-	case st.IsDir():
-		return nil, fmt.Errorf("%w: %s is a directory; name a .gguf file inside it", llm.ErrInvalidInput, path)
-	}
-	derived := id == ""
-	if derived {
-		id = idFromFile(filepath.Base(abs))
-	}
-	if err := checkID(id); err != nil {
-		return nil, err
-	}
-	for _, e := range c.List() {
-		if e.Path == abs && e.Source != SourceAlias && (derived || e.ID == id) {
-			return e, nil
-		}
-	}
-	if e, err := c.Lookup(id); err == nil && e.Path != abs && sameContent(e.Path, abs) {
-		return e, nil // the same model under this name already (e.g. the bundled one)
-	}
-	return c.Register(ctx, Record{ID: id, Path: abs, Source: SourceLocal})
-}
-
 // sameContent reports whether two files hold the same bytes (hashed only when sizes match).
 func sameContent(a, b string) bool {
 	sa, errA := os.Stat(a)
@@ -380,6 +362,9 @@ func (c *Catalog) Register(ctx context.Context, r Record) (*Entry, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.kindOf(&r, &facts); err != nil {
+		return nil, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.entries[r.ID]; ok && old.Path != r.Path {
@@ -418,7 +403,7 @@ func (c *Catalog) Copy(ctx context.Context, src, dst string) (*Entry, error) {
 // Remove takes the model out of the catalog. It reports whether its file may be deleted: it
 // lies inside the models folder and no other entry uses it.
 func (c *Catalog) Remove(ctx context.Context, name string) (*Entry, bool, error) {
-	e, err := c.Lookup(name)
+	e, err := c.lookup(name) // a model or an adapter
 	if err != nil {
 		return nil, false, err
 	}

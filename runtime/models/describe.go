@@ -27,6 +27,14 @@ type Facts struct {
 	// Embedding is set for a model that embeds (gguf.File.Embedding); nil for one that
 	// generates.
 	Embedding *llm.Embedding
+	// Adapter reports whether the file is a LoRA adapter (general.type "adapter"), not a model.
+	Adapter bool
+	// Vision and Audio report what the model's projector (Record.Projector) encodes;
+	// ProjectorBytes is its file's size, loaded beside the weights. ProjectorErr says why the
+	// projector cannot be read (then neither is set).
+	Vision, Audio  bool
+	ProjectorBytes int64
+	ProjectorErr   error
 }
 
 // ErrNotModel means a file is not a usable GGUF model (not GGUF, truncated, or invalid).
@@ -60,10 +68,22 @@ func Describe(path string) (Facts, error) {
 			bytesByType[t.Type] += t.Size
 		}
 		if i == 0 {
+			if f.IsProjector() {
+				return Facts{}, fmt.Errorf("%w: %s; add the model it belongs to (a projector beside it is found) or pass it with --mmproj",
+					ErrIsProjector, part)
+			}
+			if f.IsAdapter() {
+				if _, err := f.Adapter(); err != nil {
+					return Facts{}, fmt.Errorf("%w: %s: %v", ErrNotModel, part, err)
+				}
+				facts.Adapter = true
+			}
 			facts.Architecture = f.Architecture()
 			facts.ContextLength = f.ContextLength()
 			facts.KVBytesPerToken = kvBytesPerToken(f)
-			facts.Capabilities = capabilities(f)
+			if !facts.Adapter {
+				facts.Capabilities = capabilities(f)
+			}
 			if emb, ok := f.Embedding(); ok {
 				facts.Embedding = &llm.Embedding{Pooling: gguf.PoolingName(emb.Pooling), Length: emb.Length}
 			}

@@ -135,6 +135,9 @@ type slot struct {
 	runner Runner
 	vocab  Runner // a tokenizer-only worker, while the model is not loaded
 	need   int64  // estimated RAM when loaded
+	// projector is the multimodal projector the runner was made with ("" none), checked
+	// against the model before each load.
+	projector string
 
 	state    string
 	done     chan struct{} // closes when a load or unload ends
@@ -218,8 +221,15 @@ func (m *Manager) slot(e *Entry) *slot {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.slots[e.Path]
+	if ok && !s.removed && !m.closed && s.projector != e.Projector && s.state == StateUnloaded {
+		// The entry got another projector (superfluid add --mmproj beside a running server):
+		// the runner's worker options name the old one, and no call holds an unloaded runner.
+		old := s.runner
+		s.runner, s.projector = m.cfg.NewRunner(e, false), e.Projector
+		m.spawnLocked(func() { old.Close() })
+	}
 	if !ok || s.removed {
-		s = &slot{path: e.Path, runner: m.cfg.NewRunner(e, false), state: StateUnloaded, crashes: map[[32]byte]int{}}
+		s = &slot{path: e.Path, runner: m.cfg.NewRunner(e, false), projector: e.Projector, state: StateUnloaded, crashes: map[[32]byte]int{}}
 		m.slots[e.Path] = s
 	}
 	set := m.Settings(e.ID)
@@ -418,6 +428,11 @@ func (m *Manager) load(name string, s *slot, victims []*slot) {
 	ctx, cancel := context.WithTimeout(m.ctx, m.cfg.LoadTimeout)
 	defer cancel()
 	_, err := m.fetchMissing(ctx, s.path) // a request's load of a file kept elsewhere
+	if err == nil && s.projector != "" {
+		// Said here, naming both files, before a worker starts and the engine refuses them. A
+		// projector kept elsewhere is named by its base name, as the model is (withoutPaths).
+		err = withoutPaths(checkProjector(s.path, s.projector), s.projector, "")
+	}
 	if err == nil {
 		err = s.runner.Start(ctx)
 	}

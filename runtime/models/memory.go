@@ -11,9 +11,10 @@ import (
 // the tokenizer and the process itself.
 const overheadBytes = 64 << 20
 
-// Estimate is the RAM a model takes loaded with ctx tokens of context in each of lanes lanes.
+// Estimate is the RAM a model takes loaded with ctx tokens of context in each of lanes lanes:
+// its weights and its projector's, the KV cache and the overhead.
 func Estimate(f Facts, ctx, lanes int) int64 {
-	return f.WeightBytes + f.KVBytesPerToken*int64(ctx)*int64(max(1, lanes)) + overheadBytes
+	return f.WeightBytes + f.ProjectorBytes + f.KVBytesPerToken*int64(ctx)*int64(max(1, lanes)) + overheadBytes
 }
 
 // AvailableMemory is MemAvailable from /proc/meminfo, or 0 when unknown.

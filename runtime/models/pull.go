@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+
+	"github.com/superfluid/superfluid/runtime/gguf"
 
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models/source"
@@ -60,13 +63,21 @@ func (m *Manager) PullInto(ctx context.Context, src Source, reference, base stri
 		return nil, fmt.Errorf("%w: pull %s: the source resolved no files", llm.ErrEngineFailure, reference)
 	}
 	id := res.ID
-	if e, err := m.cat.Lookup(id); err == nil && e.Err == nil && e.SHA256 == res.Files[0].SHA256 {
+	var pulled *Entry // already in the catalog: only its projector may be missing
+	if e, err := m.cat.lookup(id); err == nil && e.Err == nil && e.SHA256 == res.Files[0].SHA256 {
 		if base != "" && !under(e.Path) {
 			// An id names one file: saying "done" would leave the storage without the model.
 			return nil, fmt.Errorf("%w: pull %s into %s: the model is already in the catalog at %s; remove it first (superfluid rm %s) to pull it into this storage",
 				llm.ErrInvalidInput, reference, base, e.Path, id)
 		}
-		return e, nil
+		if res.Projector == nil || e.Projector != "" || e.IsAdapter() {
+			return e, nil
+		}
+		// Pulled before pulls brought projectors: fetch the projector alone.
+		pulled = e
+		only := *res
+		only.Files = nil
+		res = &only
 	}
 	// The source names the folder; a folder outside the models folder (or the storage's) would
 	// let a download replace any file of the user's.
@@ -100,16 +111,26 @@ func (m *Manager) PullInto(ctx context.Context, src Source, reference, base stri
 	if err != nil {
 		return nil, err
 	}
-	e, err := m.cat.Register(ctx, Record{
-		ID: id, Path: paths[0], Source: ref.Source,
-		Repo: ref.Repo, File: res.Files[0].Path, Revision: res.Revision, SHA256: res.Files[0].SHA256,
-	})
+	projector := ""
+	if res.Projector != nil && len(paths) > 0 {
+		projector, paths = paths[len(paths)-1], paths[:len(paths)-1]
+	}
+	r := Record{ID: id, Source: ref.Source, Repo: ref.Repo, Revision: res.Revision}
+	if pulled != nil {
+		r = pulled.Record
+	} else {
+		r.Path, r.File, r.SHA256 = paths[0], res.Files[0].Path, res.Files[0].SHA256
+	}
+	r.Projector = usableProjector(r.Path, projector)
+	e, err := m.cat.Register(ctx, r)
 	if err != nil {
-		if errors.Is(err, ErrNotModel) {
-			for _, p := range paths {
-				os.Remove(p)
+		if errors.Is(err, ErrNotModel) && pulled == nil {
+			for _, p := range append(paths, projector) {
+				if p != "" {
+					os.Remove(p)
+				}
 			}
-			return nil, fmt.Errorf("%w: %s downloaded but is not a usable GGUF model, so it was not registered: %v", llm.ErrInvalidInput, res.Files[0].Path, err)
+			return nil, fmt.Errorf("%w: %s downloaded but is not a usable GGUF model, so it was not registered: %v", llm.ErrInvalidInput, r.File, err)
 		}
 		return nil, err
 	}
@@ -121,4 +142,18 @@ func (m *Manager) PullInto(ctx context.Context, src Source, reference, base stri
 func inside(dir, path string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != "." && filepath.IsLocal(rel)
+}
+
+// usableProjector is the projector a pull fetched when it fits the model, else "": the model
+// is registered without it (a repository's projector for another of its models should not
+// cost the pull), and the log says why.
+func usableProjector(model, projector string) string {
+	if projector == "" {
+		return ""
+	}
+	if err := gguf.CheckProjector(model, projector); err != nil {
+		slog.Warn("the pulled projector does not fit the model; registering the model without it", "err", err)
+		return ""
+	}
+	return projector
 }

@@ -148,7 +148,7 @@ func (m *Manager) finishUnload(s *slot, drain time.Duration) {
 	removed := s.removed
 	var old Runner
 	if e := s.reconfigure; e != nil && !removed {
-		old, s.runner = s.runner, m.cfg.NewRunner(e, false)
+		old, s.runner, s.projector = s.runner, m.cfg.NewRunner(e, false), e.Projector
 	}
 	s.reconfigure = nil
 	close(s.done)
@@ -225,7 +225,7 @@ func (m *Manager) unloadSlot(ctx context.Context, s *slot, how unloadHow) error 
 			s.vocab = nil
 			var old Runner
 			if how.entry != nil && !s.removed {
-				old, s.runner = s.runner, m.cfg.NewRunner(how.entry, false)
+				old, s.runner, s.projector = s.runner, m.cfg.NewRunner(how.entry, false), how.entry.Projector
 			}
 			m.mu.Unlock()
 			if old != nil {

@@ -115,6 +115,9 @@ func (l *catalogLibrary) model(e *models.Entry) *Model {
 	m := DescribeModel(e.ID, e.Path, engine.Info().ContextLength)
 	m.Engine, m.Entry = engine, e
 	m.Size, m.Created = e.Size, e.AddedAt
+	// What the projector encodes, from its header: known before any load (a projector that
+	// cannot be read encodes nothing; its load says why).
+	m.Projector, m.Vision, m.Audio = e.Projector, e.Facts.Vision, e.Facts.Audio
 	if m.Architecture == "" {
 		m.Architecture = e.Architecture
 	}
@@ -198,9 +201,17 @@ func (s *Service) UnloadModel(ctx context.Context, name string) (*Model, error) 
 }
 
 // DeleteModel unloads a model (its requests in flight finish first), removes it from the
-// catalog and deletes its files when they live in the models folder and nothing else uses them.
+// catalog and deletes its files (its projector's too) when they live in the models folder and
+// nothing else uses them. A LoRA adapter of the catalog is removed the same way.
 func (s *Service) DeleteModel(ctx context.Context, name string) (*Model, error) {
 	m, err := s.Model(name)
+	if errors.Is(err, models.ErrIsAdapter) && s.mgr != nil {
+		e, lerr := s.mgr.Catalog().LookupAdapter(name)
+		if lerr != nil {
+			return nil, lerr
+		}
+		m, err = &Model{ID: e.ID, Path: e.Path, Architecture: e.Architecture, Size: e.Size, Created: e.AddedAt, Entry: e}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -212,11 +223,16 @@ func (s *Service) DeleteModel(ctx context.Context, name string) (*Model, error) 
 		return nil, err
 	}
 	s.forgetSettings(ctx, e.ID)
-	if deleteFile {
-		for _, part := range append([]string{e.Path}, e.Facts.Parts...) {
-			if err := os.Remove(part); err != nil && !errors.Is(err, os.ErrNotExist) {
-				slog.Warn("delete model file", "path", part, "err", err)
-			}
+	if !deleteFile {
+		return m, nil
+	}
+	files := append([]string{e.Path}, e.Facts.Parts...)
+	if s.mgr.Catalog().Orphaned(e.Projector) {
+		files = append(files, e.Projector)
+	}
+	for _, part := range files {
+		if err := os.Remove(part); err != nil && !errors.Is(err, os.ErrNotExist) {
+			slog.Warn("delete model file", "path", part, "err", err)
 		}
 	}
 	return m, nil

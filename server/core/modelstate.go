@@ -45,6 +45,10 @@ const (
 	PullDone      = models.StatusDone
 )
 
+// ErrIsAdapter refuses a catalog LoRA adapter's id where a model is wanted (a 400 saying whose
+// adapter it is); DeleteModel still removes it.
+var ErrIsAdapter = models.ErrIsAdapter
+
 // ErrNotReference reports a name none of the core's sources pulls (CheckReference).
 var ErrNotReference = models.ErrNotReference
 

@@ -196,7 +196,10 @@ func (h *handlers) remove(c *gin.Context) error {
 	}
 	name := cmp.Or(req.Model, req.Name)
 	m, err := h.model(c.Request.Context(), name)
-	if err == nil {
+	switch {
+	case errors.Is(err, core.ErrIsAdapter): // a LoRA adapter of the catalog goes as a model does
+		_, err = h.svc.DeleteModel(c.Request.Context(), name)
+	case err == nil:
 		_, err = h.svc.DeleteModel(c.Request.Context(), m.ID)
 	}
 	switch {

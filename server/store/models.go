@@ -21,7 +21,7 @@ const (
 	SourceAlias       = models.SourceAlias
 )
 
-// ModelRecord is one catalog row (see migrations/0003_models.sql).
+// ModelRecord is one catalog row (see migrations/0003_models.sql and 0022_model_kinds.sql).
 type ModelRecord = models.Record
 
 var _ models.RecordStore = (*Store)(nil)
@@ -33,7 +33,8 @@ func (errNoModel) Error() string        { return ErrNotFound.Error() }
 func (errNoModel) Is(target error) bool { return target == ErrNotFound || target == models.ErrNoRecord }
 
 const modelColumns = `id, path, source, repo, file, revision, sha256, alias_of, size, architecture,
-	parameter_count, quantization, context_length, capabilities, added_at, last_used_at`
+	parameter_count, quantization, context_length, capabilities, added_at, last_used_at, projector, kind,
+	base_model`
 
 // PutModel inserts m, or replaces the row with the same id.
 func (s *Store) PutModel(ctx context.Context, m ModelRecord) error {
@@ -49,9 +50,10 @@ func (s *Store) PutModel(ctx context.Context, m ModelRecord) error {
 		added = time.Now()
 	}
 	_, err = s.w.ExecContext(ctx, `INSERT OR REPLACE INTO models (`+modelColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		m.ID, m.Path, m.Source, m.Repo, m.File, m.Revision, m.SHA256, m.AliasOf, m.Size, m.Architecture,
-		m.ParameterCount, m.Quantization, m.ContextLength, string(caps), formatTime(added), optionalTime(m.LastUsedAt))
+		m.ParameterCount, m.Quantization, m.ContextLength, string(caps), formatTime(added), optionalTime(m.LastUsedAt),
+		m.Projector, m.Kind, m.BaseModel)
 	if err != nil {
 		return fmt.Errorf("save model %s: %w", m.ID, err)
 	}
@@ -70,7 +72,8 @@ func (s *Store) Models(ctx context.Context) ([]ModelRecord, error) {
 		var m ModelRecord
 		var caps, added, used string
 		if err := rows.Scan(&m.ID, &m.Path, &m.Source, &m.Repo, &m.File, &m.Revision, &m.SHA256, &m.AliasOf,
-			&m.Size, &m.Architecture, &m.ParameterCount, &m.Quantization, &m.ContextLength, &caps, &added, &used); err != nil {
+			&m.Size, &m.Architecture, &m.ParameterCount, &m.Quantization, &m.ContextLength, &caps, &added, &used,
+			&m.Projector, &m.Kind, &m.BaseModel); err != nil {
 			return nil, fmt.Errorf("list models: %w", err)
 		}
 		if err := json.Unmarshal([]byte(caps), &m.Capabilities); err != nil {

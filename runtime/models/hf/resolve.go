@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/superfluid/superfluid/runtime/models/source"
 )
 
 // RemoteFile is one file in a Hub repository.
@@ -27,6 +29,9 @@ type Resolved struct {
 	Ref      Ref
 	Revision string       // the revision used (X-Repo-Commit when given, else the requested one)
 	Files    []RemoteFile // one file, or all parts of a split GGUF in part order
+	// Projector is the repository's multimodal projector for the model (pickProjector), nil
+	// for none.
+	Projector *RemoteFile
 }
 
 // treeEntry is one entry of the Hub's tree listing.
@@ -59,7 +64,7 @@ func (c *Client) Resolve(ctx context.Context, ref Ref) (*Resolved, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Resolved{Ref: ref, Revision: ref.revision(), Files: files}
+	res := &Resolved{Ref: ref, Revision: ref.revision(), Files: files, Projector: pickProjector(files, entries)}
 	// Pin the revision to a commit, so every part (and every resume) comes
 	// from the same snapshot.
 	commit, err := c.headCommit(ctx, ref, files[0].Path)
@@ -324,7 +329,7 @@ func groupModels(ref Ref, files []RemoteFile) ([]*model, error) {
 	for _, f := range files {
 		dir, base := path.Split(f.Path)
 		dir = strings.TrimSuffix(dir, "/")
-		if strings.HasPrefix(strings.ToLower(base), "mmproj") {
+		if source.IsProjectorName(base) {
 			continue
 		}
 		if sm := splitRe.FindStringSubmatch(base); sm != nil {

@@ -65,15 +65,22 @@ func (s *Source) Resolve(ctx context.Context, ref source.Reference) (*source.Res
 	for i, f := range res.Files {
 		files[i] = source.File{Path: f.Path, Size: f.Size, SHA256: f.SHA256}
 	}
-	return &source.Resolved{Ref: ref, ID: pulledID(res), Revision: res.Revision,
-		Folder: path.Join("hf", r.Repo, res.Revision), Files: files}, nil
+	out := &source.Resolved{Ref: ref, ID: pulledID(res), Revision: res.Revision,
+		Folder: path.Join("hf", r.Repo, res.Revision), Files: files}
+	if p := res.Projector; p != nil {
+		out.Projector = &source.File{Path: p.Path, Size: p.Size, SHA256: p.SHA256}
+	}
+	return out, nil
 }
 
-// Download is Client.Download of what Resolve answered.
+// Download is Client.Download of what Resolve answered: the model's files, then its projector.
 func (s *Source) Download(ctx context.Context, r *source.Resolved, dir string, progress func(source.Progress)) ([]string, error) {
 	res := &Resolved{Ref: Ref{Repo: r.Ref.Repo, Quant: r.Ref.Quant, File: r.Ref.File, Revision: r.Ref.Revision}, Revision: r.Revision}
 	for _, f := range r.Files {
 		res.Files = append(res.Files, RemoteFile{Path: f.Path, Size: f.Size, SHA256: f.SHA256})
+	}
+	if p := r.Projector; p != nil { // last, as the Source contract says
+		res.Files = append(res.Files, RemoteFile{Path: p.Path, Size: p.Size, SHA256: p.SHA256})
 	}
 	paths, err := s.client.Download(ctx, res, dir, progress)
 	if err != nil {

@@ -26,8 +26,8 @@ type Source interface {
 	// except a context's end, returned as it is.
 	Resolve(ctx context.Context, ref Reference) (*Resolved, error)
 	// Download fetches r's files into dir (resuming what an interrupted call left, verifying
-	// each), reporting progress, and returns their paths in r.Files order. Errors are as
-	// Resolve's.
+	// each), reporting progress, and returns their paths in r.Files order, then the
+	// projector's when r.Projector is set. Errors are as Resolve's.
 	Download(ctx context.Context, r *Resolved, dir string, progress func(Progress)) ([]string, error)
 }
 
@@ -65,6 +65,9 @@ type Resolved struct {
 	Folder string
 	// Files are the model's file first, then the other parts of a split model in part order.
 	Files []File
+	// Projector is the multimodal projector (mmproj) file that goes with the model, nil for
+	// none; it is downloaded into the same folder.
+	Projector *File
 }
 
 // Progress reports one file's download.
