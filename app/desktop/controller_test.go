@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -99,23 +100,34 @@ func TestSettingsDialog(t *testing.T) {
 	}
 }
 
-// TestModelsSayWhatTheySeeAndHear: the list the window shows carries the core's view of what a
-// model takes besides text (its projector's, known before a load).
+// TestModelsSayWhatTheySeeAndHear: the list the window shows says what a model takes besides
+// text, from its projector's metadata (the core's view, known before a load).
 func TestModelsSayWhatTheySeeAndHear(t *testing.T) {
 	c, cat, _ := newController(t)
+	for _, m := range []struct {
+		id            string
+		write         func(path string) error
+		vision, audio bool
+	}{
+		{"eyes", func(p string) error { return gguftest.WriteVisionProjector(p, gguftest.VisionProjectorOptions{}) }, true, false},
+		{"ears", func(p string) error { return gguftest.WriteAudioProjector(p, gguftest.AudioProjectorOptions{}) }, false, true},
+	} {
+		model := filepath.Join(cat.Dir, m.id+".gguf")
+		if err := gguftest.WriteTinyLlama(model, gguftest.TinyLlamaOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		proj := filepath.Join(cat.Dir, "mmproj-"+m.id+".gguf")
+		if err := m.write(proj); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cat.Mgr.Catalog().Add(context.Background(), models.AddRequest{Path: model, ID: m.id, Projector: proj}); err != nil {
+			t.Fatal(err)
+		}
+		if got := state(c, m.id); got.Vision != m.vision || got.Audio != m.audio {
+			t.Errorf("%s: vision %v audio %v, want %v %v", m.id, got.Vision, got.Audio, m.vision, m.audio)
+		}
+	}
 	if m := state(c, "m"); m.ID != "m" || m.Vision || m.Audio {
 		t.Fatalf("a model without a projector: %+v", m)
-	}
-	cm, err := cat.Svc.Model("m")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm.Vision = true
-	if m := state(c, "m"); !m.Vision || m.Audio {
-		t.Fatalf("a model that sees: %+v", m)
-	}
-	cm.Vision, cm.Audio = false, true
-	if m := state(c, "m"); m.Vision || !m.Audio {
-		t.Fatalf("a model that hears: %+v", m)
 	}
 }
