@@ -167,7 +167,7 @@ func (a *App) build() error {
 	a.metrics = metrics.New()
 	shared := teamPrefixes(cfg, st)
 	a.svc = core.NewCatalog(core.Config{MaxTokens: cfg.MaxTokens, Speculative: cfg.Speculative, Queue: cfg.Queue, CheckRuntime: a.checkRuntime, Observer: a.metrics,
-		QoS: qosConfig(cfg), IsolateCache: cfg.Team, SharedPrefixes: corePrefixes(shared)}, st, a.mgr, a.sources)
+		QoS: qosConfig(cfg), IsolateCache: cfg.Team, SharedPrefixes: corePrefixes(shared), Media: mediaLimits(&cfg)}, st, a.mgr, a.sources)
 	a.batches = batches.New(batches.Config{Owner: ownerLookup(a.keys), AdmitLine: quotaLineAdmission(a.quota),
 		Files: batches.FilesConfig{Dir: filesDir(cfg.DataDir), MaxBytes: cfg.FilesMaxBytes, Expiry: cfg.FilesExpiry}}, a.svc, st)
 	a.metrics.WatchService(a.svc)

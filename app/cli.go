@@ -152,6 +152,7 @@ func serverFlags(fs *pflag.FlagSet, cfg *Config) {
 	fs.Var(bytesFlag{&cfg.MemoryBudget}, "memory-budget", `RAM the loaded models may take, e.g. "12GB" (0 = three quarters of the RAM available at start)`)
 	fs.Var(proxiesFlag{&cfg.TrustedProxies}, "trusted-proxies", "reverse proxies (addresses or CIDR ranges, comma-separated) whose X-Forwarded-For names the client; by default the header is ignored")
 	kvDiskFlag(fs, cfg)
+	mediaFlags(fs, cfg)
 	accessFlags(fs, cfg)
 	qosFlags(fs, cfg)
 	libraryFlags(fs, cfg)

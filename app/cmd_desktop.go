@@ -25,6 +25,7 @@ func desktopFlags(cmd *cobra.Command, cfg *Config, hidden *bool) {
 	fs.IntVar(&cfg.Port, "port", cfg.Port, "port the server listens on")
 	fs.BoolVar(hidden, "hidden", false, "start in the tray without opening the window")
 	kvDiskFlag(fs, cfg)
+	mediaFlags(fs, cfg)
 	accessFlags(fs, cfg)
 	qosFlags(fs, cfg)
 	libraryFlags(fs, cfg)

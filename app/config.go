@@ -68,6 +68,12 @@ type Config struct {
 	FilesMaxBytes int64
 	// KVDiskMax caps the prefix cache on disk in <DataDir>/kv (--kv-disk-max); 0 turns it off.
 	KVDiskMax int64
+	// AllowRemoteMedia lets requests name http(s) image and audio URLs, which the server
+	// fetches (--allow-remote-media); MediaMaxBytes and MediaMaxParts bound one part's file and
+	// one request's parts (--media-max-bytes, --media-max-parts; 0: the defaults). app/media.go.
+	AllowRemoteMedia bool
+	MediaMaxBytes    int64
+	MediaMaxParts    int
 	// FilesExpiry is how long files are kept (--files-expiry); 0 keeps them until deleted.
 	FilesExpiry time.Duration
 	// KeepAlive is the SSE keep-alive interval.

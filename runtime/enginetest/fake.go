@@ -1,8 +1,10 @@
 // Package enginetest is a deterministic fake llm.Engine for fast server tests: one token per
 // byte, a scripted reply, no model file. It exercises the same stop handling as the real
 // engine (llm.TextStream), the same request checks (sampling.Check) and the same logprobs
-// bookkeeping, so dialect tests see realistic event streams. NewEmbedder makes a fake
-// embedding model (or reranker) instead, which embeds and refuses generation.
+// bookkeeping, so dialect tests see realistic event streams. A prompt with media counts each
+// clip as MediaTokens positions, and the last request (LastRequest) shows the media and
+// adapters the core sent. NewEmbedder makes a fake embedding model (or reranker) instead,
+// which embeds and refuses generation.
 package enginetest
 
 import (
@@ -119,7 +121,11 @@ func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit func(llm.E
 		return out
 	}
 	prompt := req.Tokens
-	if len(prompt) == 0 {
+	if len(req.Media) > 0 {
+		if prompt, err = e.mediaPrompt(ctx, req); err != nil {
+			return err
+		}
+	} else if len(prompt) == 0 {
 		prompt, _ = e.Tokenize(ctx, req.Prompt, req.AddSpecial, true)
 	}
 	if len(prompt) > e.info.ContextLength {

@@ -18,7 +18,6 @@ func systemText(raw json.RawMessage) (string, error) {
 
 // unsupportedBlocks are the content blocks Anthropic defines that this server cannot take yet.
 var unsupportedBlocks = map[string]string{
-	"image":              "image input needs a vision model",
 	"document":           "document input is not served",
 	"server_tool_use":    "server tools are not served",
 	"search_result":      "search results are not served",
@@ -34,6 +33,8 @@ func unsupported(path, typ string) error {
 	switch why, known := unsupportedBlocks[typ]; {
 	case typ == "":
 		return invalid("%s.type: Field required", path)
+	case typ == "image":
+		return invalid("%s: image blocks go in user messages; move the image there", path)
 	case known:
 		return invalid("%s: %s content blocks are not supported by this server yet (%s); send text blocks only", path, typ, why)
 	case typ == "text", typ == "tool_use", typ == "tool_result", typ == "thinking", typ == "redacted_thinking":

@@ -53,6 +53,9 @@ func toCore(req *messagesRequest, modelOptional bool) (*core.ChatRequest, warnin
 	if gen.Speculative, err = core.ParseSpeculative(req.Speculative); err != nil {
 		return nil, nil, invalid("speculative: %v", err)
 	}
+	if gen.Adapters, err = core.ParseAdapters(req.Lora); err != nil {
+		return nil, nil, invalid("lora: %v", err)
+	}
 	if gen.Format, gen.Schema, err = req.toFormat(); err != nil {
 		return nil, nil, err
 	}

@@ -85,6 +85,7 @@ func describe(m *core.Model) modelInfo {
 	caps := m.Capabilities()
 	c := &info.Capabilities
 	c.StructuredOutputs.Supported = true // the grammar engine constrains tool input and output formats
+	c.ImageInput.Supported, _ = m.Modalities()
 	c.Thinking.Supported = caps.Thinking
 	c.Thinking.Types.Enabled.Supported, c.Thinking.Types.Adaptive.Supported = caps.Thinking, caps.Thinking
 	c.Thinking.Types.Disabled.Supported = true // true on a model that does not think, as Anthropic says

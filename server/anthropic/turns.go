@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/superfluid/superfluid/runtime/chat"
+	"github.com/superfluid/superfluid/runtime/llm"
 )
 
 // history is the state of one conversation's conversion.
@@ -89,8 +90,9 @@ func mergeable(prev, next chat.Message) bool {
 	return prev.Role == next.Role && prev.Role != "tool"
 }
 
-// merge appends next's content, reasoning and calls to prev.
+// merge appends next's content, media, reasoning and calls to prev.
 func merge(prev *chat.Message, next chat.Message) {
+	prev.Media = mergeMedia(*prev, next)
 	prev.Content = chat.JoinText(prev.Content, next.Content)
 	prev.Reasoning = chat.JoinText(prev.Reasoning, next.Reasoning)
 	prev.ToolCalls = append(prev.ToolCalls, next.ToolCalls...)
@@ -106,19 +108,27 @@ func (h *history) userTurn(i int, raw json.RawMessage) ([]chat.Message, error) {
 	}
 	var out []chat.Message
 	var sb strings.Builder
-	texts := 0 // text blocks since the last tool result
+	var media []llm.MediaPart
+	texts := 0 // text and image blocks since the last tool result
 	flush := func() {
 		if texts > 0 {
-			out = append(out, chat.Message{Role: "user", Content: sb.String()})
+			out = append(out, chat.Message{Role: "user", Content: sb.String(), Media: media})
 		}
 		sb.Reset()
-		texts = 0
+		texts, media = 0, nil
 	}
 	for j, b := range blocks {
 		bp := fmt.Sprintf("%s.%d", path, j)
 		switch b.Type {
 		case "text":
 			sb.WriteString(*b.Text)
+			texts++
+		case "image":
+			part, err := imagePart(bp, b, sb.Len())
+			if err != nil {
+				return nil, err
+			}
+			media = append(media, part)
 			texts++
 		case "tool_result":
 			msg, err := h.toolResult(bp, b)
@@ -134,7 +144,7 @@ func (h *history) userTurn(i int, raw json.RawMessage) ([]chat.Message, error) {
 		}
 	}
 	if texts > 0 || len(out) == 0 {
-		out = append(out, chat.Message{Role: "user", Content: sb.String()})
+		out = append(out, chat.Message{Role: "user", Content: sb.String(), Media: media})
 	}
 	return out, nil
 }
@@ -168,7 +178,8 @@ func (h *history) toolResult(path string, b block) (chat.Message, error) {
 
 // resultText is a tool result's content as text: its text blocks joined, each tool_reference
 // (a tool search's hit, which loads that deferred tool) as a line naming the tool, and images
-// and documents dropped with a warning, as this server serves no vision model.
+// and documents dropped with a warning: images in tool results are not served yet, and a
+// client such as Claude Code sends them (screenshots, image files it read) to any model.
 func (h *history) resultText(path string, raw json.RawMessage) (string, error) {
 	blocks, text, err := contentBlocks(path, raw)
 	if err != nil || blocks == nil {
@@ -190,7 +201,7 @@ func (h *history) resultText(path string, raw json.RawMessage) (string, error) {
 			h.loaded[*b.ToolName] = true
 			sb.WriteString("Tool loaded: " + *b.ToolName + "\n")
 		case "image", "document":
-			h.warn.add("%s: the %s block was dropped: this server's models take text only", bp, b.Type)
+			h.warn.add("%s: the %s block was dropped: this server does not take %ss inside tool results; send it in a user message", bp, b.Type, b.Type)
 		default:
 			return "", unsupported(bp, b.Type)
 		}

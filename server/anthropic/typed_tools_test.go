@@ -145,7 +145,7 @@ func TestToolResultEdges(t *testing.T) {
 	if p := f.lastPrompt(t); !strings.Contains(p, "<tool_response name=\"get_weather\" id=\"toolu_1\">\nError: see the chart\n</tool_response>") || strings.Contains(p, "iVBOR") {
 		t.Errorf("prompt %q", p)
 	}
-	if w := warningsOf(r); w != "messages.2.content.0.content.1: the image block was dropped: this server's models take text only" {
+	if w := warningsOf(r); w != "messages.2.content.0.content.1: the image block was dropped: this server does not take images inside tool results; send it in a user message" {
 		t.Errorf("warnings %q", w)
 	}
 }

@@ -53,6 +53,9 @@ type messagesRequest struct {
 	// Speculative is a mode ("off", "ngram", "draft") or {"mode", "draft_tokens"} (an
 	// extension, as on the OpenAI routes).
 	Speculative json.RawMessage `json:"speculative"`
+	// Lora picks LoRA adapters for this request: [{"id", "scale"}] (an extension, as on the
+	// OpenAI routes; [] is none).
+	Lora json.RawMessage `json:"lora"`
 }
 
 // outputConfig is `output_config`: {"effort": "low"|"medium"|"high"|"xhigh"|"max", "format":
@@ -129,6 +132,8 @@ type block struct {
 	Signature string  `json:"signature"`
 	// tool_reference (in a tool_result: a deferred tool the client's tool search loaded)
 	ToolName *string `json:"tool_name"`
+	// image: its source (base64 or url)
+	Source json.RawMessage `json:"source"`
 }
 
 // reply is a Message object: the non-streaming response and message_start's message.

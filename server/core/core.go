@@ -15,6 +15,7 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/runtime/media"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server/store"
 )
@@ -126,6 +127,9 @@ type Config struct {
 	// SharedPrefixes, with IsolateCache, are the texts whose cached tokens every caller may
 	// reuse (shared.go); nil shares nothing.
 	SharedPrefixes SharedPrefixes
+	// Media bounds the images and audio clips a request may carry, and says whether remote
+	// URLs are fetched (--allow-remote-media); zero fields take media.DefaultLimits.
+	Media media.Limits
 }
 
 // Service is the core.
@@ -142,6 +146,8 @@ type Service struct {
 	router  Router // resolves names instead of lib when set (route.go)
 	// sharedForms are the shared prefixes as the models' templates render them (shared.go).
 	sharedForms sharedForms
+	// media decodes the images and audio clips of requests (media.go).
+	media *media.Resolver
 }
 
 // Wait blocks until every generation request has been recorded, or ctx ends.
@@ -168,7 +174,7 @@ func New(cfg Config, st *store.Store, fixed ...*Model) *Service {
 			m.Template, _ = chat.Parse("")
 		}
 	}
-	return &Service{cfg: cfg, lib: staticLibrary(fixed), store: st}
+	return &Service{cfg: cfg, lib: staticLibrary(fixed), store: st, media: newResolver(cfg)}
 }
 
 // Config returns the generation defaults.

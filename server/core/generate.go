@@ -78,6 +78,10 @@ func (s *Service) chat(ctx context.Context, m *Model, req *ChatRequest, emit Emi
 		return nil, err
 	}
 	msgs := withSystemPrompt(req.Messages, s.settingsOf(ctx, m).SystemPrompt)
+	req, msgs, err := s.withMedia(ctx, m, req, msgs) // decoded, and marked in the text
+	if err != nil {
+		return nil, err
+	}
 	n := max(1, req.N)
 	g, err := s.roadOf(m).chat(m, req, msgs, n, emit)
 	if err != nil {
@@ -132,6 +136,13 @@ func (s *Service) CountChatTokens(ctx context.Context, req *ChatRequest) (int, e
 		return 0, err
 	}
 	msgs := withSystemPrompt(req.Messages, s.settingsOf(ctx, m).SystemPrompt) // as Chat renders it
+	// Media the model cannot take is refused as Chat would; what it can take is not counted
+	// (its positions are the projector's to say, once decoded and encoded).
+	if parts := mediaParts(msgs); parts > 0 {
+		if err := s.checkMedia(m, msgs, parts); err != nil {
+			return 0, err
+		}
+	}
 	prompt, err := s.render(m, msgs, req.TemplateKwargs, req.Tools)
 	if err != nil {
 		return 0, err

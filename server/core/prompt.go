@@ -20,6 +20,9 @@ func (p promptRoad) chat(m *Model, req *ChatRequest, msgs []chat.Message, n int,
 	}
 	gen := req.Generation
 	gen.ID, gen.Prompt, gen.AddSpecial = req.ID, prompt, addSpecial(m, prompt)
+	if err := checkMarkers(m, &gen); err != nil {
+		return nil, err
+	}
 	var check *outputCheck
 	if req.ToolChoice.forced() {
 		// The forced call's grammar wins over a response format, as the official APIs do: the

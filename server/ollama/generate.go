@@ -48,8 +48,14 @@ func (h *handlers) generate(c *gin.Context) error {
 		return unsupported(req.Model, "insert", "remove suffix, or use a code model trained for fill-in-the-middle")
 	case req.Suffix != "" && req.System != "":
 		return badRequest("system does not apply to insert (suffix); remove system")
-	case len(req.Images) > 0:
-		return unsupported(req.Model, "images", "remove images (vision is not available on this server yet)")
+	case len(req.Images) > 0 && req.Raw:
+		return badRequest("raw mode does not take images (no template places them); remove raw, or the images")
+	case len(req.Images) > 0 && req.Suffix != "":
+		return badRequest("insert (suffix) does not take images; remove suffix, or the images")
+	}
+	images, err := imageParts("images", req.Images)
+	if err != nil {
+		return err
 	}
 	if choice, err := toolChoice(req.Options["tool_choice"]); err != nil {
 		return err
@@ -57,7 +63,7 @@ func (h *handlers) generate(c *gin.Context) error {
 		return badRequest(`option "tool_choice" %q needs tools, which /api/generate does not take; send the tools to /api/chat`, cmp.Or(choice.Name, choice.Mode))
 	}
 	s, err := h.settle(c.Request.Context(), req.Model, m, shared{format: req.Format, options: req.Options, think: req.Think, keepAlive: req.KeepAlive,
-		logprobs: req.Logprobs, topLogprobs: req.TopLogprobs, speculative: req.Speculative})
+		logprobs: req.Logprobs, topLogprobs: req.TopLogprobs, speculative: req.Speculative, lora: req.Lora})
 	if err != nil {
 		return err
 	}
@@ -95,7 +101,7 @@ func (h *handlers) generate(c *gin.Context) error {
 	if req.System != "" {
 		msgs = append(msgs, chat.Message{Role: "system", Content: req.System})
 	}
-	msgs = append(msgs, chat.Message{Role: "user", Content: req.Prompt})
+	msgs = append(msgs, chat.Message{Role: "user", Content: req.Prompt, Media: images})
 	creq := &core.ChatRequest{ID: id, Endpoint: "/api/generate", Stream: t.stream, Model: m.ID, Messages: msgs,
 		TemplateKwargs: s.kwargs, Generation: *gen, KeepAlive: ka}
 	return h.respond(c, t, frame, func(emit core.Emit) (*core.Result, error) { return h.svc.Chat(c.Request.Context(), creq, emit) })
@@ -112,7 +118,7 @@ func (h *handlers) chat(c *gin.Context) error {
 		return err
 	}
 	req.Model = cmp.Or(req.Model, m.ID) // the reply names the model the router picked
-	msgs, err := toMessages(req.Model, req.Messages)
+	msgs, err := toMessages(req.Messages)
 	if err != nil {
 		return err
 	}
@@ -129,7 +135,7 @@ func (h *handlers) chat(c *gin.Context) error {
 		return err
 	}
 	s, err := h.settle(c.Request.Context(), req.Model, m, shared{format: req.Format, options: req.Options, think: req.Think, keepAlive: req.KeepAlive,
-		logprobs: req.Logprobs, topLogprobs: req.TopLogprobs, speculative: req.Speculative})
+		logprobs: req.Logprobs, topLogprobs: req.TopLogprobs, speculative: req.Speculative, lora: req.Lora})
 	if err != nil {
 		return err
 	}
@@ -160,22 +166,23 @@ func (h *handlers) chat(c *gin.Context) error {
 // roles are the roles Ollama's chat takes (it lower-cases them first, and so does this).
 var roles = map[string]bool{"system": true, "user": true, "assistant": true, "tool": true}
 
-func toMessages(model string, in []message) ([]chat.Message, error) {
+func toMessages(in []message) ([]chat.Message, error) {
 	out := make([]chat.Message, 0, len(in))
 	for i, m := range in {
 		role := strings.ToLower(m.Role)
 		if !roles[role] {
 			return nil, badRequest("messages[%d].role is %q; use one of system, user, assistant, tool", i, m.Role)
 		}
-		if len(m.Images) > 0 {
-			return nil, unsupported(model, "images", fmt.Sprintf("remove the images from messages[%d] (vision is not available on this server yet)", i))
+		images, err := imageParts(fmt.Sprintf("messages[%d].images", i), m.Images)
+		if err != nil {
+			return nil, err
 		}
 		calls, err := toCalls(i, m.ToolCalls)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, chat.Message{Role: role, Content: m.Content, Name: m.ToolName, ToolCallID: m.ToolCallID,
-			ToolCalls: calls, Reasoning: m.Thinking})
+			ToolCalls: calls, Reasoning: m.Thinking, Media: images})
 	}
 	pairResults(out)
 	return out, nil
@@ -184,7 +191,7 @@ func toMessages(model string, in []message) ([]chat.Message, error) {
 // shared are the request fields both generation routes take.
 type shared struct {
 	format, think, keepAlive json.RawMessage
-	speculative              json.RawMessage // top level; options may hold it too
+	speculative, lora        json.RawMessage // top level; options may hold them too
 	options                  map[string]json.RawMessage
 	logprobs                 bool
 	topLogprobs              int
@@ -213,6 +220,9 @@ func (h *handlers) settle(ctx context.Context, name string, m *core.Model, in sh
 	}
 	var err error
 	if s.gen.Speculative, err = speculative(in.speculative, in.options["speculative"]); err != nil {
+		return nil, err
+	}
+	if s.gen.Adapters, err = adapters(in.lora, in.options["lora"]); err != nil {
 		return nil, err
 	}
 	if s.think, err = parseThink(in.think); err != nil {

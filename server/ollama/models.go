@@ -67,6 +67,7 @@ func (h *handlers) tags(c *gin.Context) error {
 		name := listName(m)
 		list = append(list, listModel{
 			Name: name, Model: name, ModifiedAt: m.Created, Size: size, Digest: digest(m), Details: h.details(m),
+			Capabilities: capabilities(m),
 		})
 	}
 	// most recently modified first, as Ollama lists them
@@ -186,8 +187,8 @@ func (h *handlers) show(c *gin.Context) error {
 
 // capabilities are Ollama's capability names for m, in Ollama's order: embedding alone for an
 // embedding model; otherwise completion; tools when the template renders them (or gets them
-// through the prompt, having no tool syntax of its own); insert with FIM markers; thinking when
-// the template knows reasoning.
+// through the prompt, having no tool syntax of its own); insert with FIM markers; vision and
+// audio when its projector encodes them; thinking when the template knows reasoning.
 func capabilities(m *core.Model) []string {
 	if m.Embedding() != nil {
 		return []string{"embedding"} // an embedding model does nothing else
@@ -199,6 +200,13 @@ func capabilities(m *core.Model) []string {
 	}
 	if m.FIM != nil {
 		caps = append(caps, "insert")
+	}
+	vision, audio := m.Modalities()
+	if vision {
+		caps = append(caps, "vision")
+	}
+	if audio {
+		caps = append(caps, "audio")
 	}
 	if c.Thinking {
 		caps = append(caps, "thinking")

@@ -107,8 +107,13 @@
 //     "does not support embeddings", and an embedding model refuses /api/chat and
 //     /api/generate with a 400. /api/show lists an embedding model's one capability,
 //     "embedding".
-//   - Not served yet, a clean 400: images. /api/detokenize, /api/push, /api/create and
-//     /api/blobs answer 501.
+//   - images (base64 strings, or data URLs) on chat messages and /api/generate go before the
+//     message's text, as Ollama places them; a model without a vision projector refuses them
+//     with a 400 naming the image. /api/tags entries carry /api/show's capabilities (an
+//     extension), so a list shows which models see ("vision") and hear ("audio").
+//   - lora: [{"id", "scale"}] at the top level or in options picks LoRA adapters per request
+//     (an extension, as on every route); [] runs the bare model.
+//   - Not served yet: /api/detokenize, /api/push, /api/create and /api/blobs answer 501.
 //   - /api/tags digests are the verified SHA-256 of a pulled file. A local file's content is
 //     not hashed (gigabytes per listing is too slow): its digest is the SHA-256 of its path,
 //     size and modification time, which changes when the file does. A model whose file is

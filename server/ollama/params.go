@@ -131,6 +131,19 @@ func speculative(top, option json.RawMessage) (*llm.Speculative, error) {
 	return spec, nil
 }
 
+// adapters reads the lora extension from the top level, else from options.
+func adapters(top, option json.RawMessage) ([]llm.AdapterRef, error) {
+	where, raw := "lora", top
+	if len(raw) == 0 || isNull(raw) {
+		where, raw = `option "lora"`, option
+	}
+	refs, err := core.ParseAdapters(raw)
+	if err != nil {
+		return nil, badRequest("%s: %v", where, err)
+	}
+	return refs, nil
+}
+
 // applyFormat sets the structured-output constraint from Ollama's format: "json", a JSON
 // schema object, or nothing (absent, null or "").
 func applyFormat(raw json.RawMessage, gen *llm.Request) error {

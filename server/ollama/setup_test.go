@@ -76,6 +76,7 @@ type config struct {
 	fim      bool                     // the model has fill-in-the-middle markers
 	queue    int                      // the core\'s --queue
 	fake     func(*enginetest.Engine) // adjusts the fake (delays, failures) before serving
+	model    func(*core.Model)        // adjusts the model (its projector facts) before serving
 }
 
 type fixture struct {
@@ -113,6 +114,9 @@ func setup(t testing.TB, cfg config) *fixture {
 	}
 	if cfg.fim {
 		m.FIM = &core.FIMTokens{Prefix: fimPrefix, Suffix: fimPrefix + 1, Middle: fimPrefix + 2}
+	}
+	if cfg.model != nil {
+		cfg.model(m)
 	}
 	svc := core.New(core.Config{Queue: cfg.queue}, st, m)
 	srv := httptest.NewServer(server.New(server.Config{}, svc))

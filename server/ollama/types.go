@@ -29,6 +29,9 @@ type generateRequest struct {
 	// Speculative is a mode ("off", "ngram", "draft") or {"mode", "draft_tokens"}; also taken
 	// in options (an extension; the top level wins).
 	Speculative json.RawMessage `json:"speculative"`
+	// Lora picks LoRA adapters, [{"id", "scale"}]; also taken in options (an extension; the
+	// top level wins).
+	Lora json.RawMessage `json:"lora"`
 }
 
 // chatRequest is POST /api/chat (Ollama's api.ChatRequest).
@@ -44,8 +47,9 @@ type chatRequest struct {
 	Think       json.RawMessage            `json:"think"`
 	Logprobs    bool                       `json:"logprobs"`
 	TopLogprobs int                        `json:"top_logprobs"`
-	// Speculative: see generateRequest.
+	// Speculative and Lora: see generateRequest.
 	Speculative json.RawMessage `json:"speculative"`
+	Lora        json.RawMessage `json:"lora"`
 }
 
 // message is one chat turn (Ollama's api.Message).
@@ -133,6 +137,9 @@ type listModel struct {
 	Size       int64     `json:"size"`
 	Digest     string    `json:"digest"`
 	Details    details   `json:"details"`
+	// Capabilities are /api/show's, so a client listing models sees which see and hear (an
+	// extension: Ollama's list has no such field).
+	Capabilities []string `json:"capabilities,omitempty"`
 }
 
 // runningModel is one /api/ps entry (Ollama's api.ProcessModelResponse).

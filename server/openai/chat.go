@@ -282,17 +282,16 @@ func toMessages(in []message) ([]chat.Message, error) {
 			return nil, invalid(fmt.Sprintf("messages[%d].role", i),
 				fmt.Sprintf("messages[%d].role is %q; use one of system, developer, user, assistant, tool", i, m.Role))
 		}
-		if m.Content.Unsupported != "" {
-			return nil, &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "unsupported_input",
-				Param:   fmt.Sprintf("messages[%d].content", i),
-				Message: fmt.Sprintf("messages[%d] has a %q part; this model takes text only", i, m.Content.Unsupported)}
+		media, err := chatMedia(i, m.Role, &m.Content)
+		if err != nil {
+			return nil, err
 		}
 		calls, err := toCalls(i, m.ToolCalls)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, chat.Message{Role: role, Content: m.Content.Text, Name: m.Name, ToolCallID: m.ToolCallID,
-			ToolCalls: calls, Reasoning: m.ReasoningContent})
+			ToolCalls: calls, Reasoning: m.ReasoningContent, Media: media})
 	}
 	return out, nil
 }

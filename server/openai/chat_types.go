@@ -53,6 +53,8 @@ type samplingParams struct {
 	KeepAlive json.RawMessage `json:"keep_alive"`
 	// Speculative is a mode ("off", "ngram", "draft") or {"mode", "draft_tokens"} (an extension).
 	Speculative json.RawMessage `json:"speculative"`
+	// Lora picks LoRA adapters for this request: [{"id", "scale"}] (an extension; [] is none).
+	Lora json.RawMessage `json:"lora"`
 }
 
 type streamOptions struct {
@@ -78,12 +80,20 @@ type message struct {
 	ReasoningContent string         `json:"reasoning_content"`
 }
 
-// content is a message's content: a string, null, or an array of parts of which only text
-// parts are served (image and audio parts are refused with unsupported_input).
+// content is a message's content: a string, null, or an array of parts: text parts joined
+// into Text, the others (image_url, input_audio, ...) kept with their place for toMessages.
 type content struct {
 	Text string
-	// Unsupported names a part type the model cannot take, found while decoding.
-	Unsupported string
+	// Others are the parts that are not text, in order.
+	Others []otherPart
+}
+
+// otherPart is a non-text content part: its index among the parts, the byte offset in Text
+// where it sat, and the part as sent.
+type otherPart struct {
+	Index, At int
+	Type      string
+	Raw       json.RawMessage
 }
 
 func (c *content) UnmarshalJSON(b []byte) error {
@@ -94,22 +104,26 @@ func (c *content) UnmarshalJSON(b []byte) error {
 	case len(b) > 0 && b[0] == '"':
 		return json.Unmarshal(b, &c.Text)
 	case len(b) > 0 && b[0] == '[':
-		var parts []struct {
-			Type string  `json:"type"`
-			Text *string `json:"text"`
-		}
-		if err := json.Unmarshal(b, &parts); err != nil {
+		var raws []json.RawMessage
+		if err := json.Unmarshal(b, &raws); err != nil {
 			return &json.UnmarshalTypeError{Value: "content part", Type: reflect.TypeFor[[]map[string]any]()}
 		}
 		var sb strings.Builder
-		for _, p := range parts {
+		for j, raw := range raws {
+			var p struct {
+				Type string  `json:"type"`
+				Text *string `json:"text"`
+			}
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return &json.UnmarshalTypeError{Value: "content part", Type: reflect.TypeFor[[]map[string]any]()}
+			}
 			switch {
 			case p.Type == "text" && p.Text != nil:
 				sb.WriteString(*p.Text)
 			case p.Type == "text":
 				return &json.UnmarshalTypeError{Value: "text part without text", Type: reflect.TypeFor[string]()}
-			case c.Unsupported == "":
-				c.Unsupported = p.Type
+			default:
+				c.Others = append(c.Others, otherPart{Index: j, At: sb.Len(), Type: p.Type, Raw: raw})
 			}
 		}
 		c.Text = sb.String()

@@ -115,6 +115,9 @@ func (h *handlers) completions(c *gin.Context) error {
 	if gen.Speculative, err = speculative(req.Speculative); err != nil {
 		return err
 	}
+	if gen.Adapters, err = adapters(req.Lora); err != nil {
+		return err
+	}
 	if err := checkCap("max_tokens", req.MaxTokens); err != nil {
 		return err
 	}

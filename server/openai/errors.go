@@ -62,6 +62,7 @@ func toError(err error) *Error {
 	var ce *core.ChoicesError
 	var r *dialect.Refusal
 	var se *llm.StatusError
+	var me *core.MediaError
 	switch {
 	case errors.As(err, &e):
 		return e
@@ -83,6 +84,14 @@ func toError(err error) *Error {
 		return &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Param: "model", Message: err.Error()}
 	case errors.As(err, &ce):
 		return invalid("n", err.Error())
+	case errors.Is(err, llm.ErrUnsupportedInput):
+		e := unsupportedInput("", err.Error())
+		if errors.As(err, &me) {
+			e.Param = me.Where
+		}
+		return e
+	case errors.As(err, &me):
+		return invalid(me.Where, err.Error())
 	case errors.Is(err, llm.ErrInvalidInput):
 		return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: err.Error()}
 	case errors.Is(err, llm.ErrOverloaded):

@@ -40,6 +40,7 @@ type filesConfig struct {
 	dir       string              // the files folder; "" a fresh one
 	st        *store.Store        // the store; nil a fresh one
 	engine    *enginetest.Engine  // the fake; nil a fresh one
+	model     func(*core.Model)   // adjusts the model (its projector facts) before serving
 }
 
 // filesFixture is a running server with a files folder and the batch runner.
@@ -72,8 +73,11 @@ func setupFiles(t *testing.T, cfg filesConfig) *filesFixture {
 		eng = enginetest.New(4096, cfg.reply)
 		eng.TokenDelay = cfg.delay
 	}
-	cs := core.New(core.Config{MaxTokens: cfg.maxTokens},
-		cfg.st, &core.Model{ID: "fake", Path: "/models/fake.gguf", Engine: eng, Template: tmpl, ContextLength: 4096})
+	m := &core.Model{ID: "fake", Path: "/models/fake.gguf", Engine: eng, Template: tmpl, ContextLength: 4096}
+	if cfg.model != nil {
+		cfg.model(m)
+	}
+	cs := core.New(core.Config{MaxTokens: cfg.maxTokens}, cfg.st, m)
 	svc := batches.New(batches.Config{Files: batches.FilesConfig{Dir: cfg.dir, MaxBytes: cfg.maxBytes}, Batches: cfg.batches}, cs, cfg.st)
 	srv := httptest.NewServer(server.New(server.Config{Batches: svc}, cs))
 	if !cfg.stopped {

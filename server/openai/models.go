@@ -100,22 +100,37 @@ func entry(m *core.Model) modelEntry {
 		MaxContextLength: cmp.Or(info.TrainContextLength, info.ContextLength),
 		Meta: modelMeta{NCtx: info.ContextLength, NCtxTrain: info.TrainContextLength, NVocab: info.VocabSize,
 			Size: m.Size, Arch: info.Architecture, Path: m.Path},
-		Architecture: architecture{InputModalities: []string{"text"}, OutputModalities: []string{"text"}},
+		Architecture: architecture{InputModalities: inputModalities(m), OutputModalities: []string{"text"}},
 		Runtime:      runtime,
 		Capabilities: capabilities(m),
 	}
 }
 
+// inputModalities are what the model reads: text, and images and audio when its projector
+// encodes them.
+func inputModalities(m *core.Model) []string {
+	in := []string{"text"}
+	vision, audio := m.Modalities()
+	if vision {
+		in = append(in, "image")
+	}
+	if audio {
+		in = append(in, "audio")
+	}
+	return in
+}
+
 // capabilities is the model's capability record with the dialect object.
 func capabilities(m *core.Model) map[string]any {
 	caps := m.Capabilities()
+	vision, audio := m.Modalities()
 	levels := []string{}
 	if caps.ReasoningEffort {
 		levels = []string{"low", "medium", "high"}
 	}
 	emb := m.Embedding() // an embedding model serves embeddings and rerank, nothing else
 	return map[string]any{
-		"completion": emb == nil, "chat": emb == nil, "embedding": emb != nil && !emb.Rank(), "rerank": emb != nil, "vision": false,
+		"completion": emb == nil, "chat": emb == nil, "embedding": emb != nil && !emb.Rank(), "rerank": emb != nil, "vision": vision, "audio": audio,
 		"tools": caps.Tools, "native_tools": caps.NativeTools, "thinking": caps.Thinking,
 		"dialect": map[string]any{
 			"enable_thinking": caps.Thinking, "reasoning_effort": caps.ReasoningEffort, "reasoning_effort_levels": levels,

@@ -28,6 +28,15 @@ func speculative(raw json.RawMessage) (*llm.Speculative, error) {
 	return spec, nil
 }
 
+// adapters reads the lora extension, naming the parameter when it is bad.
+func adapters(raw json.RawMessage) ([]llm.AdapterRef, error) {
+	refs, err := core.ParseAdapters(raw)
+	if err != nil {
+		return nil, invalid("lora", err.Error())
+	}
+	return refs, nil
+}
+
 // toGeneration validates caps, sampling and stops; each bad value names its parameter.
 func toGeneration(req *chatRequest) (*llm.Request, error) {
 	gen := &llm.Request{Stop: req.Stop, IgnoreEOS: req.IgnoreEOS, NoCache: req.CachePrompt != nil && !*req.CachePrompt}
@@ -47,6 +56,9 @@ func toGeneration(req *chatRequest) (*llm.Request, error) {
 		return nil, err
 	}
 	if gen.Speculative, err = speculative(req.Speculative); err != nil {
+		return nil, err
+	}
+	if gen.Adapters, err = adapters(req.Lora); err != nil {
 		return nil, err
 	}
 	s := &gen.Sampling

@@ -170,6 +170,9 @@ func toResponseParams(req *responseRequest) (*responseParams, error) {
 	if p.gen.Speculative, err = speculative(req.Speculative); err != nil {
 		return nil, err
 	}
+	if p.gen.Adapters, err = adapters(req.Lora); err != nil {
+		return nil, err
+	}
 	truncation := "disabled"
 	if req.Truncation != nil {
 		if *req.Truncation != "disabled" && *req.Truncation != "auto" {

@@ -1,11 +1,13 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/superfluid/superfluid/runtime/chat"
+	"github.com/superfluid/superfluid/runtime/llm"
 )
 
 // text is the concatenated text of the item's parts: a message's content, a reasoning item's
@@ -34,6 +36,45 @@ func (it *item) text() string {
 		sb.WriteString(p.Text)
 	}
 	return sb.String()
+}
+
+// withMedia is the text of a message item's or a function output's parts with their images
+// and audio clips at their places, each named for errors by where the item sat.
+func (it *item) withMedia() (string, []llm.MediaPart) {
+	parts, field := it.Content, "content"
+	if it.Type == itemCallOutput || it.Type == itemCustomCallOutput {
+		if len(bytes.TrimSpace(it.Output)) == 0 || bytes.TrimSpace(it.Output)[0] != '[' {
+			return it.text(), nil
+		}
+		parts, _ = parseContent("output", "tool", it.Output) // validated when it came in
+		field = "output"
+	}
+	where := it.param
+	if where == "" {
+		where = "the earlier input item " + it.ID // of a previous response
+	}
+	var sb strings.Builder
+	var media []llm.MediaPart
+	for j, p := range parts {
+		pw := fmt.Sprintf("%s.%s[%d]", where, field, j)
+		switch p.Type {
+		case "input_image":
+			media = append(media, llm.MediaPart{At: sb.Len(), Kind: llm.MediaImage, URL: p.ImageURL, Where: pw})
+		case "input_audio":
+			if p.InputAudio == nil {
+				continue
+			}
+			raw, _ := json.Marshal(p.InputAudio)
+			mp, err := audioPart(pw, raw, sb.Len())
+			if err != nil {
+				continue // checked when it came in
+			}
+			media = append(media, mp)
+		default:
+			sb.WriteString(p.Text)
+		}
+	}
+	return sb.String(), media
 }
 
 // itemMessages is a conversation of items as chat messages. An assistant turn is built from
@@ -77,7 +118,8 @@ func itemMessages(items []item, ts *toolSet) []chat.Message {
 				Arguments: customArguments(it.Input)})
 		case it.Type == itemCallOutput || it.Type == itemCustomCallOutput:
 			flush()
-			out = append(out, chat.Message{Role: "tool", ToolCallID: it.CallID, Content: it.text()})
+			text, media := it.withMedia()
+			out = append(out, chat.Message{Role: "tool", ToolCallID: it.CallID, Content: text, Media: media})
 		case it.Role == "assistant":
 			open(turn != nil && turn.Content == "" && len(turn.ToolCalls) == 0)
 			turn.Content = it.text()
@@ -87,7 +129,8 @@ func itemMessages(items []item, ts *toolSet) []chat.Message {
 			if role == "developer" {
 				role = "system" // the template's name for it
 			}
-			out = append(out, chat.Message{Role: role, Content: it.text()})
+			text, media := it.withMedia()
+			out = append(out, chat.Message{Role: role, Content: text, Media: media})
 		}
 	}
 	flush()

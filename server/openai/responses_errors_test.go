@@ -94,7 +94,7 @@ func TestResponsesBadInput(t *testing.T) {
 		{"content a number", "POST", "/v1/responses", `{"model":"fake","input":[{"role":"user","content":7}]}`, bad, "input[0].content", "", "got number"},
 		{"input_image part", "POST", "/v1/responses",
 			`{"model":"fake","input":[{"role":"user","content":[{"type":"input_text","text":"see"},{"type":"input_image","image_url":"data:image/png;base64,AA"}]}]}`,
-			bad, "input[0].content[1]", "unsupported_input", "text only"},
+			bad, "input[0].content[1]", "unsupported_input", "is an image, and the model fake cannot take it"},
 		{"unknown part type", "POST", "/v1/responses", `{"model":"fake","input":[{"role":"user","content":[{"type":"text","text":"x"}]}]}`,
 			bad, "input[0].content[0].type", "", "input_text"},
 		{"unknown item type", "POST", "/v1/responses", `{"model":"fake","input":[{"type":"web_search_call","id":"ws_1"}]}`,
@@ -107,7 +107,7 @@ func TestResponsesBadInput(t *testing.T) {
 			bad, "input[1].output", "", "missing"},
 		{"function_call_output an image", "POST", "/v1/responses", `{"model":"fake","input":[` + call(`"{}"`) +
 			`,{"type":"function_call_output","call_id":"call_1","output":[{"type":"input_image","image_url":"data:image/png;base64,AA"}]}]}`,
-			bad, "input[1].output[0]", "unsupported_input", "text only"},
+			bad, "input[1].output[0]", "unsupported_input", "is an image, and the model fake cannot take it"},
 		{"function_call arguments not an object", "POST", "/v1/responses", `{"model":"fake","input":[{"role":"user","content":"x"},` + call(`"[1, 2]"`) + `]}`,
 			bad, "input[1].arguments", "", "not a JSON object"},
 		{"function_call arguments not JSON", "POST", "/v1/responses", `{"model":"fake","input":[` + call(`"{city: Oslo"`) + `]}`,

@@ -47,10 +47,12 @@ func parseInput(raw json.RawMessage) ([]item, error) {
 	}
 	items := make([]item, 0, len(elems))
 	for i, e := range elems {
-		it, err := parseItem(fmt.Sprintf("input[%d]", i), e)
+		param := fmt.Sprintf("input[%d]", i)
+		it, err := parseItem(param, e)
 		if err != nil {
 			return nil, err
 		}
+		it.param = param
 		items = append(items, it)
 	}
 	return items, nil
@@ -243,9 +245,10 @@ func parseReasoningItem(param string, w *wireItem) (item, error) {
 	return it, nil
 }
 
-// parseContent reads a message's content: a string, or an array of input_text/output_text
-// parts. Image, file and audio parts are refused with unsupported_input. A function's output
-// (role "tool") reads the same way.
+// parseContent reads a message's content: a string, or an array of parts: input_text or
+// output_text, and in user messages and function outputs input_image and input_audio (checked
+// here, decoded by the core). input_file parts are refused with unsupported_input. A
+// function's output (role "tool") reads the same way.
 func parseContent(param, role string, raw json.RawMessage) ([]part, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
@@ -267,8 +270,12 @@ func parseContent(param, role string, raw json.RawMessage) ([]part, error) {
 		return nil, invalid(param, fmt.Sprintf("invalid type for '%s': expected a string or an array of content parts, got %s", param, jsonKind(raw)))
 	}
 	var parts []struct {
-		Type string  `json:"type"`
-		Text *string `json:"text"`
+		Type       string          `json:"type"`
+		Text       *string         `json:"text"`
+		ImageURL   json.RawMessage `json:"image_url"`
+		FileID     *string         `json:"file_id"`
+		Detail     *string         `json:"detail"`
+		InputAudio json.RawMessage `json:"input_audio"`
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
 		return nil, invalid(param, fmt.Sprintf("invalid type for '%s': expected an array of {type, text} parts", param))
@@ -276,17 +283,59 @@ func parseContent(param, role string, raw json.RawMessage) ([]part, error) {
 	out := make([]part, 0, len(parts))
 	for j, p := range parts {
 		pp := fmt.Sprintf("%s[%d]", param, j)
+		media := p.Type == "input_image" || p.Type == "input_audio"
+		if media && role != "user" && role != "tool" {
+			return nil, invalid(pp, fmt.Sprintf("%s is an %s part in a %s message; images and audio go in user messages", pp, p.Type, role))
+		}
 		switch p.Type {
 		case "input_text", "output_text":
 			if p.Text == nil {
 				return nil, invalid(pp+".text", fmt.Sprintf("%s is a %s part without text", pp, p.Type))
 			}
 			out = append(out, part{Type: p.Type, Text: *p.Text})
-		case "input_image", "input_file", "input_audio":
-			return nil, unsupportedInput(pp, fmt.Sprintf("%s is an %s part; this model takes text only", pp, p.Type))
+		case "input_image":
+			url, err := responseImageURL(pp, p.ImageURL, p.FileID)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, part{Type: p.Type, ImageURL: url, Detail: deref(p.Detail)})
+		case "input_audio":
+			if _, err := audioPart(pp, p.InputAudio, 0); err != nil {
+				return nil, err
+			}
+			var a inputAudio
+			_ = json.Unmarshal(p.InputAudio, &a) // audioPart read it
+			out = append(out, part{Type: p.Type, InputAudio: &a})
+		case "input_file":
+			return nil, unsupportedInput(pp, fmt.Sprintf("%s is an input_file part; this server takes input_text, input_image and input_audio parts", pp))
 		default:
-			return nil, invalid(pp+".type", fmt.Sprintf("%s.type is %q; use input_text (or output_text in assistant messages)", pp, p.Type))
+			return nil, invalid(pp+".type", fmt.Sprintf("%s.type is %q; use input_text, input_image or input_audio (or output_text in assistant messages)", pp, p.Type))
 		}
 	}
 	return out, nil
+}
+
+// responseImageURL reads an input_image's image_url: a string (a data URL or an http(s) URL),
+// or {"url": ...} as chat completions spell it. Images by file_id are not served.
+func responseImageURL(param string, raw json.RawMessage, fileID *string) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	var url string
+	switch {
+	case (len(raw) == 0 || bytes.Equal(raw, []byte("null"))) && fileID != nil:
+		return "", unsupportedInput(param+".file_id", fmt.Sprintf("%s names an image by file_id, which this server does not serve; send image_url with a data URL (data:image/png;base64,...)", param))
+	case len(raw) > 0 && raw[0] == '{':
+		var obj struct {
+			URL string `json:"url"`
+		}
+		if json.Unmarshal(raw, &obj) != nil {
+			return "", invalid(param+".image_url", fmt.Sprintf("%s.image_url must be a string: a data URL or an http(s) URL", param))
+		}
+		url = obj.URL
+	case len(raw) > 0 && raw[0] == '"':
+		_ = json.Unmarshal(raw, &url)
+	case len(raw) > 0 && !bytes.Equal(raw, []byte("null")):
+		return "", invalid(param+".image_url", fmt.Sprintf("%s.image_url must be a string: a data URL or an http(s) URL", param))
+	}
+	mp, err := imageURLPart(param, param+".image_url", url, 0)
+	return mp.URL, err
 }

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"cmp"
 	"encoding/json"
 )
 
@@ -35,6 +36,8 @@ type responseRequest struct {
 	Seed *int64 `json:"seed"`
 	// Speculative chooses speculative decoding, as chat completions take it (an extension).
 	Speculative json.RawMessage `json:"speculative"`
+	// Lora picks LoRA adapters, as chat completions take it (an extension).
+	Lora json.RawMessage `json:"lora"`
 
 	// Accepted and echoed, with no local meaning: lanes are picked by the longest cached
 	// prefix already, so prompt_cache_key steers nothing; the rest name the caller.
@@ -111,6 +114,9 @@ type item struct {
 	Input string `json:"input,omitempty"`
 	// EncryptedContent is a reasoning item's opaque blob (responses_blob.go).
 	EncryptedContent string `json:"encrypted_content,omitempty"`
+	// param is where the item sat in this request's input ("input[2]"), naming its media parts
+	// in errors; "" for an item of an earlier response.
+	param string
 }
 
 func (it item) MarshalJSON() ([]byte, error) {
@@ -169,16 +175,42 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-// part is one text part: input_text, output_text (assistant text, with its logprobs when
-// they were asked for), reasoning_text or summary_text.
+// part is one content part: input_text, output_text (assistant text, with its logprobs when
+// they were asked for), reasoning_text, summary_text, or a user's input_image or input_audio
+// (kept as sent, so a stored response's input replays with its images).
 type part struct {
 	Type     string         `json:"type"`
 	Text     string         `json:"text"`
 	Logprobs []tokenLogprob `json:"logprobs,omitempty"`
+	// ImageURL and Detail are an input_image's; InputAudio an input_audio's.
+	ImageURL   string      `json:"image_url,omitempty"`
+	Detail     string      `json:"detail,omitempty"`
+	InputAudio *inputAudio `json:"input_audio,omitempty"`
 }
 
-// MarshalJSON writes output_text parts with the annotations and logprobs OpenAI always sends.
+// inputAudio is an input_audio part's audio: base64 file bytes and their format.
+type inputAudio struct {
+	Data   string `json:"data"`
+	Format string `json:"format"`
+}
+
+// MarshalJSON writes output_text parts with the annotations and logprobs OpenAI always sends,
+// and media parts with their own fields.
 func (p part) MarshalJSON() ([]byte, error) {
+	switch p.Type {
+	case "input_image":
+		return json.Marshal(struct {
+			Type     string  `json:"type"`
+			ImageURL string  `json:"image_url"`
+			Detail   string  `json:"detail"`
+			FileID   *string `json:"file_id"`
+		}{p.Type, p.ImageURL, cmp.Or(p.Detail, "auto"), nil})
+	case "input_audio":
+		return json.Marshal(struct {
+			Type       string      `json:"type"`
+			InputAudio *inputAudio `json:"input_audio"`
+		}{p.Type, p.InputAudio})
+	}
 	if p.Type == "output_text" {
 		return json.Marshal(struct {
 			Type        string         `json:"type"`

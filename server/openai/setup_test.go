@@ -34,6 +34,7 @@ type config struct {
 	keepAlive time.Duration            // SSE keep-alive interval; 0 disables
 	maxTokens int                      // the operator's --max-tokens
 	engine    func(*enginetest.Engine) // adjusts the fake (delays, failures) before serving
+	model     func(*core.Model)        // adjusts the model (its projector facts) before serving
 }
 
 // fixture is a running server: the real router and core over the fake engine and a real store.
@@ -64,9 +65,11 @@ func setup(t testing.TB, cfg config) *fixture {
 	if cfg.engine != nil {
 		cfg.engine(eng)
 	}
-	svc := core.New(core.Config{MaxTokens: cfg.maxTokens}, st, &core.Model{
-		ID: "fake", Path: "/models/fake.gguf", Engine: eng, Template: tmpl, ContextLength: cfg.ctx,
-	})
+	m := &core.Model{ID: "fake", Path: "/models/fake.gguf", Engine: eng, Template: tmpl, ContextLength: cfg.ctx}
+	if cfg.model != nil {
+		cfg.model(m)
+	}
+	svc := core.New(core.Config{MaxTokens: cfg.maxTokens}, st, m)
 	srv := httptest.NewServer(server.New(server.Config{KeepAlive: cfg.keepAlive}, svc))
 	t.Cleanup(srv.Close) // runs before the store closes: in-flight requests record first
 	client := openai.NewClient(option.WithBaseURL(srv.URL+"/v1"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
