@@ -116,18 +116,6 @@ func TestPageAttachesFiles(t *testing.T) {
 	if reply := eval(`document.querySelector(".msg.assistant .body").textContent`); reply != "Hello, world." {
 		t.Fatalf("reply %q", reply)
 	}
-	if os.Getenv("SUPERFLUID_SCREENSHOTS") == "1" { // with a clip waiting to go with the next message
-		err := chromedp.Do(ctx, chromedp.SetUploadFiles(chromedp.CSS(`#file`), []string{wavPath}),
-			chromedp.WaitVisible(chromedp.CSS(`#chips .chip`)))
-		shot, serr := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-		if err != nil || serr != nil {
-			t.Fatal(err, serr)
-		}
-		if err := os.WriteFile(filepath.Join("..", "..", "docs", "screenshots", "web-playground-attach.png"), shot, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#chips .chip button.x`)), chromedp.WaitNotPresent(chromedp.CSS(`#chips .chip`)))
-	}
 
 	// Paste an image file and drop a text file: the image is attached, the text file refused.
 	b64 := base64.StdEncoding.EncodeToString(pngBytes.Bytes())
