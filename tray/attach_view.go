@@ -278,7 +278,7 @@ func (s *attachmentsSegment) Update(o fyne.CanvasObject) {
 	}
 	box.RemoveAll()
 	for _, a := range s.atts {
-		box.Add(s.bar.chip(a, 72, nil))
+		box.Add(s.bar.chip(a, 64, nil))
 	}
 }
 

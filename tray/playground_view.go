@@ -83,8 +83,9 @@ func newPlaygroundView(a *App) *playgroundView {
 		widget.NewFormItem("Conversation", v.saved),
 		widget.NewFormItem("Model", v.model),
 		widget.NewFormItem("System", v.system),
-		widget.NewFormItem("Temperature", v.temperature),
-		widget.NewFormItem("Max tokens", v.maxTokens),
+		// One row for both: the transcript keeps the height (an image turn is tall).
+		widget.NewFormItem("Temperature", container.NewGridWithColumns(2, v.temperature,
+			container.NewBorder(nil, nil, widget.NewLabelWithStyle("Max tokens", fyne.TextAlignTrailing, fyne.TextStyle{Bold: true}), nil, v.maxTokens))),
 	)
 	bottom := container.NewVBox(widget.NewSeparator(), v.attach.row, v.input,
 		container.NewBorder(nil, nil, v.stats, container.NewHBox(v.clear, v.stop, v.send)))
