@@ -136,14 +136,18 @@ func TestModelsSayWhatTheySeeAndHear(t *testing.T) {
 	}
 }
 
-// addSeeing registers a tiny model with a vision projector beside it, as id.
-func addSeeing(t *testing.T, cat *servertest.Catalog, id string) *models.Entry {
+// addSensing registers a tiny model with a vision (or, hearing, an audio) projector, as id.
+func addSensing(t *testing.T, cat *servertest.Catalog, id string, hearing bool) *models.Entry {
 	t.Helper()
 	model, proj := filepath.Join(cat.Dir, id+".gguf"), filepath.Join(cat.Dir, "mmproj-"+id+".gguf")
 	if err := gguftest.WriteTinyLlama(model, gguftest.TinyLlamaOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := gguftest.WriteVisionProjector(proj, gguftest.VisionProjectorOptions{}); err != nil {
+	write := func() error { return gguftest.WriteVisionProjector(proj, gguftest.VisionProjectorOptions{}) }
+	if hearing {
+		write = func() error { return gguftest.WriteAudioProjector(proj, gguftest.AudioProjectorOptions{}) }
+	}
+	if err := write(); err != nil {
 		t.Fatal(err)
 	}
 	e, err := cat.Mgr.Catalog().Add(context.Background(), models.AddRequest{Path: model, ID: id, Projector: proj})
@@ -155,11 +159,12 @@ func addSeeing(t *testing.T, cat *servertest.Catalog, id string) *models.Entry {
 
 // TestPlaygroundImagesReachTheEngine: a playground turn's image goes through the core as an
 // API's does: decoded, its marker before the turn's text in the prompt, the pixels handed to
-// the engine; the reply counts its positions. A model that takes text only gets the core's
-// unsupported_input, naming the attachment, and a file that is no image the decoder's refusal.
+// the engine; the reply counts its positions. A WAV reaches a model that hears as samples. A
+// model that cannot take the kind gets the core's unsupported_input, naming the attachment,
+// and a file that is no image the decoder's refusal.
 func TestPlaygroundImagesReachTheEngine(t *testing.T) {
 	c, cat, _ := newController(t)
-	e := addSeeing(t, cat, "eyes")
+	e := addSensing(t, cat, "eyes", false)
 	red := servertest.PNG(8, 6, color.RGBA{255, 0, 0, 255})
 	ask := func(model string, att tray.Attachment) (tray.ChatStats, error) {
 		return c.Chat(context.Background(), tray.ChatSettings{Model: model, MaxTokens: 4}, []tray.Message{
@@ -181,6 +186,18 @@ func TestPlaygroundImagesReachTheEngine(t *testing.T) {
 	}
 	if stats.PromptTokens < enginetest.MediaTokens {
 		t.Fatalf("prompt tokens %d leave out the image's %d positions", stats.PromptTokens, enginetest.MediaTokens)
+	}
+
+	// A clip for a model that hears: 16 kHz mono samples for its encoder.
+	ears := addSensing(t, cat, "ears", true)
+	if _, err := ask("ears", tray.Attachment{Name: "tone.wav", MIME: "audio/wav", Data: servertest.WAV(0.5, 440)}); err != nil {
+		t.Fatal(err)
+	}
+	if req, _ := cat.Runner(ears.Path).Engine.LastRequest(); len(req.Media) != 1 || req.Media[0].Kind != llm.MediaAudio || req.Media[0].Samples() != llm.AudioSampleRate/2 {
+		t.Fatalf("the engine got %d media (%+v)", len(req.Media), req.Media)
+	}
+	if _, err := ask("ears", tray.Attachment{Name: "red.png", MIME: "image/png", Data: red}); !errors.Is(err, llm.ErrUnsupportedInput) {
+		t.Fatalf("an image for a model that only hears: %v", err)
 	}
 
 	_, err = ask("m", tray.Attachment{Name: "red.png", MIME: "image/png", Data: red})
