@@ -3,6 +3,7 @@ package gguf
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -66,11 +67,41 @@ func (f *File) loraPairs() (map[string]*loraPair, error) {
 		if p.a == nil || p.b == nil {
 			return nil, fmt.Errorf("tensor %s has only one of its two LoRA factors: %w", base, ErrNotAdapter)
 		}
-		if len(p.a.Dims) < 2 || len(p.b.Dims) < 2 {
-			return nil, fmt.Errorf("the LoRA factors of %s are not matrices: %w", base, ErrNotAdapter)
+		if !isMatrix(p.a.Dims) || !isMatrix(p.b.Dims) {
+			// llama.cpp checks the first two dimensions only; a third one aborts the product.
+			return nil, fmt.Errorf("the LoRA factors of %s are %v and %v, not matrices: %w", base, p.a.Dims, p.b.Dims, ErrNotAdapter)
+		}
+		for _, t := range []*TensorInfo{p.a, p.b} {
+			if !loraFactorTypes[t.Type] {
+				return nil, fmt.Errorf("the LoRA factor %s is of type %s, which llama.cpp cannot multiply (an adapter's factors are F32, F16, BF16 or a Q4–Q8 quantization): %w",
+					t.Name, TypeName(t.Type), ErrNotAdapter)
+			}
 		}
 	}
 	return pairs, nil
+}
+
+// isMatrix reports whether dims has two dimensions (and any after them are 1).
+func isMatrix(dims []uint64) bool {
+	if len(dims) < 2 {
+		return false
+	}
+	for _, d := range dims[2:] {
+		if d != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// loraFactorTypes are the tensor types a LoRA factor may have: those ggml multiplies as the
+// first operand of a matrix product (llama.cpp's converter writes F32, F16, BF16 or Q8_0).
+// Integer, F64 and the Q8_1/Q8_K activation types have no such kernel, and the worker
+// crashes on the first decode with them.
+var loraFactorTypes = map[uint32]bool{
+	TypeF32: true, TypeF16: true, TypeBF16: true,
+	TypeQ4_0: true, TypeQ4_1: true, TypeQ5_0: true, TypeQ5_1: true, TypeQ8_0: true,
+	TypeQ2_K: true, TypeQ3_K: true, TypeQ4_K: true, TypeQ5_K: true, TypeQ6_K: true,
 }
 
 // Adapter reads the adapter's facts; an error says why llama.cpp would refuse it whatever the
@@ -91,6 +122,10 @@ func (f *File) Adapter() (AdapterFacts, error) {
 		return AdapterFacts{}, fmt.Errorf("it has no general.architecture to match a base model by: %w", ErrNotAdapter)
 	}
 	facts.Alpha, _ = f.Float("adapter.lora.alpha")
+	if math.IsNaN(facts.Alpha) || math.IsInf(facts.Alpha, 0) {
+		// llama.cpp scales the delta by alpha/rank: every logit would be NaN.
+		return AdapterFacts{}, fmt.Errorf("adapter.lora.alpha is %v, not a finite number: %w", facts.Alpha, ErrNotAdapter)
+	}
 	pairs, err := f.loraPairs()
 	if err != nil {
 		return AdapterFacts{}, err

@@ -1,6 +1,7 @@
 package gguf_test
 
 import (
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,6 +69,29 @@ func TestAdapterRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Factors llama.cpp loads but cannot multiply: the worker crashed on the first decode.
+	typed := func(typ uint32) *gguftest.Writer {
+		w := lora("llama", nil)
+		for _, f := range []struct {
+			name string
+			dims []uint64
+		}{{"blk.0.attn_q.weight.lora_a", []uint64{64, 32}}, {"blk.0.attn_q.weight.lora_b", []uint64{32, 64}}} {
+			size, err := gguf.TensorBytes(typ, f.dims)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.AddTensor(f.name, typ, f.dims, make([]byte, size))
+		}
+		return w
+	}
+	deep := lora("llama", map[string][2][]uint64{"blk.0.attn_q.weight": {{64, 4, 2}, {4, 64}}})
+	nanAlpha := gguftest.NewWriter()
+	nanAlpha.AddString("general.architecture", "llama")
+	nanAlpha.AddString("general.type", "adapter")
+	nanAlpha.AddString("adapter.type", "lora")
+	nanAlpha.AddFloat32("adapter.lora.alpha", float32(math.NaN()))
+	zeros(nanAlpha, "blk.0.attn_q.weight.lora_a", 64, 4)
+	zeros(nanAlpha, "blk.0.attn_q.weight.lora_b", 4, 64)
 	tests := []struct {
 		name, want string
 		w          *gguftest.Writer
@@ -76,6 +100,11 @@ func TestAdapterRefused(t *testing.T) {
 		{"a control vector", `adapter.type is "control_vector"`, control},
 		{"a tensor that is no factor", "blk.0.attn_q.weight.scale is neither a .lora_a nor a .lora_b factor", oddTensor},
 		{"half a pair", "blk.0.attn_q.weight has only one of its two LoRA factors", half},
+		{"integer factors", "the LoRA factor blk.0.attn_q.weight.lora_a is of type I32, which llama.cpp cannot multiply", typed(gguf.TypeI32)},
+		{"F64 factors", "is of type F64", typed(gguf.TypeF64)},
+		{"Q8_1 factors", "is of type Q8_1", typed(gguf.TypeQ8_1)},
+		{"three-dimensional factors", "the LoRA factors of blk.0.attn_q.weight are [64 4 2] and [4 64], not matrices", deep},
+		{"NaN alpha", "adapter.lora.alpha is NaN", nanAlpha},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

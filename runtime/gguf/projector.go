@@ -75,6 +75,9 @@ func (f *File) Projector() (ProjectorFacts, error) {
 			t = map[string]string{"vision": "qwen2.5vl_merger", "audio": "qwen2a"}[m.name]
 		}
 		*m.typ = t
+		if err := f.encoderSizes(m.name); err != nil {
+			return ProjectorFacts{}, fmt.Errorf("%s encoder: %w", m.name, err)
+		}
 		w, err := f.projectionWidth(t)
 		if err != nil {
 			return ProjectorFacts{}, fmt.Errorf("%s encoder: %w", m.name, err)
@@ -87,6 +90,36 @@ func (f *File) Projector() (ProjectorFacts, error) {
 	}
 	p.Width = max(widths["vision"], widths["audio"])
 	return p, nil
+}
+
+// encoderSizes says why an encoder's sizes would crash mtmd, nil when they would not: it warms
+// the encoder up at load with them, and a zero patch or width, heads that do not divide the
+// width or an image smaller than a patch fail a GGML_ASSERT there (or divide by zero). Each is
+// checked when present; clip.cpp refuses a missing one itself.
+func (f *File) encoderSizes(modality string) error {
+	key := func(name string) string { return "clip." + modality + "." + name }
+	embd, hasEmbd := f.Uint(key("embedding_length"))
+	heads, hasHeads := f.Uint(key("attention.head_count"))
+	switch {
+	case hasEmbd && embd == 0:
+		return fmt.Errorf("%s is 0: %w", key("embedding_length"), ErrNotProjector)
+	case hasHeads && heads == 0:
+		return fmt.Errorf("%s is 0: %w", key("attention.head_count"), ErrNotProjector)
+	case hasEmbd && hasHeads && embd%heads != 0:
+		return fmt.Errorf("%s %d is not a multiple of its %d attention heads: %w", key("embedding_length"), embd, heads, ErrNotProjector)
+	}
+	if modality != "vision" {
+		return nil
+	}
+	patch, hasPatch := f.Uint(key("patch_size"))
+	image, hasImage := f.Uint(key("image_size"))
+	switch {
+	case hasPatch && patch == 0:
+		return fmt.Errorf("%s is 0: %w", key("patch_size"), ErrNotProjector)
+	case hasImage && hasPatch && image < patch:
+		return fmt.Errorf("%s %d is smaller than a patch (%d): %w", key("image_size"), image, patch, ErrNotProjector)
+	}
+	return nil
 }
 
 // projectionOutput says which tensor holds a projector type's output width: the dimension dim

@@ -2,6 +2,7 @@ package gguf_test
 
 import (
 	"errors"
+	"maps"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -110,11 +111,34 @@ func TestProjectorRefused(t *testing.T) {
 	}
 	mixed := projector(true, true, "", map[string][]uint64{"mm.2.weight": {16, 64}, "mm.a.mlp.2.weight": {16, 32}})
 	mixed.AddString("clip.audio.projector_type", "ultravox")
+	// Sizes that crashed the worker as mtmd warmed the encoder up at load.
+	sized := func(sizes map[string]uint32) *gguftest.Writer {
+		w := projector(true, false, "mlp", map[string][]uint64{"mm.2.weight": {16, 64}})
+		for k, v := range sizes {
+			w.AddUint32("clip.vision."+k, v)
+		}
+		return w
+	}
+	good := map[string]uint32{"embedding_length": 32, "attention.head_count": 4, "patch_size": 8, "image_size": 32}
+	with := func(k string, v uint32) map[string]uint32 {
+		m := maps.Clone(good)
+		m[k] = v
+		return m
+	}
+	if _, err := readWriter(t, sized(good)).Projector(); err != nil {
+		t.Fatalf("sane sizes: %v", err)
+	}
 	tests := []struct {
 		name, want string
 		w          *gguftest.Writer
 	}{
 		{"a text model", `general.architecture is "llama", not "clip"`, llama},
+		{"zero patch", "vision encoder: clip.vision.patch_size is 0", sized(with("patch_size", 0))},
+		{"zero image", "clip.vision.image_size 0 is smaller than a patch (8)", sized(with("image_size", 0))},
+		{"image under a patch", "clip.vision.image_size 7 is smaller than a patch (8)", sized(with("image_size", 7))},
+		{"zero heads", "clip.vision.attention.head_count is 0", sized(with("attention.head_count", 0))},
+		{"heads that do not divide", "clip.vision.embedding_length 32 is not a multiple of its 3 attention heads", sized(with("attention.head_count", 3))},
+		{"zero width", "clip.vision.embedding_length is 0", sized(with("embedding_length", 0))},
 		{"no encoder", "neither clip.has_vision_encoder nor clip.has_audio_encoder", projector(false, false, "mlp", nil)},
 		{"unknown type", `projector type "telepathy" is not one the engine knows`, projector(true, false, "telepathy", map[string][]uint64{"mm.2.weight": {16, 64}})},
 		{"output tensor missing", "needs the tensor mm.2.weight, which it lacks", projector(true, false, "mlp", map[string][]uint64{"mm.0.weight": {16, 64}})},

@@ -47,7 +47,8 @@
 // chunk whole as an embedding batch after the tick's text batch (media_loop.go).
 //
 // LoRA adapters (Request.Adapters, lora.go, lora_tick.go, lora_cgo.go) are loaded by path on
-// first use, after the strict reader checked them against the model, and freed by
+// first use, after the strict reader checked them against the model (and their factors'
+// types and shapes against what llama.cpp multiplies; scales stay within ±100), and freed by
 // ReleaseAdapter once no generation holds them. llama.cpp applies adapters to a whole context,
 // so a tick makes one llama_decode per distinct adapter set among the busy lanes, the sets
 // taking turns going first; a lane's cache partition names its set (each file's identity and

@@ -80,6 +80,11 @@ type adapterSet struct {
 	key, context string
 }
 
+// maxAdapterScale bounds an adapter's scale, as the contract bounds it at load (the core
+// checks it too): the engine applies it as a float32, and far smaller scales than float32's
+// overflow already turn every logit NaN, which reads as a broken model.
+const maxAdapterScale = 100
+
 // partitionMark starts the adapter part of a cache partition (llm.Request.CachePartition is
 // the core's, an owner's name, and holds no NUL).
 const partitionMark = "\x00lora"
@@ -116,6 +121,8 @@ func (e *Engine) adaptersFor(ctx context.Context, req *llm.Request) (*adapterSet
 			return nil, fmt.Errorf("%w: adapter %s: scale %v is not a finite number (1 applies the adapter as trained, 0 turns it off)", llm.ErrInvalidInput, name, ref.Scale)
 		case ref.Path == "":
 			return nil, fmt.Errorf("%w: adapter %s has no file (load it with POST /v1/lora/load)", llm.ErrInvalidInput, name)
+		case math.Abs(ref.Scale) > maxAdapterScale:
+			return nil, fmt.Errorf("%w: adapter %s: scale %v is outside -%d to %d (1 applies the adapter as trained)", llm.ErrInvalidInput, name, ref.Scale, maxAdapterScale, maxAdapterScale)
 		}
 		// One file named twice applies once, at the sum of its scales (the delta is linear).
 		scales[ref.Path] += ref.Scale
@@ -125,6 +132,9 @@ func (e *Engine) adaptersFor(ctx context.Context, req *llm.Request) (*adapterSet
 	}
 	paths := make([]string, 0, len(scales))
 	for p, s := range scales {
+		if math.Abs(s) > maxAdapterScale {
+			return nil, fmt.Errorf("%w: adapter %s is named more than once at scales that add up to %v, outside -%d to %d", llm.ErrInvalidInput, ids[p], s, maxAdapterScale, maxAdapterScale)
+		}
 		if s != 0 {
 			paths = append(paths, p)
 		}

@@ -34,6 +34,11 @@ func TestLoRABadInput(t *testing.T) {
 	if err := gguftest.WriteLoRA(qwen, testModelPath, gguftest.LoRAOptions{Architecture: "qwen2"}); err != nil {
 		t.Fatal(err)
 	}
+	// Factors llama.cpp loads but cannot multiply crashed the worker on the first decode.
+	integer := filepath.Join(dir, "integer.gguf")
+	writeLoRAFactors(t, integer, gguf.TypeI32, []uint64{width, 4}, []uint64{4, width})
+	deep := filepath.Join(dir, "deep.gguf")
+	writeLoRAFactors(t, deep, gguf.TypeF32, []uint64{width, 4, 2}, []uint64{4, width})
 	e := loadLoRAEngine(t, Options{Parallel: 2})
 	tests := []struct {
 		name string
@@ -48,6 +53,11 @@ func TestLoRABadInput(t *testing.T) {
 			[]string{"adapter wide (" + wide + ") is for llama n_embd " + itoa(2*width), "model " + testModelPath + " is llama n_embd " + itoa(width)}},
 		{"another architecture", adapter("qwen", qwen, 1), []string{"adapter qwen (" + qwen + ")", testModelPath, "qwen2", "llama"}},
 		{"a model, not an adapter", adapter("model", testModelPath, 1), []string{"adapter model", "not \"adapter\""}},
+		{"integer factors", adapter("int", integer, 1), []string{"adapter int", integer, "lora_a is of type I32"}},
+		{"three-dimensional factors", adapter("deep", deep, 1), []string{"adapter deep", deep, "[" + itoa(width) + " 4 2] and [4 " + itoa(width) + "], not matrices"}},
+		// float32(1e300) is +Inf; far smaller scales already give NaN logits (a "broken model").
+		{"a scale past float32", adapter("big", good, 1e300), []string{"adapter big", "scale 1e+300 is outside -100 to 100"}},
+		{"a huge scale", adapter("big", good, -1e4), []string{"adapter big", "scale -10000 is outside"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,7 +79,35 @@ func TestLoRABadInput(t *testing.T) {
 	if _, err := generate(t, e, withLoRA(loraPrompt, 4, adapter("a", good, 1), adapter("nan", good, math.NaN()))); !errors.Is(err, llm.ErrInvalidInput) {
 		t.Errorf("a good and a NaN adapter: %v, want llm.ErrInvalidInput", err)
 	}
+	// The same file twice applies at the sum of its scales, which is bounded too.
+	_, err = generate(t, e, withLoRA(loraPrompt, 4, adapter("a", good, 60), adapter("a2", good, 60)))
+	if !errors.Is(err, llm.ErrInvalidInput) || !strings.Contains(err.Error(), "add up to 120") {
+		t.Errorf("one adapter twice at 60: %v, want llm.ErrInvalidInput saying the scales add up to 120", err)
+	}
 	mustGenerate(t, e, withLoRA(loraPrompt, 4, adapter("a", good, 1)))
+}
+
+// writeLoRAFactors writes an adapter of a llama's blk.0.attn_q.weight whose factors have type
+// typ and the dims given, zero-filled.
+func writeLoRAFactors(t *testing.T, path string, typ uint32, a, b []uint64) {
+	t.Helper()
+	w := gguftest.NewWriter()
+	w.AddString("general.architecture", "llama")
+	w.AddString("general.type", "adapter")
+	w.AddString("adapter.type", "lora")
+	for _, f := range []struct {
+		suffix string
+		dims   []uint64
+	}{{".lora_a", a}, {".lora_b", b}} {
+		size, err := gguf.TensorBytes(typ, f.dims)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.AddTensor("blk.0.attn_q.weight"+f.suffix, typ, f.dims, make([]byte, size))
+	}
+	if err := w.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }

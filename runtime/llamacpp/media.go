@@ -60,6 +60,10 @@ func (e *Engine) loadProjector(opts Options, onGPU bool) error {
 	if arch := f.Architecture(); arch != "clip" {
 		return unfit("it is not a multimodal projector (its general.architecture is %q; a projector's is \"clip\")", arch)
 	}
+	// Sizes mtmd would assert on as it warms the encoder up (a zero patch, say) kill the worker.
+	if _, err := f.Projector(); err != nil {
+		return unfit("%v", err)
+	}
 	ctx, why := openMtmd(path, e.model, onGPU, opts.Threads)
 	if ctx.p == nil {
 		if why == "" {

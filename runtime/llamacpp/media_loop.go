@@ -41,7 +41,8 @@ func (e *Engine) evalChunk(l *lane, s *mediaSpan) {
 	}
 	// The chunk's KV is computed under the lane's adapters, like its text (lora_tick.go).
 	e.applyAdapters(j.adapters)
-	err = e.decodeEmbeddings(l, embd, s)
+	last := s.start+s.n == len(j.prompt)
+	row, err := e.decodeEmbeddings(l, embd, s, last)
 	e.lora.decoded = e.lora.embeddings
 	if err != nil {
 		if fatalDecode(err) {
@@ -53,25 +54,33 @@ func (e *Engine) evalChunk(l *lane, s *mediaSpan) {
 	}
 	l.cache = append(l.cache, j.prompt[s.start:s.start+s.n]...)
 	e.stats.prefillComputed += s.n
+	if last {
+		// A prompt that ends with the clip (a lone user turn of text then an image, under the
+		// fallback template): its first reply token comes from the clip's last row.
+		e.sample(l, row)
+	}
 }
 
 // decodeEmbeddings feeds the chunk's rows at positions s.start.. of lane l, at most a batch
-// per llama_decode; a non-causal chunk fits one batch (mediaPrompt refuses it otherwise).
-func (e *Engine) decodeEmbeddings(l *lane, embd []float32, s *mediaSpan) error {
+// per llama_decode; a non-causal chunk fits one batch (mediaPrompt refuses it otherwise). With
+// logits, the chunk's last row has them, at the returned row of the last batch.
+func (e *Engine) decodeEmbeddings(l *lane, embd []float32, s *mediaSpan, logits bool) (int, error) {
 	w := e.proj.width
 	if e.proj.nonCausal {
 		setCausal(e.lctx, false)
 		defer setCausal(e.lctx, true)
 	}
 	b := e.proj.batch
+	row := 0
 	for off := 0; off < s.n; off += e.batchSize {
 		b.Clear()
 		for i := off; i < min(s.n, off+e.batchSize); i++ {
-			b.Add(0, embd[i*w:(i+1)*w], s.start+i, false, l.id)
+			row = i - off
+			b.Add(0, embd[i*w:(i+1)*w], s.start+i, logits && i == s.n-1, l.id)
 		}
 		if err := e.decode(b); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return row, nil
 }

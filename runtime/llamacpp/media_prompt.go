@@ -53,11 +53,6 @@ func (e *Engine) mediaPrompt(ctx context.Context, req *llm.Request) ([]int, *pro
 			}
 		}
 	}
-	if n := len(prompt); n > 0 && prompt[n-1] < 0 {
-		// The logits of the first reply token come from the last prompt position: a text token.
-		m.free()
-		return nil, nil, fmt.Errorf("%w: the prompt ends with an image or clip; a prompt with media must end with text (the chat template's assistant turn)", llm.ErrInvalidInput)
-	}
 	m.refs.Store(2)
 	return prompt, m, nil
 }
@@ -84,11 +79,19 @@ func (e *Engine) checkMedia(i int, m *llm.Media) error {
 	switch {
 	case m.Kind == llm.MediaImage && (m.Width <= 0 || m.Height <= 0 || m.Width > math.MaxInt32/m.Height/3 || len(m.RGB) != m.Width*m.Height*3):
 		return fmt.Errorf("%w: image %d is %d×%d with %d bytes of RGB; want width × height × 3", llm.ErrInvalidInput, i, m.Width, m.Height, len(m.RGB))
+	case m.Kind == llm.MediaImage && max(m.Width, m.Height) > maxImageSide:
+		return fmt.Errorf("%w: image %d is %d×%d; the engine takes images up to %d pixels a side (scale it down)", llm.ErrInvalidInput, i, m.Width, m.Height, maxImageSide)
 	case m.Kind == llm.MediaAudio && (len(m.PCM) == 0 || len(m.PCM)%4 != 0):
 		return fmt.Errorf("%w: audio clip %d has %d bytes of PCM; want a whole, non-zero number of float32 samples", llm.ErrInvalidInput, i, len(m.PCM))
 	}
 	return nil
 }
+
+// maxImageSide is the longest image side the engine hands to mtmd. LLaVA-style projectors pad
+// an image to a square of its longer side first (3 × side² bytes, in a C int): a 3×100000
+// strip, 900 KB of pixels, overflowed it and aborted the worker, and a 1×25000 one still asked
+// for 1.9 GB. 8192 takes 8K UHD (the core's largest image) and bounds that square to 200 MB.
+const maxImageSide = 8192
 
 // appendMedia runs media i through the projector and appends what it became to prompt: the
 // text chunks' tokens (mtmd's begin/end-of-image tokens), and pseudo tokens for each media
@@ -169,11 +172,18 @@ func contentHash(m *llm.Media) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// samples decodes little-endian float32 PCM (a copy: the bytes need not be aligned).
+// samples decodes little-endian float32 PCM (a copy: the bytes need not be aligned), as the
+// core's decoders make it: NaN is silence and the rest is clipped to [-1, 1]. A request that
+// reached the worker with others (straight over its socket) would otherwise turn every logit
+// NaN, which the engine reports as a broken model.
 func samples(pcm []byte) []float32 {
 	out := make([]float32, len(pcm)/4)
 	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(pcm[4*i:]))
+		v := math.Float32frombits(binary.LittleEndian.Uint32(pcm[4*i:]))
+		if v != v {
+			v = 0
+		}
+		out[i] = max(-1, min(1, v))
 	}
 	return out
 }

@@ -1,8 +1,11 @@
 package llamacpp
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -40,9 +43,11 @@ func TestMediaRefused(t *testing.T) {
 		{"no marker in the prompt", vision, edit(mediaReq("a", "b", 4, img), func(r *llm.Request) { r.Prompt = "ab" }), false, []string{"0 times for 1"}},
 		{"no marker named", vision, edit(mediaReq("a", "b", 4, img), func(r *llm.Request) { r.MediaMarker = "" }), false, []string{"no media marker"}},
 		{"token ids", vision, edit(mediaReq("a", "b", 4, img), func(r *llm.Request) { r.Tokens = []int{1, 2} }), false, []string{"not token ids"}},
-		{"ends with an image", vision, mediaReq("a", "", 4, img), false, []string{"must end with text"}},
 		{"short RGB", vision, edit(mediaReq("a", "b", 4, img), func(r *llm.Request) { r.Media[0].RGB = r.Media[0].RGB[:10] }), false, []string{"8×8 with 10 bytes"}},
 		{"no size", vision, edit(mediaReq("a", "b", 4, img), func(r *llm.Request) { r.Media[0].Width = 0 }), false, []string{"0×8"}},
+		// 900 KB of pixels that a LLaVA projector pads to a 100000² square: the worker aborted.
+		{"a long strip", vision, mediaReq("a", "b", 4, testImage(3, 100000, 1)), false, []string{"image 0 is 3×100000", "up to 8192 pixels a side"}},
+		{"a wide strip", vision, mediaReq("a", "b", 4, testImage(8193, 1, 1)), false, []string{"image 0 is 8193×1"}},
 		{"odd PCM", audio, edit(mediaReq("a", "b", 4, clip), func(r *llm.Request) { r.Media[0].PCM = r.Media[0].PCM[:7] }), false, []string{"7 bytes of PCM"}},
 		{"unknown kind", vision, edit(mediaReq("a", "b", 4, img), func(r *llm.Request) { r.Media[0].Kind = "video" }), false, []string{`"video"`}},
 	}
@@ -67,6 +72,9 @@ func TestMediaRefused(t *testing.T) {
 	}
 	mustGenerate(t, vision, mediaReq("a", "b", 4, img))
 	mustGenerate(t, audio, mediaReq("a", "b", 4, clip))
+	for _, odd := range []llm.Media{testImage(1, 1, 2), testImage(500, 1, 3), testImage(1, 500, 4)} {
+		mustGenerate(t, vision, mediaReq("a", "b", 4, odd)) // thin and tiny images are served
+	}
 }
 
 // TestProjectorLoadErrors: a projector written for a 128-wide model beside a 64-wide one, a
@@ -79,11 +87,15 @@ func TestProjectorLoadErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(t.TempDir(), "mmproj-missing.gguf")
+	// A patch of 0 pixels aborted the worker as mtmd warmed the encoder up.
+	noPatch := filepath.Join(t.TempDir(), "mmproj-no-patch.gguf")
+	rewriteUint32(t, f.vision, noPatch, "clip.vision.patch_size", 0)
 	for _, c := range []struct {
 		name, projector string
 		says            []string
 	}{
 		{"another width", wide, []string{wide, f.model, "n_embd = 128"}},
+		{"a zero patch", noPatch, []string{noPatch, "clip.vision.patch_size is 0"}},
 		{"a text model", f.model, []string{"not a multimodal projector", `"llama"`}},
 		{"missing", missing, []string{missing, f.model}},
 	} {
@@ -167,5 +179,24 @@ func waitUnfreed(t *testing.T, e *Engine) {
 			t.Fatalf("%d chunk lists left unfreed", e.mediaLive.Load())
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// rewriteUint32 copies the GGUF at src to dst with the uint32 value of key set to v (the
+// writers take no bad sizes; the value sits after the key's name and its type).
+func rewriteUint32(t *testing.T, src, dst, key string, v uint32) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := binary.LittleEndian.AppendUint64(nil, uint64(len(key)))
+	i := bytes.Index(b, append(name, key...))
+	if i < 0 || binary.LittleEndian.Uint32(b[i+len(name)+len(key):]) != 4 { // GGUF type 4: uint32
+		t.Fatalf("%s holds no uint32 %s", src, key)
+	}
+	binary.LittleEndian.PutUint32(b[i+len(name)+len(key)+4:], v)
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -149,8 +149,9 @@ func (e *Engine) copyPrefix(src, dst *lane, n int) {
 
 // start binds j to lane l, keeping the first common tokens of l's cache.
 func (e *Engine) start(l *lane, j *job, common int) {
-	// At least one prompt token must be decoded to get logits for the first sample.
-	common = min(common, len(j.prompt)-1)
+	// At least one prompt token must be decoded to get logits for the first sample (a whole
+	// media chunk when the prompt ends with one).
+	common = j.media.roundDown(min(common, len(j.prompt)-1))
 	j.kv.miss = e.disk.miss(e, j, common)
 	e.disk.dropping(e, l, common)
 	if !e.lctx.KvCacheSeqRm(l.id, common, -1) {
