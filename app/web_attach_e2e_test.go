@@ -1,13 +1,16 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"image"
 	"image/color"
 	"image/png"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,5 +145,34 @@ func writeMeadow(t *testing.T, path string) {
 	defer f.Close()
 	if err := png.Encode(f, img); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWebAttachmentLimitIsTheMediaLimit: the browser transport takes files up to the core's
+// --media-max-bytes, tells the page so (it refuses a bigger file before sending it), and
+// answers a bigger upload 413 saying what to do.
+func TestWebAttachmentLimitIsTheMediaLimit(t *testing.T) {
+	_, web, _ := startWebAppWith(t, func(cfg *Config) { cfg.MediaMaxBytes = 1 << 20 })
+	base := strings.TrimSuffix(web.URL[:strings.Index(web.URL, "/#")], "/")
+	call := func(path, ctype string, body []byte) (int, string) {
+		req, _ := http.NewRequest("POST", base+path, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+web.token)
+		req.Header.Set("Content-Type", ctype)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if status, body := call("/web/rpc", "application/json", []byte(`{"id":1,"method":"limits"}`)); status != 200 || !strings.Contains(body, `"max_attachment":1048576`) {
+		t.Fatalf("limits: %d %s", status, body)
+	}
+	if status, body := call("/web/attachments?name=big.png", "image/png", make([]byte, 1<<20+1)); status != 413 || !strings.Contains(body, "big.png is over 1 MiB") {
+		t.Fatalf("a file over the limit: %d %s", status, body)
+	}
+	if status, body := call("/web/attachments?name=ok.png", "image/png", make([]byte, 1<<20)); status != 200 {
+		t.Fatalf("a file at the limit: %d %s", status, body)
 	}
 }

@@ -141,7 +141,9 @@ func (a *App) startWeb(l net.Listener, c *desktop.Controller) (*webServer, error
 	if err != nil {
 		return nil, err
 	}
+	// The page refuses a file over the core's own byte limit before uploading it.
 	h := websession.New(webSession{c}, websession.Config{Token: token, WriteTimeout: a.cfg.WriteTimeout,
+		MaxAttachment: mediaLimits(&a.cfg).MaxBytes,
 		AdminKey: func(key string) bool {
 			id, ok := a.keys.Authenticate(key)
 			return ok && id != nil && id.Admin
