@@ -23,7 +23,7 @@ func newBenchCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench MODEL.gguf",
 		Short: "measure decode and prefill speed, API vs engine, downloads and model loads; soak the server",
-		Long: "Run the benchmark suites against one model (the soak's default is the bundled " + assets.BundledModelID + "):\n" + suiteHelp() +
+		Long: "Run the benchmark suites against one model (the soak's and the media suite's default is the bundled " + assets.BundledModelID + "):\n" + suiteHelp() +
 			"\n\nThe soak exits non-zero when a curve grows without bound, a record is lost or a reply is malformed.",
 		Args: modelArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -33,10 +33,13 @@ func newBenchCommand() *cobra.Command {
 			if opts.Repeat < 1 {
 				return &commandLineError{fmt.Sprintf("--repeat must be at least 1, got %d", opts.Repeat)}
 			}
+			if opts.ImageSide < 1 || opts.AudioSeconds <= 0 {
+				return &commandLineError{fmt.Sprintf("--image-side and --audio-seconds must be positive, got %d and %g", opts.ImageSide, opts.AudioSeconds)}
+			}
 			if opts.Duration <= 0 || opts.Rate <= 0 {
 				return &commandLineError{fmt.Sprintf("--duration and --rate must be positive, got %s and %g", opts.Duration, opts.Rate)}
 			}
-			if len(args) == 0 && opts.Suite != "soak" {
+			if len(args) == 0 && opts.Suite != "soak" && opts.Suite != "media" {
 				return modelArgs(1, 1)(cmd, args)
 			}
 			model := ""
@@ -57,7 +60,10 @@ func newBenchCommand() *cobra.Command {
 	fs.StringVar(&opts.DraftModel, "draft-model", "", "the speed suite's draft model (a .gguf with the model's vocabulary; none: that ratio is not measured)")
 	fs.DurationVar(&opts.Duration, "duration", opts.Duration, "how long the soak's traffic runs")
 	fs.Float64Var(&opts.Rate, "rate", opts.Rate, "the soak's requests per second, all kinds together")
-	fs.BoolVar(&opts.JSON, "json", false, "print the gateway suite's report as JSON (the other suites print text)")
+	fs.StringVar(&opts.Projector, "mmproj", "", "the media suite's multimodal projector (an mmproj .gguf for MODEL; none: random-weight vision and audio projectors written for it)")
+	fs.IntVar(&opts.ImageSide, "image-side", 512, "the side in pixels of the media suite's square test images")
+	fs.Float64Var(&opts.AudioSeconds, "audio-seconds", 10, "the length of the media suite's transcribed clips")
+	fs.BoolVar(&opts.JSON, "json", false, "print the gateway and media suites' reports as JSON (the other suites print text)")
 	fs.BoolVar(&opts.WriteModel, "write-model", false, "first write a TinyLlama-1.1B-shaped Q8_0 model with random weights at MODEL (outside the repository)")
 	fs.BoolVar(&opts.WriteCopyModel, "write-copy-model", false, "first write a TinyLlama-1.1B-shaped Q8_0 model whose hand-set weights copy their prompt at MODEL (the speed suite's edit workload)")
 	return cmd
@@ -73,7 +79,8 @@ func suiteHelp() string {
 }
 
 // runBench runs the suites with servers of this app, each in a fresh data folder that is
-// removed afterwards. With no model (the soak) it runs on a copy of the bundled one. The soak
+// removed afterwards. With no model (the soak, the media suite) it runs on a copy of the
+// bundled one. The soak
 // starts its server process with opts.Command (this binary unless set).
 func runBench(cfg Config, opts bench.Options, model string, stdout io.Writer) error {
 	dir, err := os.MkdirTemp("", "superfluid-bench-")
@@ -100,6 +107,9 @@ func runBench(cfg Config, opts bench.Options, model string, stdout io.Writer) er
 func benchServe(cfg Config) func(bench.ServeOptions) (*bench.Server, error) {
 	return func(so bench.ServeOptions) (*bench.Server, error) {
 		cfg.ModelPath, cfg.Parallel, cfg.Threads = so.Model, so.Parallel, so.Threads
+		if so.Projector != "" {
+			cfg.ModelPath = "" // loaded below, once the catalog gives it its projector
+		}
 		if so.ContextLength > 0 {
 			cfg.ContextLength = so.ContextLength
 		}
@@ -111,6 +121,11 @@ func benchServe(cfg Config) func(bench.ServeOptions) (*bench.Server, error) {
 		// New registered the file; registering it again returns its entry (the bundled model's
 		// when the file is the same).
 		e, err := a.Manager().Catalog().AddLocal(ctx, so.Model, "")
+		if err == nil && so.Projector != "" {
+			r := e.Record
+			r.Projector = so.Projector
+			e, err = a.Manager().Catalog().Register(ctx, r)
+		}
 		// New started loading the model on a goroutine of its own; a suite's first unload must
 		// not come before that load does (it would find the model unloaded, and the load would
 		// start after it).

@@ -54,6 +54,11 @@ func TestBenchSuites(t *testing.T) {
 			o.Repeat, o.DecodeTokens, o.Command, o.Env = 1, 16, []string{os.Args[0]}, []string{cliEnv + "=1"}
 		}, []string{"== fairshare:", "`superfluid serve --team` process", "4 lanes; A holds 32 streams of 16 tokens", "idle server",
 			"while A holds 3 streams (engine floor: no wait)", "while A holds 32 streams (fair share)", "p50/floor", "B as A's second key (no fair share)", "p90/idle", "target: B's TTFT within 1.5x"}},
+		// Projectors the suite writes for the model, small images, a short clip.
+		{"media", func(o *bench.Options) { o.Repeat, o.ImageSide, o.AudioSeconds = 1, 40, 2 },
+			[]string{"== media:", "random-weight projectors written for the model's width", "images 40×40 PNG", "B med [min]",
+				"(a) TTFT, new image: engine vs server", "(b) transcription, 2 s clip: engine vs server", "(c) TTFT, image re-sent vs new (server)",
+				"prompt tokens (the image's positions included)", "re-sent: cached tokens", "verdict"}},
 		// The model drafts for itself; speculation and the disk cache may not be in this build
 		// yet, and then the suite says "not available" for them.
 		{"speed", func(o *bench.Options) {
@@ -108,6 +113,8 @@ func TestBenchCommandLine(t *testing.T) {
 	}{
 		{[]string{"--suite", "bogus"}, `unknown suite "bogus"`},
 		{[]string{"--repeat", "0"}, "--repeat must be at least 1"},
+		{[]string{"--suite", "media", "--image-side", "0"}, "--image-side and --audio-seconds must be positive"},
+		{[]string{"--suite", "media", "--audio-seconds", "-1"}, "--image-side and --audio-seconds must be positive"},
 		{[]string{"--suite", "soak", "--duration", "0s"}, "--duration and --rate must be positive"},
 		{[]string{"--suite", "soak", "--rate", "-1"}, "--duration and --rate must be positive"},
 	} {
@@ -118,7 +125,7 @@ func TestBenchCommandLine(t *testing.T) {
 			t.Errorf("bench %v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr.String(), c.want)
 		}
 	}
-	// Only the soak has a default model (the bundled one).
+	// Only the soak and the media suite have a default model (the bundled one).
 	stderr.Reset()
 	if code := Main([]string{"superfluid", "bench", "--suite", "single"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "no model given") {
 		t.Errorf("bench --suite single without a model: exit %d, stderr %q", code, stderr.String())

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"strings"
 	"time"
@@ -17,8 +18,10 @@ import (
 // sample is one timed generation: when it started, its first and last token.
 type sample struct {
 	start, first, last time.Time
-	promptTokens       int
-	tokens             int
+	// end is when the call returned (set by engineGenerate).
+	end          time.Time
+	promptTokens int
+	tokens       int
 	// firstTokens is how many tokens the first text event carried: a fast engine groups
 	// several tokens into one event.
 	firstTokens int
@@ -224,4 +227,59 @@ func (b *apiClient) slotsTotals() (llm.Totals, error) {
 		return llm.Totals{}, fmt.Errorf("read /slots: %v", err)
 	}
 	return entries[0].Totals, nil
+}
+
+// transcript is one timed transcription.
+type transcript struct {
+	elapsed                   time.Duration
+	text                      string
+	inputTokens, outputTokens int
+}
+
+// transcribe posts wav to /v1/audio/transcriptions (response_format json) and times the whole
+// request.
+func (b *apiClient) transcribe(wav []byte) (transcript, error) {
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	for _, f := range [][2]string{{"model", b.model}, {"response_format", "json"}} {
+		if err := mw.WriteField(f[0], f[1]); err != nil {
+			return transcript{}, err
+		}
+	}
+	fw, err := mw.CreateFormFile("file", "clip.wav")
+	if err == nil {
+		_, err = fw.Write(wav)
+	}
+	if err == nil {
+		err = mw.Close()
+	}
+	if err != nil {
+		return transcript{}, err
+	}
+	start := time.Now()
+	res, err := http.Post(b.url+"/v1/audio/transcriptions", mw.FormDataContentType(), &body)
+	if err != nil {
+		return transcript{}, err
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	t := transcript{elapsed: time.Since(start)}
+	if err != nil {
+		return t, err
+	}
+	if res.StatusCode != http.StatusOK {
+		return t, fmt.Errorf("/v1/audio/transcriptions: status %d: %s", res.StatusCode, data)
+	}
+	var out struct {
+		Text  string `json:"text"`
+		Usage struct {
+			InputTokens  int `json:"input_tokens"`
+			OutputTokens int `json:"output_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(data, &out); err != nil {
+		return t, fmt.Errorf("/v1/audio/transcriptions: %w: %s", err, data)
+	}
+	t.text, t.inputTokens, t.outputTokens = out.Text, out.Usage.InputTokens, out.Usage.OutputTokens
+	return t, nil
 }

@@ -2,9 +2,10 @@
 // HTTP API next to the engine called directly, multi-turn and concurrent serving, prefix
 // sharing, model downloads from a fake Hugging Face Hub, the time to first token of an
 // unloaded model, tool-calling grammars, the batch API, the scheduling classes and rate
-// limits, a gateway forwarding to another superfluid vs that superfluid directly, and the
-// speed ratios of issue 21 (speculation, the prefix cache across a restart, flash attention;
-// speed.go); and the soak (package bench/soak), a long run of mixed traffic against a server process. It starts
+// limits, a gateway forwarding to another superfluid vs that superfluid directly, the speed
+// ratios of issue 21 (speculation, the prefix cache across a restart, flash attention;
+// speed.go), images and audio in the prompt vs the engine's own encoding (media.go); and the
+// soak (package bench/soak), a long run of mixed traffic against a server process. It starts
 // the app through Options.Serve (the soak and the gateway's upstream through
 // Options.Command), so it does not depend on package app.
 package bench
@@ -48,7 +49,13 @@ type Options struct {
 	EditTokens, PrefixTokens        int   // the speed suite's edit input and restarted prefix: 1,000 and 2,000 tokens
 	// DraftModel is the speed suite's draft model (a .gguf path; "": that ratio is not measured).
 	DraftModel string
-	// JSON asks the suites that have a JSON report (gateway) for it instead of text.
+	// Projector is the media suite's multimodal projector (an mmproj .gguf; "": random-weight
+	// vision and audio projectors written for the model). ImageSide is the side in pixels of
+	// its square test images (0: 512); AudioSeconds the length of its transcribed clips (0: 10).
+	Projector    string
+	ImageSide    int
+	AudioSeconds float64
+	// JSON asks the suites that have a JSON report (gateway, media) for it instead of text.
 	JSON bool
 	// WriteModel asks for a TinyLlama-1.1B-shaped Q8_0 model to be written at the model path
 	// first (see WriteModel).
@@ -79,6 +86,8 @@ type ServeOptions struct {
 	ContextLength int
 	// Web asks for the browser transport (--web) beside the API (Server.WebURL).
 	Web bool
+	// Projector is the model's multimodal projector (mmproj .gguf), "" for none.
+	Projector string
 }
 
 // Server is a running app.
@@ -116,6 +125,7 @@ var Suites = []Suite{
 	{"gateway", "streaming tokens/s and TTFT through a `serve --team` gateway (a person's key, an openai lane forwarding to a superfluid process) vs that process directly, at 1 and 32 streams at once, and the gateway's CPU per 1,000 tokens", benchGateway, false},
 	{"web", "the browser transport (--web): /web/stream and /web/ws tokens/s and time to first token vs /v1/chat/completions streaming", benchWeb, false},
 	{"fairshare", "team mode: one person's single streams' TTFT while another holds 32 streams on a 4-lane model, vs idle, with fair share and without, beside the engine floor (3 streams, no wait)", benchFairShare, false},
+	{"media", "image TTFT (OpenAI chat, a data URL PNG) and audio transcription time vs the engine's own encode + prefill (+ decode) of the same prompt, and a re-sent image's TTFT vs a new one's", benchMedia, false},
 	{"speed", "issue 21's ratios: n-gram speculation vs plain decode on an edit workload and free text, a draft model vs plain, TTFT of a 2,000-token prefix after a restart vs cold, flash attention's chosen setting vs the other", benchSpeed, false},
 	{"soak", "mixed traffic in every dialect with hang-ups, worker kills and reloads for --duration (1h): memory, fd and goroutine curves, nothing lost, nothing malformed; not in all", benchSoak, true},
 }

@@ -60,8 +60,11 @@ func (r speedRow) targetText() string {
 }
 
 // printSpeed prints the rows as one table.
-func printSpeed(w io.Writer, rows []speedRow) {
-	fmt.Fprintf(w, "%-50s %-6s %18s %18s %8s %9s %7s\n", "", "unit", "without med [min]", "with med [min]", "ratio", "target", "verdict")
+func printSpeed(w io.Writer, rows []speedRow) { printRatios(w, "without", "with", rows) }
+
+// printRatios prints the rows as one table, their base and with columns titled so.
+func printRatios(w io.Writer, base, with string, rows []speedRow) {
+	fmt.Fprintf(w, "%-50s %-6s %18s %18s %8s %9s %7s\n", "", "unit", base+" med [min]", with+" med [min]", "ratio", "target", "verdict")
 	for _, r := range rows {
 		bm, bi := medianMin(r.base)
 		wm, wi := medianMin(r.with)
@@ -312,7 +315,11 @@ func flashRow(model string, o Options) (speedRow, error) {
 // engineDecode generates greedily through e and times it; spec nil leaves the engine's default.
 func engineDecode(e *llamacpp.Engine, prompt string, tokens int, spec *llm.Speculative) (sample, llm.Done, error) {
 	zero := 0.0
-	req := &llm.Request{Prompt: prompt, AddSpecial: true, MaxTokens: tokens, IgnoreEOS: true, Sampling: llm.Sampling{Temperature: &zero}, Speculative: spec}
+	return engineGenerate(e, &llm.Request{Prompt: prompt, AddSpecial: true, MaxTokens: tokens, IgnoreEOS: true, Sampling: llm.Sampling{Temperature: &zero}, Speculative: spec})
+}
+
+// engineGenerate runs req through e and times it: its first token, its last, and its end.
+func engineGenerate(e *llamacpp.Engine, req *llm.Request) (sample, llm.Done, error) {
 	s := sample{start: time.Now()}
 	var done llm.Done
 	err := e.Generate(context.Background(), req, func(ev llm.Event) error {
@@ -329,6 +336,7 @@ func engineDecode(e *llamacpp.Engine, prompt string, tokens int, spec *llm.Specu
 		}
 		return nil
 	})
+	s.end = time.Now()
 	if err == nil && s.first.IsZero() {
 		err = errors.New("the engine generated nothing")
 	}
