@@ -235,6 +235,7 @@ func (l *Limits) leavePerson(id string) {
 var modelPaths = map[string]bool{
 	"/v1/chat/completions": true, "/v1/completions": true, "/v1/embeddings": true, "/v1/rerank": true,
 	"/v1/responses": true, "/v1/messages": true,
+	"/v1/audio/transcriptions": true, "/v1/audio/translations": true, // a generation per 30 s window
 	"/api/generate": true, "/api/chat": true, "/api/embed": true, "/api/embeddings": true,
 }
 
