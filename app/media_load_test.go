@@ -58,6 +58,9 @@ func TestLoadWithProjectorOfAnotherModel(t *testing.T) {
 			t.Errorf("message %q does not say %q", msg, s)
 		}
 	}
+	if strings.Contains(msg, dir) {
+		t.Errorf("message %q names the folder %s", msg, dir)
+	}
 	if err := os.Remove(proj); err != nil {
 		t.Fatal(err)
 	}
