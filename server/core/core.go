@@ -148,8 +148,10 @@ type Service struct {
 	sharedForms sharedForms
 	// lora is the LoRA adapters loaded per model (lora.go).
 	lora loraRegistry
-	// media decodes the images and audio clips of requests (media.go).
-	media *media.Resolver
+	// media decodes the images and audio clips of requests (media.go); mediaHeld is what the
+	// decoded media of the requests in flight come to, in bytes (decodedBudget).
+	media     *media.Resolver
+	mediaHeld atomic.Int64
 }
 
 // Wait blocks until every generation request has been recorded, or ctx ends.

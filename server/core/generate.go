@@ -80,10 +80,11 @@ func (s *Service) chat(ctx context.Context, m *Model, req *ChatRequest, emit Emi
 		return nil, err
 	}
 	msgs := withSystemPrompt(req.Messages, s.settingsOf(ctx, m).SystemPrompt)
-	req, msgs, err := s.withMedia(ctx, m, req, msgs) // decoded, and marked in the text
+	req, msgs, release, err := s.withMedia(ctx, m, req, msgs) // decoded, and marked in the text
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	n := max(1, req.N)
 	g, err := s.roadOf(m).chat(m, req, msgs, n, emit)
 	if err != nil {

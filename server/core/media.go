@@ -7,7 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/superfluid/superfluid/runtime/chat"
 	"github.com/superfluid/superfluid/runtime/llm"
@@ -79,21 +82,28 @@ func newResolver(cfg Config) *media.Resolver { return &media.Resolver{Limits: cf
 // road: each part checked against the model, the parts counted against the limit, decoded,
 // and replaced in its message's text by the request's marker. It returns req with
 // Generation.Media and MediaMarker set, and the messages to render; both unchanged when no
-// message carries media.
-func (s *Service) withMedia(ctx context.Context, m *Model, req *ChatRequest, msgs []chat.Message) (*ChatRequest, []chat.Message, error) {
+// message carries media. release gives back the request's share of the media the server
+// holds (decodedBudget) once the request is done with them; it is never nil.
+func (s *Service) withMedia(ctx context.Context, m *Model, req *ChatRequest, msgs []chat.Message) (_ *ChatRequest, _ []chat.Message, release func(), err error) {
 	parts := mediaParts(msgs)
 	if parts == 0 {
-		return req, msgs, nil
+		return req, msgs, func() {}, nil
 	}
 	if err := s.checkMedia(m, msgs, parts); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	marker, err := newMediaMarker()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	decoded := make([]llm.Media, 0, parts)
-	budget := decodedBudget{limit: s.mediaLimits().MaxDecodedBytes, copies: int64(max(1, req.N))}
+	limit := s.mediaLimits().MaxDecodedBytes
+	budget := &decodedBudget{limit: limit, copies: int64(max(1, req.N)), held: &s.mediaHeld, heldLimit: mediaHeldFactor * limit}
+	defer func() {
+		if err != nil {
+			budget.release()
+		}
+	}()
 	out := make([]chat.Message, len(msgs))
 	for i, msg := range msgs {
 		out[i] = msg
@@ -105,14 +115,14 @@ func (s *Service) withMedia(ctx context.Context, m *Model, req *ChatRequest, msg
 		for _, p := range msg.Media {
 			if p.At < last || p.At > len(msg.Content) {
 				// A dialect's bug, not the client's: offsets come from the parts' order.
-				return nil, nil, refuseMedia(p.Where, false, "%s sits at byte %d of a %d-byte message, out of order", partName(p), p.At, len(msg.Content))
+				return nil, nil, nil, refuseMedia(p.Where, false, "%s sits at byte %d of a %d-byte message, out of order", partName(p), p.At, len(msg.Content))
 			}
 			md, err := s.media.Resolve(ctx, p)
 			if err != nil {
-				return nil, nil, &MediaError{Where: p.Where, Err: err}
+				return nil, nil, nil, &MediaError{Where: p.Where, Err: err}
 			}
 			if err := budget.take(p, md); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			decoded = append(decoded, md)
 			sb.WriteString(msg.Content[last:p.At])
@@ -124,21 +134,49 @@ func (s *Service) withMedia(ctx context.Context, m *Model, req *ChatRequest, msg
 	}
 	ready := *req
 	ready.Generation.Media, ready.Generation.MediaMarker = decoded, marker
-	return &ready, out, nil
+	return &ready, out, budget.release, nil
 }
+
+// mediaHeldFactor is how many requests' worth of decoded media (Limits.MaxDecodedBytes) the
+// server holds at once: decoding happens before a request waits for admission and a lane,
+// so without it the queue (64 by default) could hold 64 budgets.
+const mediaHeldFactor = 4
 
 // decodedBudget is what a request's decoded media may come to (Limits.MaxDecodedBytes): each of
-// its choices carries every clip to the engine, so copies counts them.
+// its choices carries every clip to the engine, so copies counts them. held is what the
+// requests in flight hold together, at most heldLimit; past it a request is refused as the
+// server being busy (429, Retry-After), not for what it sent.
 type decodedBudget struct {
 	limit, copies, used int64
+	held                *atomic.Int64
+	heldLimit, taken    int64
 }
 
-// take counts md, refusing it at p when the request's media pass the limit.
+// take counts md, refusing it at p when the request's media pass the limit, or the server's
+// media in flight would pass theirs.
 func (b *decodedBudget) take(p llm.MediaPart, md llm.Media) error {
+	size := int64(len(md.RGB)+len(md.PCM)) * b.copies
 	b.used += int64(len(md.RGB) + len(md.PCM))
-	if b.used*b.copies <= b.limit {
-		return nil
+	if b.used*b.copies > b.limit {
+		return b.refuse(p)
 	}
+	b.taken += size
+	if b.held.Add(size) > b.heldLimit {
+		return &llm.StatusError{Status: http.StatusTooManyRequests, Code: "concurrency_limit_exceeded", RetryAfter: time.Second,
+			Message: fmt.Sprintf("the server is busy: the images and audio of the requests in flight hold %s, the most it keeps at once (%d × --media-max-decoded); retry in a moment",
+				byteSize(b.held.Load()), mediaHeldFactor)}
+	}
+	return nil
+}
+
+// release gives back what take counted; a second call gives back nothing.
+func (b *decodedBudget) release() {
+	b.held.Add(-b.taken)
+	b.taken = 0
+}
+
+// refuse says that the request's media pass its limit at p.
+func (b *decodedBudget) refuse(p llm.MediaPart) error {
 	each := ""
 	if b.copies > 1 {
 		each = fmt.Sprintf(", %s for each of its %d choices", byteSize(b.used), b.copies)

@@ -68,3 +68,64 @@ func TestMediaDecodedBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestMediaHeldInFlight: the server holds at most four requests' worth of decoded media at
+// once (decoding comes before a request waits for admission and a lane, so a full queue could
+// otherwise hold 64 budgets): with four requests holding their whole budget, a fifth is 429
+// busy with Retry-After, whatever its size; once they finish (and after refusals, which give
+// back what they took) the same requests fit again.
+func TestMediaHeldInFlight(t *testing.T) {
+	png := servertest.PNG(8, 8, color.RGBA{9, 8, 7, 255})
+	images := func(n int) []llm.MediaPart {
+		out := make([]llm.MediaPart, n)
+		for i := range out {
+			out[i] = llm.MediaPart{Kind: llm.MediaImage, MIME: "image/png", Data: png, Where: fmt.Sprintf("messages[0].content[%d]", i)}
+		}
+		return out
+	}
+	fake := enginetest.New(4096, "ok")
+	svc := core.New(core.Config{Media: media.Limits{MaxDecodedBytes: 4 * 8 * 8 * 3}}, nil, mediaModel(t, fake, true, true))
+	chat1 := func(id string, parts []llm.MediaPart, emit core.Emit) error {
+		req := &core.ChatRequest{ID: id, Model: "fake", Messages: []chat.Message{{Role: "user", Content: "what are these?", Media: parts}}}
+		_, err := svc.Chat(context.Background(), req, emit)
+		return err
+	}
+	for round := range 2 {
+		started, release := make(chan struct{}, 4), make(chan struct{})
+		errs := make(chan error, 4)
+		for i := range 4 {
+			go func() {
+				once := false
+				errs <- chat1(fmt.Sprintf("chatcmpl-held-%d-%d", round, i), images(4), func(int, llm.Event) error {
+					if !once {
+						once = true
+						started <- struct{}{}
+						<-release
+					}
+					return nil
+				})
+			}()
+		}
+		for range 4 {
+			select {
+			case <-started:
+			case err := <-errs:
+				t.Fatalf("round %d: a request within the limits: %v", round, err)
+			}
+		}
+		err := chat1(fmt.Sprintf("chatcmpl-held-%d-late", round), images(1), func(int, llm.Event) error { return nil })
+		var se *llm.StatusError
+		if !errors.As(err, &se) || se.Status != 429 || se.RetryAfter <= 0 || !strings.Contains(se.Message, "the server is busy") {
+			t.Fatalf("round %d: a fifth request while four hold their budgets: %v, want 429 busy with Retry-After", round, err)
+		}
+		close(release)
+		for range 4 {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: a request within the limits: %v", round, err)
+			}
+		}
+		if err := chat1(fmt.Sprintf("chatcmpl-held-%d-after", round), images(4), func(int, llm.Event) error { return nil }); err != nil {
+			t.Fatalf("round %d: after the others finished: %v", round, err)
+		}
+	}
+}
