@@ -182,6 +182,16 @@ func forbidden(ip netip.Addr) string {
 		return "an unspecified address"
 	case ip.IsMulticast():
 		return "a multicast address"
+	case metadataServices[ip]:
+		return "a cloud provider's metadata service"
 	}
 	return ""
+}
+
+// metadataServices are the cloud instance-metadata endpoints (credentials among what they
+// answer) outside the link-local ranges: AWS's over IPv6 (a unique local address) and Alibaba
+// Cloud's (in the shared 100.64.0.0/10 range). The others sit at 169.254.169.254, link-local.
+var metadataServices = map[netip.Addr]bool{
+	netip.MustParseAddr("fd00:ec2::254"):   true,
+	netip.MustParseAddr("100.100.100.200"): true,
 }

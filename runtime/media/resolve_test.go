@@ -86,6 +86,8 @@ func TestFetchRefusesLocalAddressesEvenWithAllowRemote(t *testing.T) {
 		{"http://224.0.0.251/", "a link-local address"}, // mDNS: link-local multicast
 		{"http://239.1.2.3/", "a multicast address"},
 		{"http://[ff05::2]/", "a multicast address"},
+		{"http://[fd00:ec2::254]/latest/meta-data/", "a cloud provider's metadata service"}, // AWS IMDS over IPv6
+		{"http://100.100.100.200/latest/meta-data/", "a cloud provider's metadata service"}, // Alibaba Cloud
 	}
 	r := Resolver{Limits: Limits{AllowRemote: true}}
 	for _, c := range cases {
