@@ -168,7 +168,28 @@ func (r Resolver) refuseAddress(network, address string, _ syscall.RawConn) erro
 	if why := forbidden(ap.Addr().Unmap()); why != "" {
 		return invalid("the media URL leads to %s, %s; remote media may only come from other machines", ap.Addr(), why)
 	}
+	if ownAddress(ap.Addr().Unmap()) {
+		return invalid("the media URL leads to %s, an address of this machine; remote media may only come from other machines", ap.Addr())
+	}
 	return nil
+}
+
+// ownAddress reports whether ip is one of this machine's interface addresses: a server bound
+// to every interface answers there as on loopback. Read at each dial, so an address the
+// machine gains later counts too; an unreadable list counts nothing (loopback is still refused).
+func ownAddress(ip netip.Addr) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if own, ok := netip.AddrFromSlice(n.IP); ok && own.Unmap() == ip {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // forbidden says why a fetch may not reach ip ("" when it may).

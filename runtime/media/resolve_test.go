@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -179,5 +180,45 @@ func TestResolveAudioPartsAndSchemes(t *testing.T) {
 	cancel()
 	if _, err := (Resolver{}).Resolve(ctx, llm.MediaPart{Data: wav}); err != context.Canceled {
 		t.Errorf("with a cancelled context: %v", err)
+	}
+}
+
+// TestFetchRefusesThisMachinesOtherAddresses: a server listening on every interface answers
+// at the machine's own non-loopback addresses too (its LAN or container address), so with
+// --allow-remote-media a URL naming one is refused as this machine, like loopback, and the
+// server is never reached.
+func TestFetchRefusesThisMachinesOtherAddresses(t *testing.T) {
+	var own []netip.Addr
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok && forbidden(ip.Unmap()) == "" {
+				own = append(own, ip.Unmap())
+			}
+		}
+	}
+	if len(own) == 0 {
+		t.Skip("this machine has no interface address besides loopback and link-local ones")
+	}
+	ln, err := net.Listen("tcp", ":0") // every interface
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hits atomic.Int32
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) })}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+	r := Resolver{Limits: Limits{AllowRemote: true, FetchTimeout: 2 * time.Second}}
+	for _, ip := range own {
+		url := "http://" + netip.AddrPortFrom(ip, port).String() + "/img.png"
+		_, err := r.Resolve(context.Background(), llm.MediaPart{Kind: llm.MediaImage, URL: url})
+		mustRefuse(t, err, false, "an address of this machine", "remote media may only come from other machines")
+	}
+	if hits.Load() != 0 {
+		t.Errorf("this machine's server was reached %d times", hits.Load())
 	}
 }
