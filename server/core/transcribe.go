@@ -52,6 +52,7 @@ type Transcript struct {
 	Usage    llm.Usage
 
 	adapters []llm.AdapterRef // what the windows ran with, for the record
+	done     llm.Done         // the windows' ends together, for the record (windowsDone)
 }
 
 // Segment is the text of one window of the audio.
@@ -105,7 +106,9 @@ func (s *Service) Transcribe(ctx context.Context, req *TranscribeRequest, delta 
 		if t == nil {
 			return nil, err
 		}
-		res := &Result{Model: m, Choices: []llm.Done{{FinishReason: "stop", Usage: t.Usage}}, Adapters: t.adapters}
+		done := t.done
+		done.Usage = t.Usage
+		res := &Result{Model: m, Choices: []llm.Done{done}, Adapters: t.adapters}
 		return res, err
 	})
 	if err != nil {
@@ -141,6 +144,7 @@ func (s *Service) transcribe(ctx context.Context, m *Model, req *TranscribeReque
 		})
 		if res != nil && len(res.Choices) > 0 {
 			t.adapters = res.Adapters
+			t.done = windowsDone(t.done, res.Choices[0])
 			u := res.Usage()
 			t.Usage.PromptTokens += u.PromptTokens
 			t.Usage.CachedTokens += u.CachedTokens
@@ -163,6 +167,19 @@ func (s *Service) transcribe(ctx context.Context, m *Model, req *TranscribeReque
 	}
 	t.Text = strings.Join(texts, " ")
 	return t, nil
+}
+
+// windowsDone adds one window's end to the windows' so far: their times summed, the last lane,
+// and "length" once any window's text was cut at its cap (the transcript then misses words).
+func windowsDone(sum, d llm.Done) llm.Done {
+	sum.Timings.Queue += d.Timings.Queue
+	sum.Timings.Prefill += d.Timings.Prefill
+	sum.Timings.Decode += d.Timings.Decode
+	sum.Lane, sum.RestoredTokens = d.Lane, sum.RestoredTokens+d.RestoredTokens
+	if sum.FinishReason != "length" {
+		sum.FinishReason = d.FinishReason
+	}
+	return sum
 }
 
 // windowRequest is the chat turn that transcribes one window (pcm: little-endian float32
