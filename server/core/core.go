@@ -150,6 +150,8 @@ type Service struct {
 	lora loraRegistry
 	// media decodes the images and audio clips of requests (media.go).
 	media *media.Resolver
+	// mediaCache keeps recently decoded media, so a re-sent image is not decoded again.
+	mediaCache *mediaCache
 }
 
 // Wait blocks until every generation request has been recorded, or ctx ends.
@@ -176,7 +178,7 @@ func New(cfg Config, st *store.Store, fixed ...*Model) *Service {
 			m.Template, _ = chat.Parse("")
 		}
 	}
-	return &Service{cfg: cfg, lib: staticLibrary(fixed), store: st, media: newResolver(cfg)}
+	return &Service{cfg: cfg, lib: staticLibrary(fixed), store: st, media: newResolver(cfg), mediaCache: newMediaCache(mediaCacheBytes, mediaCacheEntries)}
 }
 
 // Config returns the generation defaults.
