@@ -53,7 +53,7 @@ func newMediaCache(maxBytes int64, maxEntries int) *mediaCache {
 // inline (a remote URL may answer differently next time).
 func mediaCacheKey(part llm.MediaPart, lim media.Limits) (key [sha256.Size]byte, ok bool) {
 	url := strings.TrimSpace(part.URL)
-	if len(part.Data) == 0 && !strings.HasPrefix(strings.ToLower(url), "data:") {
+	if len(part.Data) == 0 && !(len(url) >= 5 && strings.EqualFold(url[:5], "data:")) { // not ToLower: a copy of it all
 		return key, false
 	}
 	h := sha256.New()
