@@ -137,6 +137,7 @@ bench-peers: build peers
 # pages (team mode) in headless Chromium, docs/screenshots/web-*.png (app/web_pages_e2e_test.go).
 screenshots: build browser
 	$(GO) build -o bin/fakehub ./scripts/fakehub
+	$(GO) build -o bin/fakeproj ./scripts/fakeproj
 	bash scripts/screenshots.sh
 	SUPERFLUID_SCREENSHOTS=1 $(GO) test $(GOFLAGS_BUILD) -count=1 -run 'TestWebPagesE2E|TestWebPlaygroundInChromium' ./app
 

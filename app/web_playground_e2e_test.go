@@ -105,8 +105,15 @@ const chromium = "/usr/bin/chromium"
 // replies when ../shared/models has it) with --web on a free loopback port.
 func startWebApp(t *testing.T) (*App, *webServer, string) {
 	t.Helper()
+	return startWebAppWith(t, func(*Config) {})
+}
+
+// startWebAppWith is startWebApp with the config changed by change first.
+func startWebAppWith(t *testing.T, change func(*Config)) (*App, *webServer, string) {
+	t.Helper()
 	cfg := testConfig(t, testModel)
 	cfg.Web = "127.0.0.1:0"
+	change(&cfg)
 	wl, err := listenWeb(cfg)
 	if err != nil {
 		t.Fatal(err)

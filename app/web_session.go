@@ -42,7 +42,7 @@ func (w webSession) Models() []websession.Model {
 	out := make([]websession.Model, 0, len(list))
 	for _, m := range list {
 		out = append(out, websession.Model{ID: m.ID, Quantization: m.Quantization, Size: m.Size, Context: m.Context,
-			State: m.State, Err: m.Err})
+			State: m.State, Err: m.Err, Vision: m.Vision, Audio: m.Audio})
 	}
 	return out
 }
@@ -53,7 +53,11 @@ func (w webSession) Unload(id string) error { return notFound(w.c.Unload(id)) }
 func (w webSession) Chat(ctx context.Context, s websession.ChatSettings, msgs []websession.Message, onPiece func(websession.Piece)) (websession.ChatStats, error) {
 	in := make([]tray.Message, 0, len(msgs))
 	for _, m := range msgs {
-		in = append(in, tray.Message{Role: m.Role, Content: m.Content, Reasoning: m.Reasoning})
+		tm := tray.Message{Role: m.Role, Content: m.Content, Reasoning: m.Reasoning}
+		for _, a := range m.Attachments {
+			tm.Attachments = append(tm.Attachments, tray.Attachment{Name: a.Name, MIME: a.MIME, Data: a.Data})
+		}
+		in = append(in, tm)
 	}
 	st, err := w.c.Chat(ctx, tray.ChatSettings{Model: s.Model, Temperature: s.Temperature, MaxTokens: s.MaxTokens, TopP: s.TopP, Seed: s.Seed},
 		in, func(p tray.Piece) { onPiece(websession.Piece{Text: p.Text, Reasoning: p.Reasoning}) })
@@ -137,7 +141,9 @@ func (a *App) startWeb(l net.Listener, c *desktop.Controller) (*webServer, error
 	if err != nil {
 		return nil, err
 	}
+	// The page refuses a file over the core's own byte limit before uploading it.
 	h := websession.New(webSession{c}, websession.Config{Token: token, WriteTimeout: a.cfg.WriteTimeout,
+		MaxAttachment: mediaLimits(&a.cfg).MaxBytes,
 		AdminKey: func(key string) bool {
 			id, ok := a.keys.Authenticate(key)
 			return ok && id != nil && id.Admin

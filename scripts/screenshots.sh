@@ -2,14 +2,14 @@
 # make screenshots: runs the real desktop app (bin/superfluid, no command) under Xvfb inside a
 # D-Bus session, opens each tab, streams a playground reply from the bundled model, starts a
 # download from a local fake Hugging Face Hub (bin/fakehub, paused at 40% so the bar shows mid-way),
-# opens team mode's Lanes and Bookings (scripts/screenshots_team.sh), writes PNGs to docs/screenshots/, then quits with SIGTERM and checks the exit code is 0, with and
+# attaches a picture for a model with a projector (scripts/screenshots_attach.sh), opens team mode's Lanes and Bookings (scripts/screenshots_team.sh), writes PNGs to docs/screenshots/, then quits with SIGTERM and checks the exit code is 0, with and
 # without a session D-Bus.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ -z "${SCREENSHOTS_INNER:-}" ]; then
   missing=()
-  for p in xvfb xauth dbus imagemagick xdotool curl; do
+  for p in xvfb xauth dbus imagemagick xdotool xclip curl; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if ((${#missing[@]})); then
@@ -75,6 +75,10 @@ code=0
 wait "$app_pid" || code=$?
 echo "the app exited with code $code after SIGTERM"
 [ "$code" -eq 0 ]
+
+# Images and audio: models with projectors, and an image turn (scripts/screenshots_attach.sh).
+source scripts/screenshots_attach.sh
+attach_screenshots
 
 # Team mode (superfluid --team): the Server tab's Lanes and Bookings (scripts/screenshots_team.sh).
 source scripts/screenshots_team.sh

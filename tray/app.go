@@ -79,6 +79,11 @@ func New(a fyne.App, c Controller, icons Icons, onQuit func()) *App {
 		}
 	}
 	t.win.SetContent(t.tabs)
+	// Files dropped on the window are attachments of the playground's next message.
+	t.win.SetOnDropped(func(_ fyne.Position, uris []fyne.URI) {
+		t.tabs.Select(t.playTab)
+		t.playground.attach.attachURIs(uris)
+	})
 	t.win.Resize(fyne.NewSize(860, 620))
 	// Closing the window hides it; Quit (tray menu or main menu) ends the app.
 	_, t.hasTray = a.(desktop.App)

@@ -29,6 +29,9 @@ type Model struct {
 	Err   string
 	// Need is the estimated RAM the model takes loaded.
 	Need int64
+	// Vision and Audio report whether the model takes images and audio clips (it has a
+	// projector that encodes them).
+	Vision, Audio bool
 }
 
 // Loaded reports whether the model is loaded.
@@ -58,6 +61,16 @@ type Message struct {
 	Content string
 	// Reasoning is what a thinking model thought before an assistant turn; shown, not saved.
 	Reasoning string
+	// Attachments are the images and audio clips of a user turn; they go before its text in
+	// the prompt, as the transcript shows them. Not saved with the conversation.
+	Attachments []Attachment
+}
+
+// Attachment is an image or audio file attached to a user turn.
+type Attachment struct {
+	Name string // the file's base name, as the chip shows it
+	MIME string // image/png, image/jpeg, image/webp, image/gif, audio/wav, audio/mpeg or audio/flac
+	Data []byte // the file's bytes
 }
 
 // Piece is the next bit of a streamed reply: its text, or the model's reasoning before it.

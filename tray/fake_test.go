@@ -21,6 +21,8 @@ type fakeController struct {
 	gate     chan struct{} // when set, Chat waits for it after the first piece
 	pullErr  error
 	chatErr  error
+	asked    [][]Message // the messages of each Chat, in order
+	refuse   error       // Chat fails with it before any piece (the core refused the request)
 	pulls    int
 	stopped  int
 	convs    []Conversation
@@ -170,6 +172,13 @@ func (f *fakeController) Pull(ctx context.Context, ref string) error {
 // Chat streams the reply word by word.
 func (f *fakeController) Chat(ctx context.Context, s ChatSettings, msgs []Message, onPiece func(Piece)) (ChatStats, error) {
 	onText := func(text string) { onPiece(Piece{Text: text}) }
+	f.mu.Lock()
+	f.asked = append(f.asked, msgs)
+	refuse := f.refuse
+	f.mu.Unlock()
+	if refuse != nil {
+		return ChatStats{}, refuse
+	}
 	if f.chatErr != nil {
 		onText("Once ")
 		return ChatStats{}, f.chatErr

@@ -37,6 +37,7 @@ type modelsView struct {
 // modelRow is one catalog model's line.
 type modelRow struct {
 	name, details, state           *widget.Label
+	senses                         *widget.Label // "vision · audio"; hidden for a text-only model
 	load, unload, delete, settings *widget.Button
 }
 
@@ -78,7 +79,7 @@ func (v *modelsView) refresh() {
 		v.rows[m.ID] = row
 		v.list.Add(container.NewBorder(nil, nil, nil,
 			container.NewHBox(row.state, row.load, row.unload, row.settings, row.delete),
-			container.NewVBox(row.name, row.details)))
+			container.NewVBox(container.NewBorder(nil, nil, nil, senseBadge(m, row.senses), row.name), row.details)))
 		v.list.Add(widget.NewSeparator())
 	}
 	v.list.Refresh()
@@ -90,7 +91,9 @@ func (v *modelsView) row(m Model, running bool) *modelRow {
 		name:    widget.NewLabelWithStyle(m.ID, fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
 		details: widget.NewLabel(modelDetails(m)),
 		state:   widget.NewLabel(stateText(m)),
+		senses:  widget.NewLabel(senseText(m)),
 	}
+	r.senses.Importance = widget.SuccessImportance
 	// Long ids and details are cut with an ellipsis rather than widening the window.
 	r.name.Truncation, r.details.Truncation = fyne.TextTruncateEllipsis, fyne.TextTruncateEllipsis
 	r.load = widget.NewButtonWithIcon("Load", theme.MediaPlayIcon(), func() { v.act("load", id, v.app.c.Load) })
@@ -129,6 +132,35 @@ func modelDetails(m Model) string {
 		parts = append(parts, m.Source)
 	}
 	return strings.Join(parts, " · ")
+}
+
+// senseText says what a model takes besides text: "vision", "audio", "vision · audio" or "".
+func senseText(m Model) string {
+	var s []string
+	if m.Vision {
+		s = append(s, "vision")
+	}
+	if m.Audio {
+		s = append(s, "audio")
+	}
+	return strings.Join(s, " · ")
+}
+
+// senseBadge is an eye and/or an ear (a speaker: fyne has no ear) beside the model's name with
+// label saying the same in words; nil for a text-only model.
+func senseBadge(m Model, label *widget.Label) fyne.CanvasObject {
+	if !m.Vision && !m.Audio {
+		return nil
+	}
+	box := container.NewHBox()
+	if m.Vision {
+		box.Add(widget.NewIcon(theme.VisibilityIcon()))
+	}
+	if m.Audio {
+		box.Add(widget.NewIcon(theme.VolumeUpIcon()))
+	}
+	box.Add(label)
+	return box
 }
 
 // stateText is a model's state as a person reads it.

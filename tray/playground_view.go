@@ -3,6 +3,7 @@ package tray
 import (
 	"context"
 	"fmt"
+	"image"
 	"strconv"
 	"strings"
 	"time"
@@ -23,13 +24,17 @@ type playgroundView struct {
 	maxTokens   *widget.Entry
 	transcript  *widget.RichText
 	scroll      *container.Scroll
-	input       *widget.Entry
+	input       *pasteEntry
+	attach      *attachBar
 	send, stop  *widget.Button
 	clear       *widget.Button
 	stats       *widget.Label
 
 	saved   *widget.Select // the saved conversations
 	savedID map[string]string
+	// models are the picker's models by label: a model that sees or hears says so after its
+	// id ("llava (vision)").
+	models  map[string]Model
 	convID  string // the conversation being shown ("" until its first reply)
 	history []Message
 	reply   *strings.Builder
@@ -40,7 +45,7 @@ type playgroundView struct {
 
 func newPlaygroundView(a *App) *playgroundView {
 	v := &playgroundView{app: a}
-	v.model = widget.NewSelect(nil, nil)
+	v.model = widget.NewSelect(nil, func(string) { v.attach.setModel(v.chosen()) })
 	v.model.PlaceHolder = "Choose a model"
 	v.system = widget.NewMultiLineEntry()
 	v.system.SetPlaceHolder("System prompt (optional)")
@@ -52,9 +57,12 @@ func newPlaygroundView(a *App) *playgroundView {
 	v.transcript = widget.NewRichText()
 	v.transcript.Wrapping = fyne.TextWrapWord
 	v.scroll = container.NewVScroll(v.transcript)
-	v.input = widget.NewMultiLineEntry()
+	v.input = newPasteEntry()
 	v.input.SetPlaceHolder("Write a message, then Send")
 	v.input.SetMinRowsVisible(3)
+	v.stats = widget.NewLabel("")
+	v.attach = newAttachBar(a, v.stats.SetText)
+	v.input.onPaste = v.paste
 	v.send = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), v.ask)
 	v.send.Importance = widget.HighImportance
 	v.stop = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), func() {
@@ -64,7 +72,6 @@ func newPlaygroundView(a *App) *playgroundView {
 	})
 	v.stop.Disable()
 	v.clear = widget.NewButtonWithIcon("New chat", theme.ContentClearIcon(), v.reset)
-	v.stats = widget.NewLabel("")
 
 	v.saved = widget.NewSelect(nil, func(label string) {
 		if id := v.savedID[label]; id != "" && id != v.convID {
@@ -76,10 +83,11 @@ func newPlaygroundView(a *App) *playgroundView {
 		widget.NewFormItem("Conversation", v.saved),
 		widget.NewFormItem("Model", v.model),
 		widget.NewFormItem("System", v.system),
-		widget.NewFormItem("Temperature", v.temperature),
-		widget.NewFormItem("Max tokens", v.maxTokens),
+		// One row for both: the transcript keeps the height (an image turn is tall).
+		widget.NewFormItem("Temperature", container.NewGridWithColumns(2, v.temperature,
+			container.NewBorder(nil, nil, widget.NewLabelWithStyle("Max tokens", fyne.TextAlignTrailing, fyne.TextStyle{Bold: true}), nil, v.maxTokens))),
 	)
-	bottom := container.NewVBox(widget.NewSeparator(), v.input,
+	bottom := container.NewVBox(widget.NewSeparator(), v.attach.row, v.input,
 		container.NewBorder(nil, nil, v.stats, container.NewHBox(v.clear, v.stop, v.send)))
 	v.content = container.NewBorder(container.NewVBox(
 		widget.NewLabelWithStyle("Playground", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
@@ -119,8 +127,9 @@ func (v *playgroundView) open(id string) {
 	v.convID, v.history, v.reply = c.ID, c.Messages, nil
 	v.system.SetText(c.System)
 	if c.Model != "" {
-		v.model.SetSelected(c.Model)
+		v.selectModel(c.Model)
 	}
+	v.attach.thumbs = map[*byte]image.Image{}
 	v.stats.SetText("")
 	v.render()
 }
@@ -137,7 +146,10 @@ func (v *playgroundView) save() {
 	if r := []rune(title); len(r) > 40 {
 		title = string(r[:40]) + "…"
 	}
-	c := Conversation{ID: v.convID, Title: strings.ReplaceAll(title, "\n", " "), Model: v.model.Selected,
+	if title == "" && len(v.history[0].Attachments) > 0 {
+		title = v.history[0].Attachments[0].Name
+	}
+	c := Conversation{ID: v.convID, Title: strings.ReplaceAll(title, "\n", " "), Model: v.modelID(),
 		System: v.system.Text, Messages: append([]Message(nil), v.history...)}
 	if err := v.app.c.SaveConversation(c); err != nil {
 		v.stats.SetText(v.stats.Text + " (not saved: " + err.Error() + ")")
@@ -145,38 +157,13 @@ func (v *playgroundView) save() {
 	v.refreshSaved()
 }
 
-// refresh offers the catalog's models, keeping the choice.
-func (v *playgroundView) refresh(models []Model) {
-	var ids []string
-	for _, m := range models {
-		if m.State != "missing" {
-			ids = append(ids, m.ID)
-		}
-	}
-	v.model.Options = ids
-	if v.model.Selected == "" && len(ids) > 0 {
-		v.model.SetSelected(preferLoaded(models, ids))
-	}
-	v.model.Refresh()
-}
-
-// preferLoaded picks a loaded model when there is one.
-func preferLoaded(models []Model, ids []string) string {
-	for _, m := range models {
-		if m.Loaded() {
-			return m.ID
-		}
-	}
-	return ids[0]
-}
-
 // ask sends the input as the next user turn and streams the reply.
 func (v *playgroundView) ask() {
 	text := strings.TrimSpace(v.input.Text)
-	if text == "" || v.cancel != nil {
+	if text == "" && len(v.attach.pending) == 0 || v.cancel != nil {
 		return
 	}
-	if v.model.Selected == "" {
+	if v.modelID() == "" {
 		v.stats.SetText("Choose a model first.")
 		return
 	}
@@ -185,7 +172,7 @@ func (v *playgroundView) ask() {
 		v.stats.SetText(err.Error())
 		return
 	}
-	v.history = append(v.history, Message{Role: "user", Content: text})
+	v.history = append(v.history, Message{Role: "user", Content: text, Attachments: v.attach.take()})
 	msgs := append([]Message(nil), v.history...)
 	if sys := strings.TrimSpace(v.system.Text); sys != "" {
 		msgs = append([]Message{{Role: "system", Content: sys}}, msgs...)
@@ -212,7 +199,7 @@ func (v *playgroundView) ask() {
 }
 
 func (v *playgroundView) settings() (ChatSettings, error) {
-	s := ChatSettings{Model: v.model.Selected}
+	s := ChatSettings{Model: v.modelID()}
 	t, err := strconv.ParseFloat(strings.TrimSpace(v.temperature.Text), 64)
 	if err != nil || t < 0 || t > 2 {
 		return s, fmt.Errorf("temperature must be a number from 0 to 2")
@@ -243,7 +230,13 @@ func (v *playgroundView) finish(stats ChatStats, err error, stopped bool) {
 	if text != "" {
 		v.history = append(v.history, Message{Role: "assistant", Content: text, Reasoning: v.thought.String()})
 	} else if err != nil || stopped {
-		v.history = v.history[:len(v.history)-1] // the question got no answer: let it be asked again
+		// The question got no answer: let it be asked again, its text and files back in place.
+		asked := v.history[len(v.history)-1]
+		v.history = v.history[:len(v.history)-1]
+		if v.input.Text == "" {
+			v.input.SetText(asked.Content)
+		}
+		v.attach.restore(asked.Attachments)
 	}
 	v.reply = nil
 	v.render()
@@ -257,6 +250,7 @@ func (v *playgroundView) reset() {
 		v.cancel()
 	}
 	v.convID, v.history, v.reply = "", nil, nil
+	v.attach.thumbs = map[*byte]image.Image{}
 	v.saved.ClearSelected()
 	v.stats.SetText("")
 	v.render()
@@ -266,9 +260,12 @@ func (v *playgroundView) reset() {
 // streamed last.
 func (v *playgroundView) render() {
 	var segs []widget.RichTextSegment
-	turn := func(who, thought, text string, color fyne.ThemeColorName) {
+	turn := func(who, thought, text string, atts []Attachment, color fyne.ThemeColorName) {
 		segs = append(segs,
 			&widget.TextSegment{Text: who, Style: widget.RichTextStyle{ColorName: color, TextStyle: fyne.TextStyle{Bold: true}}})
+		if len(atts) > 0 {
+			segs = append(segs, &attachmentsSegment{bar: v.attach, atts: atts})
+		}
 		if thought != "" {
 			// A thinking model's reasoning, set apart from its answer as the APIs set it apart.
 			segs = append(segs, &widget.TextSegment{Text: "Thinking: " + strings.TrimSpace(thought),
@@ -278,13 +275,13 @@ func (v *playgroundView) render() {
 	}
 	for _, m := range v.history {
 		if m.Role == "assistant" {
-			turn(v.model.Selected, m.Reasoning, m.Content, theme.ColorNamePrimary)
+			turn(v.modelID(), m.Reasoning, m.Content, nil, theme.ColorNamePrimary)
 		} else {
-			turn("You", "", m.Content, theme.ColorNameForeground)
+			turn("You", "", m.Content, m.Attachments, theme.ColorNameForeground)
 		}
 	}
 	if v.reply != nil {
-		turn(v.model.Selected, v.thought.String(), v.reply.String()+"▌", theme.ColorNamePrimary)
+		turn(v.modelID(), v.thought.String(), v.reply.String()+"▌", nil, theme.ColorNamePrimary)
 	}
 	v.transcript.Segments = segs
 	v.transcript.Refresh()

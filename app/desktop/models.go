@@ -8,18 +8,29 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/backends"
 	"github.com/superfluid/superfluid/runtime/models"
+	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/store"
 	"github.com/superfluid/superfluid/tray"
 )
 
 func (c *Controller) Models() []tray.Model {
 	entries := c.mgr.Catalog().List()
+	// What a model sees and hears is the core's view (its projector's metadata, known before a
+	// load), or the loaded engine's.
+	senses := map[string]*core.Model{}
+	for _, m := range c.svc.Models() {
+		senses[m.ID] = m
+	}
 	out := make([]tray.Model, 0, len(entries))
 	for _, e := range entries {
 		st := c.mgr.Status(e)
 		info := c.mgr.Engine(e).Info()
 		m := tray.Model{ID: e.ID, Quantization: e.Quantization, Source: e.Source, Size: e.Size,
-			Context: info.ContextLength, Runtime: info.Runtime, State: st.State, Need: st.Need}
+			Context: info.ContextLength, Runtime: info.Runtime, State: st.State, Need: st.Need,
+			Vision: info.Vision, Audio: info.Audio}
+		if cm := senses[e.ID]; cm != nil {
+			m.Vision, m.Audio = m.Vision || cm.Vision, m.Audio || cm.Audio
+		}
 		if st.Err != nil {
 			m.Err = st.Err.Error()
 		}

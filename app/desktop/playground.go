@@ -3,6 +3,7 @@ package desktop
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/chat"
@@ -92,15 +93,9 @@ func (c *Controller) Chat(ctx context.Context, s tray.ChatSettings, msgs []tray.
 		c.generating.Add(-1)
 		c.publish(tray.Event{Kind: tray.EventActivity})
 	}()
-	req := &core.ChatRequest{ID: fmt.Sprintf("playground-%d", time.Now().UnixNano()), Endpoint: "playground", Stream: true, Model: s.Model}
-	for _, m := range msgs {
-		req.Messages = append(req.Messages, chat.Message{Role: m.Role, Content: m.Content, Reasoning: m.Reasoning})
-	}
-	temp := s.Temperature
-	req.Generation = llm.Request{MaxTokens: s.MaxTokens, Sampling: llm.Sampling{Temperature: &temp, Seed: s.Seed}}
-	if s.TopP > 0 {
-		topP := s.TopP
-		req.Generation.Sampling.TopP = &topP
+	req, err := chatRequest(s, msgs)
+	if err != nil {
+		return tray.ChatStats{}, err
 	}
 	res, err := c.svc.Chat(ctx, req, func(_ int, ev llm.Event) error {
 		if ev.Text != "" || ev.Reasoning != "" {
@@ -120,4 +115,41 @@ func (c *Controller) Chat(ctx context.Context, s tray.ChatSettings, msgs []tray.
 		stats.TokensPerSecond = float64(u.CompletionTokens-1) / span.Seconds()
 	}
 	return stats, nil
+}
+
+// chatRequest is a playground reply as the core takes it: each turn's attachments become its
+// media parts, before its text (where Ollama's images go, and where the transcript shows them).
+func chatRequest(s tray.ChatSettings, msgs []tray.Message) (*core.ChatRequest, error) {
+	req := &core.ChatRequest{ID: fmt.Sprintf("playground-%d", time.Now().UnixNano()), Endpoint: "playground", Stream: true, Model: s.Model}
+	for _, m := range msgs {
+		cm := chat.Message{Role: m.Role, Content: m.Content, Reasoning: m.Reasoning}
+		for _, a := range m.Attachments {
+			part, err := mediaPart(a)
+			if err != nil {
+				return nil, err
+			}
+			cm.Media = append(cm.Media, part)
+		}
+		req.Messages = append(req.Messages, cm)
+	}
+	temp := s.Temperature
+	req.Generation = llm.Request{MaxTokens: s.MaxTokens, Sampling: llm.Sampling{Temperature: &temp, Seed: s.Seed}}
+	if s.TopP > 0 {
+		topP := s.TopP
+		req.Generation.Sampling.TopP = &topP
+	}
+	return req, nil
+}
+
+// mediaPart is an attachment as a media part; the core decodes it (and says what is wrong
+// with it) like an API's image or audio part.
+func mediaPart(a tray.Attachment) (llm.MediaPart, error) {
+	where := "attachment " + a.Name
+	kind, _, _ := strings.Cut(a.MIME, "/")
+	switch kind {
+	case llm.MediaImage, llm.MediaAudio:
+	default:
+		return llm.MediaPart{}, fmt.Errorf("%w: %s is %q, not an image or audio file", llm.ErrInvalidInput, where, a.MIME)
+	}
+	return llm.MediaPart{At: 0, Kind: kind, MIME: a.MIME, Data: a.Data, Where: where}, nil
 }

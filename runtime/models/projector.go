@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/superfluid/superfluid/runtime/gguf"
 	"github.com/superfluid/superfluid/runtime/llm"
@@ -69,7 +71,7 @@ func findProjector(path, quant string) string {
 	if err != nil {
 		return ""
 	}
-	for _, name := range source.RankProjectors(names, quant) {
+	for _, name := range namedFirst(source.RankProjectors(names, quant), filepath.Base(path)) {
 		cand := filepath.Join(dir, name)
 		proj, err := gguf.ReadFile(cand)
 		if err != nil {
@@ -82,6 +84,26 @@ func findProjector(path, quant string) string {
 		return cand
 	}
 	return ""
+}
+
+// namedFirst orders projector names by how much of the model file's name they carry (the
+// longest common prefix once "mmproj" is taken off), keeping ranked's order among equals: in a
+// folder of several models with their projectors, "mmproj-stories-vision.gguf" goes with
+// "stories-vision.gguf", not "mmproj-stories-audio.gguf" that fits it as well.
+func namedFirst(ranked []string, model string) []string {
+	stem := strings.ToLower(strings.TrimSuffix(model, ".gguf"))
+	shared := func(name string) int {
+		n := strings.ToLower(strings.TrimSuffix(name, ".gguf"))
+		n = strings.Trim(strings.Replace(n, "mmproj", "", 1), "-_.")
+		i := 0
+		for i < len(n) && i < len(stem) && n[i] == stem[i] {
+			i++
+		}
+		return i
+	}
+	out := slices.Clone(ranked)
+	slices.SortStableFunc(out, func(a, b string) int { return shared(b) - shared(a) })
+	return out
 }
 
 // checkProjector refuses a projector named for the model at path that does not fit it, in the

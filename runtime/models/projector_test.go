@@ -146,3 +146,23 @@ func TestLoadRefusesAProjectorThatNoLongerFits(t *testing.T) {
 		t.Fatalf("load once it fits again: %v", err)
 	}
 }
+
+// TestCatalogProjectorNamedForTheModel: in a folder of two models with a projector each, both
+// fitting either model, each model gets the projector named after it.
+func TestCatalogProjectorNamedForTheModel(t *testing.T) {
+	ctx := context.Background()
+	cat, _, dir := openTestCatalog(t)
+	for _, name := range []string{"stories-audio", "stories-vision"} {
+		writeWidth(t, filepath.Join(dir, name+".gguf"), 64, 1)
+		writeProjector(t, filepath.Join(dir, "mmproj-"+name+".gguf"), 64, name == "stories-audio")
+	}
+	for _, name := range []string{"stories-vision", "stories-audio"} {
+		e, err := cat.AddLocal(ctx, filepath.Join(dir, name+".gguf"), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := filepath.Join(dir, "mmproj-"+name+".gguf"); e.Projector != want {
+			t.Errorf("%s: projector %q, want %q", name, e.Projector, want)
+		}
+	}
+}

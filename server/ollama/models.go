@@ -67,7 +67,6 @@ func (h *handlers) tags(c *gin.Context) error {
 		name := listName(m)
 		list = append(list, listModel{
 			Name: name, Model: name, ModifiedAt: m.Created, Size: size, Digest: digest(m), Details: h.details(m),
-			Capabilities: capabilities(m),
 		})
 	}
 	// most recently modified first, as Ollama lists them

@@ -137,9 +137,6 @@ type listModel struct {
 	Size       int64     `json:"size"`
 	Digest     string    `json:"digest"`
 	Details    details   `json:"details"`
-	// Capabilities are /api/show's, so a client listing models sees which see and hear (an
-	// extension: Ollama's list has no such field).
-	Capabilities []string `json:"capabilities,omitempty"`
 }
 
 // runningModel is one /api/ps entry (Ollama's api.ProcessModelResponse).

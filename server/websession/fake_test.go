@@ -20,7 +20,8 @@ type fakeSession struct {
 	pieceEvery time.Duration
 	lastChat   ChatSettings
 	lastMsgs   []Message
-	stopped    chan struct{} // gets a value when a chat ends by its context
+	stopped    chan struct{}    // gets a value when a chat ends by its context
+	sees       map[string]Model // models' Vision and Audio by id
 }
 
 func newFake() *fakeSession {
@@ -33,7 +34,7 @@ func (f *fakeSession) Models() []Model {
 	defer f.mu.Unlock()
 	var out []Model
 	for id, st := range f.models {
-		out = append(out, Model{ID: id, State: st, Quantization: "Q8_0", Size: 1000})
+		out = append(out, Model{ID: id, State: st, Quantization: "Q8_0", Size: 1000, Vision: f.sees[id].Vision, Audio: f.sees[id].Audio})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out

@@ -154,13 +154,16 @@ func (h *Handler) allowed(cred string) bool {
 }
 
 // authed wraps a route that needs the token and a body of at most MaxFrame.
-func (h *Handler) authed(next http.HandlerFunc) http.Handler {
+func (h *Handler) authed(next http.HandlerFunc) http.Handler { return h.authedUpTo(MaxFrame, next) }
+
+// authedUpTo is authed with a body of at most limit bytes (an attachment's upload).
+func (h *Handler) authedUpTo(limit int64, next http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !h.allowed(bearer(r)) {
 			writeError(w, errNoToken)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, MaxFrame)
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		// Close ends these calls too (a chat over /web/stream, a load): http.Server.Shutdown
 		// waits for them without cancelling their context (rev20b).
 		ctx, cancel := context.WithCancel(r.Context())

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -197,7 +198,7 @@ func TestRPCMethods(t *testing.T) {
 		t.Fatalf("chat: %+v %s", r.Error, r.Result)
 	}
 	if f.lastChat != (ChatSettings{Model: "tiny", Temperature: 0, TopP: 0.5, MaxTokens: 12, Seed: 9}) ||
-		len(f.lastMsgs) != 2 || f.lastMsgs[0] != (Message{Role: "system", Content: "Be brief."}) {
+		len(f.lastMsgs) != 2 || !reflect.DeepEqual(f.lastMsgs[0], Message{Role: "system", Content: "Be brief."}) {
 		t.Fatalf("chat reached the session as %+v %+v", f.lastChat, f.lastMsgs)
 	}
 	for _, bad := range []map[string]any{

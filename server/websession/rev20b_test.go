@@ -48,7 +48,7 @@ func TestRev20bPageHeaders(t *testing.T) {
 		resp.Body.Close()
 		csp := resp.Header.Get("Content-Security-Policy")
 		if resp.StatusCode != 200 || !strings.Contains(csp, "default-src 'self'") || !strings.Contains(csp, "frame-ancestors 'none'") ||
-			strings.Contains(csp, "unsafe-inline") || resp.Header.Get("X-Content-Type-Options") != "nosniff" ||
+			strings.Contains(csp, "unsafe-inline") || !strings.Contains(csp, "img-src 'self' data: blob:;") || resp.Header.Get("X-Content-Type-Options") != "nosniff" ||
 			resp.Header.Get("Referrer-Policy") != "no-referrer" {
 			t.Errorf("%s: %d, CSP %q, headers %v", p, resp.StatusCode, csp, resp.Header)
 		}

@@ -112,8 +112,9 @@ const (
 )
 
 // chatCall checks a chat's params and turns them into the Session's terms: the system prompt
-// leads the messages, as the desktop playground sends it.
-func chatCall(raw json.RawMessage) (ChatSettings, []Message, *RPCError) {
+// leads the messages, as the desktop playground sends it, and attachments named by id are
+// the uploaded files.
+func (h *Handler) chatCall(raw json.RawMessage) (ChatSettings, []Message, *RPCError) {
 	var p chatParams
 	if err := decodeParams(raw, &p); err != nil {
 		return ChatSettings{}, nil, err
@@ -148,7 +149,10 @@ func chatCall(raw json.RawMessage) (ChatSettings, []Message, *RPCError) {
 		if m.Role != "system" && m.Role != "user" && m.Role != "assistant" {
 			return s, nil, invalidParams("messages[%d].role must be system, user or assistant", i)
 		}
-		msgs = append(msgs, Message{Role: m.Role, Content: m.Content})
+		msgs = append(msgs, Message{Role: m.Role, Content: m.Content, Attachments: m.Attachments})
+	}
+	if err := h.resolveAttachments(msgs[len(msgs)-len(p.Messages):]); err != nil {
+		return s, nil, err
 	}
 	return s, msgs, nil
 }
@@ -184,6 +188,8 @@ func (h *Handler) call(ctx context.Context, f Frame) (any, *RPCError) {
 	switch f.Method {
 	case "models.list":
 		return h.s.Models(), nil
+	case "limits":
+		return map[string]int64{"max_frame": MaxFrame, "max_attachment": h.cfg.MaxAttachment}, nil
 	case "models.load", "models.unload":
 		if err := needID("model"); err != nil {
 			return nil, err
@@ -202,7 +208,7 @@ func (h *Handler) call(ctx context.Context, f Frame) (any, *RPCError) {
 		}
 		return map[string]string{"id": id.Model}, nil
 	case "chat":
-		s, msgs, perr := chatCall(f.Params)
+		s, msgs, perr := h.chatCall(f.Params)
 		if perr != nil {
 			return nil, perr
 		}

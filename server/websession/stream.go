@@ -31,7 +31,7 @@ func (h *Handler) serveStream(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, Reply{ID: f.ID, Error: ferr})
 		return
 	}
-	s, msgs, perr := chatCall(f.Params)
+	s, msgs, perr := h.chatCall(f.Params)
 	if perr != nil {
 		writeJSON(w, http.StatusBadRequest, Reply{ID: f.ID, Error: perr})
 		return

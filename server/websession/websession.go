@@ -2,7 +2,8 @@
 // listener that carries the desktop playground's session (models, chat, saved conversations,
 // model settings) to a browser page. It serves GET /web/health, POST /web/rpc (one JSON call),
 // POST /web/stream (a chat as server-sent events), GET /web/ws (the same calls and streamed
-// chats over one WebSocket) and GET / (the embedded playground page).
+// chats over one WebSocket), POST /web/attachments (a file for a chat to name by id) and GET /
+// (the embedded playground page).
 //
 // It knows the desktop only through the Session interface (package app adapts the desktop
 // controller to it), so the browser does exactly what the desktop playground does. Every route
@@ -28,6 +29,9 @@ type Model struct {
 	// State is unloaded, loading, loaded, unloading, failed or missing.
 	State string `json:"state"`
 	Err   string `json:"error,omitempty"`
+	// Vision and Audio report whether the model takes images and audio clips.
+	Vision bool `json:"vision"`
+	Audio  bool `json:"audio"`
 }
 
 // Message is one chat turn.
@@ -35,6 +39,9 @@ type Message struct {
 	Role      string `json:"role"` // system, user or assistant
 	Content   string `json:"content"`
 	Reasoning string `json:"reasoning,omitempty"`
+	// Attachments are a user turn's images and audio clips (attachments.go); saved
+	// conversations do not keep them.
+	Attachments []Attachment `json:"attachments,omitempty"`
 }
 
 // ChatSettings are the playground's choices for one reply; zero values are the server's
@@ -126,6 +133,9 @@ type Config struct {
 	PingInterval time.Duration
 	// MaxSockets bounds the WebSockets open at once (more get 503); 0 is DefaultMaxSockets.
 	MaxSockets int
+	// MaxAttachment bounds one uploaded attachment (413 past it), MaxUploads all of them held
+	// at once (the least recently used go first); 0 is DefaultMaxAttachment, DefaultMaxUploads.
+	MaxAttachment, MaxUploads int64
 }
 
 // Defaults of Config.
@@ -146,6 +156,7 @@ type Handler struct {
 	s       Session
 	cfg     Config
 	mux     *http.ServeMux
+	uploads *uploads     // attachments uploaded for chats (attachments.go)
 	sockets atomic.Int64 // authenticated WebSockets (MaxSockets bounds them)
 	pending atomic.Int64 // WebSockets still owing their auth frame (maxPendingSockets)
 	// base ends with Close: every WebSocket closes (http.Server.Shutdown leaves hijacked
@@ -165,7 +176,13 @@ func New(s Session, cfg Config) *Handler {
 	if cfg.MaxSockets <= 0 {
 		cfg.MaxSockets = DefaultMaxSockets
 	}
-	h := &Handler{s: s, cfg: cfg, mux: http.NewServeMux()}
+	if cfg.MaxAttachment <= 0 {
+		cfg.MaxAttachment = DefaultMaxAttachment
+	}
+	if cfg.MaxUploads <= 0 {
+		cfg.MaxUploads = DefaultMaxUploads
+	}
+	h := &Handler{s: s, cfg: cfg, mux: http.NewServeMux(), uploads: newUploads(cfg.MaxUploads)}
 	h.base, h.closeBase = context.WithCancel(context.Background())
 	files, _ := fs.Sub(pageFS, "page")
 	h.mux.HandleFunc("GET /web/health", func(w http.ResponseWriter, r *http.Request) {
@@ -173,12 +190,14 @@ func New(s Session, cfg Config) *Handler {
 	})
 	h.mux.Handle("POST /web/rpc", h.authed(h.serveRPC))
 	h.mux.Handle("POST /web/stream", h.authed(h.serveStream))
+	h.mux.Handle("POST /web/attachments", h.authedUpTo(cfg.MaxAttachment, h.serveAttachment))
 	h.mux.Handle("GET /web/ws", http.HandlerFunc(h.serveWS)) // authenticates itself (ws.go)
 	pageFiles := http.FileServerFS(files)
 	h.mux.Handle("GET /", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The page is static and carries no secret; its script gets the token from the URL
-		// fragment. No framing by other sites, no inline scripts.
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
+		// fragment. No framing by other sites, no inline scripts; images also from blob: URLs,
+		// the page's previews of files about to be attached (object URLs it made itself).
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob:; frame-ancestors 'none'")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Referrer-Policy", "no-referrer")
 		pageFiles.ServeHTTP(w, r)

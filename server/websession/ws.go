@@ -280,7 +280,7 @@ func (s *socket) dispatch(f Frame) {
 
 // chat streams one reply as piece frames, then done (stopped when cancelled) or error.
 func (s *socket) chat(ctx context.Context, f Frame) {
-	set, msgs, perr := chatCall(f.Params)
+	set, msgs, perr := s.h.chatCall(f.Params)
 	if perr != nil {
 		s.write(streamEvent{ID: f.ID, Event: "error", Error: perr})
 		return

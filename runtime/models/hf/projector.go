@@ -22,13 +22,7 @@ func pickProjector(files []RemoteFile, entries []treeEntry) *RemoteFile {
 		if e.Type != "file" || !safeRepoPath(e.Path) || !source.IsProjectorName(e.Path) {
 			continue
 		}
-		f := RemoteFile{Path: e.Path, Size: e.Size}
-		if e.LFS != nil {
-			f.SHA256 = strings.ToLower(e.LFS.Oid)
-			if e.LFS.Size > 0 {
-				f.Size = e.LFS.Size
-			}
-		}
+		f := e.remoteFile()
 		byPath[e.Path] = f
 		if path.Dir(e.Path) == modelDir {
 			near = append(near, e.Path)

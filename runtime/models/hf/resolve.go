@@ -238,6 +238,18 @@ var (
 	quantRe = regexp.MustCompile(`(?i)^(I?Q\d\w*|TQ\d\w*|F16|F32|F64|BF16|FP16|FP32|MXFP4\w*)$`)
 )
 
+// remoteFile is the tree entry as a file to download: its LFS size and digest when it has them.
+func (e treeEntry) remoteFile() RemoteFile {
+	f := RemoteFile{Path: e.Path, Size: e.Size}
+	if e.LFS != nil {
+		f.SHA256 = strings.ToLower(e.LFS.Oid)
+		if e.LFS.Size > 0 {
+			f.Size = e.LFS.Size
+		}
+	}
+	return f
+}
+
 // pick chooses the files ref names among entries.
 func pick(ref Ref, entries []treeEntry) ([]RemoteFile, error) {
 	var ggufs []RemoteFile
@@ -245,13 +257,7 @@ func pick(ref Ref, entries []treeEntry) ([]RemoteFile, error) {
 		if e.Type != "file" || !strings.HasSuffix(strings.ToLower(e.Path), ".gguf") || !safeRepoPath(e.Path) {
 			continue
 		}
-		f := RemoteFile{Path: e.Path, Size: e.Size}
-		if e.LFS != nil {
-			f.SHA256 = strings.ToLower(e.LFS.Oid)
-			if e.LFS.Size > 0 {
-				f.Size = e.LFS.Size
-			}
-		}
+		f := e.remoteFile()
 		ggufs = append(ggufs, f)
 	}
 	models, err := groupModels(ref, ggufs)

@@ -135,8 +135,9 @@
   function headers() { return { "Content-Type": "application/json", "Authorization": "Bearer " + token }; }
   function rpcErr(e) { const err = new Error((e && e.message) || "failed"); err.code = e && e.code; return err; }
 
-  // State: the open conversation.
+  // State: the open conversation; att the attachments (attach.js).
   const st = { models: [], history: [], convID: "", running: null };
+  let att = null;
 
   function setStats(text) { $("stats").textContent = text; }
 
@@ -147,7 +148,8 @@
     for (const m of st.models) {
       if (m.state === "missing") continue;
       const o = document.createElement("option");
-      o.value = m.id; o.textContent = m.id + (m.state === "loaded" ? " (loaded)" : "");
+      const senses = [m.vision && "vision", m.audio && "audio"].filter(Boolean).join(", ");
+      o.value = m.id; o.textContent = m.id + (senses ? " · " + senses : "") + (m.state === "loaded" ? " (loaded)" : "");
       sel.appendChild(o);
     }
     const loaded = st.models.find((m) => m.state === "loaded");
@@ -160,6 +162,7 @@
     $("state").textContent = m ? m.state + (m.error ? ": " + m.error : "") : "";
     $("load").disabled = !m || m.state === "loaded" || m.state === "loading";
     document.body.dataset.modelState = m ? m.state : "";
+    att.setModel(m);
   }
   async function loadModel() {
     const id = $("model").value;
@@ -178,13 +181,17 @@
     who.className = "who"; who.textContent = role === "user" ? "You" : "Assistant";
     const thought = document.createElement("div");
     thought.className = "thought"; thought.hidden = true;
+    const atts = document.createElement("div");
+    atts.className = "atts"; atts.hidden = true;
     const body = document.createElement("div");
     body.className = "body";
-    d.append(who, thought, body);
+    d.append(who, thought, atts, body);
     $("messages").appendChild(d);
-    return { node: d, thought, body };
+    return { node: d, thought, atts, body };
   }
-  function fill(view, role, text, reasoning) {
+  function fill(view, role, text, reasoning, attachments) {
+    view.atts.replaceChildren(...(attachments || []).map((a) => window.sfAttach.chip(a)));
+    view.atts.hidden = !(attachments && attachments.length);
     if (role === "user") view.body.textContent = text;
     else view.body.replaceChildren(window.sfMarkdown.render(text));
     view.thought.hidden = !reasoning;
@@ -192,7 +199,7 @@
   }
   function renderHistory() {
     $("messages").textContent = "";
-    for (const m of st.history) fill(messageNode(m.role), m.role, m.content, m.reasoning);
+    for (const m of st.history) fill(messageNode(m.role), m.role, m.content, m.reasoning, m.attachments);
     scrollDown();
   }
   function scrollDown() { const m = $("messages"); m.scrollTop = m.scrollHeight; }
@@ -208,7 +215,7 @@
   async function ask(ev) {
     if (ev) ev.preventDefault();
     const text = $("input").value.trim();
-    if (!text || st.running) return;
+    if (!text && !att.pending.length || st.running) return;
     const model = $("model").value;
     if (!model) { setStats("Choose a model first."); return; }
     let params;
@@ -221,23 +228,35 @@
         seed: number("seed", (s) => Number(s), (n) => Number.isInteger(n) && n >= 0, "the seed must be a whole number"),
       };
     } catch (e) { setStats(e.message); return; }
-    st.history.push({ role: "user", content: text });
-    params.messages = st.history.map((m) => ({ role: m.role, content: m.content }));
-    fill(messageNode("user"), "user", text);
+    const attachments = att.take();
+    st.history.push({ role: "user", content: text, attachments });
+    const userView = messageNode("user");
+    fill(userView, "user", text, "", attachments);
     $("input").value = "";
     const view = messageNode("assistant");
     view.node.classList.add("streaming");
     let reply = "", thought = "", queued = false;
     const paint = () => { queued = false; fill(view, "assistant", reply, thought); scrollDown(); };
-    const chat = transport.chat(params, (p) => {
+    const onPiece = (p) => {
       reply += p.text || ""; thought += p.reasoning || "";
       if (!queued) { queued = true; requestAnimationFrame(paint); }
-    });
-    st.running = chat;
+    };
+    // The conversation's files go up first (those the server holds already are named by id);
+    // a server that no longer holds one (restarted, or it made room) gets them all again once.
+    const run = async (retry) => {
+      await att.upload(st.history);
+      params.messages = st.history.map((m) => ({ role: m.role, content: m.content, attachments: (m.attachments || []).map(att.wire) }));
+      st.running = transport.chat(params, onPiece);
+      try { return await st.running.result; } catch (e) {
+        if (retry && e.code === "attachment_gone") { att.forget(st.history); return run(false); }
+        throw e;
+      }
+    };
+    st.running = { stop() {} };
     $("send").disabled = true; $("stop").disabled = false;
-    setStats("Generating…");
+    setStats(attachments.length ? "Sending…" : "Generating…");
     try {
-      const done = await chat.result;
+      const done = await run(true);
       paint();
       if (done.stopped) {
         setStats("Stopped.");
@@ -246,12 +265,12 @@
           (done.finish_reason === "length" ? " · stopped at max tokens" : ""));
       }
       if (reply) st.history.push({ role: "assistant", content: reply, reasoning: thought });
-      else if (done.stopped) st.history.pop();
+      else if (done.stopped) unask(userView, view, text, attachments);
       if (reply) await save();
     } catch (e) {
       paint();
       setStats("Error: " + e.message);
-      if (!reply) { st.history.pop(); view.node.remove(); }
+      if (!reply) unask(userView, view, text, attachments);
     } finally {
       view.node.classList.remove("streaming");
       st.running = null;
@@ -259,10 +278,20 @@
     }
   }
 
+  // unask takes back a question that got no answer: its text and files return to the input.
+  function unask(userView, view, text, attachments) {
+    st.history.pop();
+    view.node.remove();
+    userView.node.remove();
+    if (!$("input").value) $("input").value = text;
+    att.restore(attachments);
+  }
+
   // save stores the conversation after a reply; its title is the first question.
   async function save() {
     if (!st.history.length) return;
-    let title = st.history[0].content.replace(/\n/g, " ");
+    const first = st.history[0];
+    let title = (first.content || (first.attachments || []).map((a) => a.name).join(", ")).replace(/\n/g, " ");
     if ([...title].length > 40) title = [...title].slice(0, 40).join("") + "…";
     try {
       const r = await transport.call("conversations.save", {
@@ -301,6 +330,7 @@
     if (st.running) return;
     const c = await transport.call("conversations.get", { id });
     st.convID = c.id;
+    att.release(st.history);
     st.history = (c.messages || []).map((m) => ({ role: m.role, content: m.content }));
     $("system").value = c.system || "";
     if (c.model && st.models.some((m) => m.id === c.model)) { $("model").value = c.model; showState(); }
@@ -315,7 +345,7 @@
   }
   function newChat() {
     if (st.running) return;
-    st.convID = ""; st.history = [];
+    st.convID = ""; att.release(st.history); st.history = [];
     renderHistory();
     setStats("");
     refreshConvs();
@@ -323,6 +353,8 @@
 
   async function start() {
     if (!token) { $("notoken").hidden = false; $("app").hidden = true; $("link").textContent = "no token"; return; }
+    att = window.sfAttach.create({ button: $("attach"), input: $("file"), chips: $("chips"), note: $("attachnote"),
+      textarea: $("input"), dropZone: $("chat"), headers, say: setStats });
     $("ask").addEventListener("submit", ask);
     $("input").addEventListener("keydown", (e) => {
       if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); ask(); }
@@ -334,6 +366,8 @@
     try {
       await refreshModels();
       await refreshConvs();
+      const limits = await transport.call("limits").catch(() => null);
+      if (limits) att.maxBytes = limits.max_attachment;
       document.body.dataset.ready = "1";
     } catch (e) { setStats("Error: " + e.message); }
     // The model states change under the page (loads from elsewhere, keep-alive unloads).
