@@ -67,6 +67,13 @@ func TestMediaSuite(t *testing.T) {
 		if len(row.A) != 2 || len(row.B) != 2 || row.AMedian <= 0 || row.BMedian <= 0 || row.Ratio <= 0 || (row.Verdict != "PASS" && row.Verdict != "FAIL") {
 			t.Errorf("row %d measured %+v", i, row)
 		}
+		if i == 0 && (len(row.EngineDecode) != 2 || row.EngineDecode[0] <= 0 || row.EngineDecode[1] <= 0 || row.RatioWithDecode <= row.Ratio ||
+			!strings.Contains(row.Note, "llama.cpp's own PNG decode (stb, as llama-server)")) {
+			t.Errorf("row (a) has no engine decode: %v ms, ratio with it %v, note %q", row.EngineDecode, row.RatioWithDecode, row.Note)
+		}
+		if i > 0 && (row.EngineDecode != nil || row.RatioWithDecode != 0) {
+			t.Errorf("row %d has an engine decode: %v", i, row.EngineDecode)
+		}
 		for j := range row.A {
 			if row.A[j] <= 0 || row.B[j] <= 0 {
 				t.Errorf("row %d run %d: %v and %v ms", i, j, row.A[j], row.B[j])

@@ -152,6 +152,8 @@ type Service struct {
 	// decoded media of the requests in flight come to, in bytes (decodedBudget).
 	media     *media.Resolver
 	mediaHeld atomic.Int64
+	// mediaCache keeps recently decoded media, so a re-sent image is not decoded again.
+	mediaCache *mediaCache
 }
 
 // Wait blocks until every generation request has been recorded, or ctx ends.
@@ -178,7 +180,7 @@ func New(cfg Config, st *store.Store, fixed ...*Model) *Service {
 			m.Template, _ = chat.Parse("")
 		}
 	}
-	return &Service{cfg: cfg, lib: staticLibrary(fixed), store: st, media: newResolver(cfg)}
+	return &Service{cfg: cfg, lib: staticLibrary(fixed), store: st, media: newResolver(cfg), mediaCache: newMediaCache(mediaCacheBytes, mediaCacheEntries)}
 }
 
 // Config returns the generation defaults.

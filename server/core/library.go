@@ -59,7 +59,7 @@ type catalogLibrary struct {
 // registers; nil pulls nothing).
 func NewCatalog(cfg Config, st *store.Store, mgr *models.Manager, src models.Source) *Service {
 	lib := &catalogLibrary{mgr: mgr, built: map[*models.Entry]*Model{}, scheds: map[string]*workerSched{}}
-	s := &Service{cfg: cfg, store: st, lib: lib, mgr: mgr, source: src, media: newResolver(cfg)}
+	s := &Service{cfg: cfg, store: st, lib: lib, mgr: mgr, source: src, media: newResolver(cfg), mediaCache: newMediaCache(mediaCacheBytes, mediaCacheEntries)}
 	lib.settle = func(id string) { s.settle(context.Background(), id) }
 	s.handOverSettings(context.Background())
 	return s

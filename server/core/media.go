@@ -117,7 +117,7 @@ func (s *Service) withMedia(ctx context.Context, m *Model, req *ChatRequest, msg
 				// A dialect's bug, not the client's: offsets come from the parts' order.
 				return nil, nil, nil, refuseMedia(p.Where, false, "%s sits at byte %d of a %d-byte message, out of order", partName(p), p.At, len(msg.Content))
 			}
-			md, err := s.media.Resolve(ctx, p)
+			md, err := s.resolveMedia(ctx, p)
 			if err != nil {
 				return nil, nil, nil, &MediaError{Where: p.Where, Err: err}
 			}
