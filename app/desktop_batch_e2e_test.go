@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -101,19 +102,24 @@ func TestDesktopStopCutsARunningReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	pieces := make(chan struct{}, 1)
-	replied := make(chan error, 1)
+	replied, stopped := make(chan error, 1), make(chan struct{})
 	go func() {
-		// A long reply read slowly: it outlasts Stop's second by far.
+		// A long reply whose reader holds its first piece until Stop has returned (or 5 s have
+		// passed, should Stop wait for it): it outlasts Stop's second however fast the model
+		// is (a fast one's later pieces merge into one event, so a slow reader alone does not).
 		req := &core.ChatRequest{ID: "slow", Endpoint: "playground", Stream: true, Model: assets.BundledModelID,
 			Messages:   []chat.Message{{Role: "user", Content: "Once upon a time"}},
 			Generation: llm.Request{MaxTokens: 400, IgnoreEOS: true}}
+		var once sync.Once
 		_, err := a.svc.Chat(context.Background(), req, func(_ int, ev llm.Event) error {
 			if ev.Text != "" {
-				select {
-				case pieces <- struct{}{}:
-				default:
-				}
-				time.Sleep(50 * time.Millisecond)
+				once.Do(func() {
+					pieces <- struct{}{}
+					select {
+					case <-stopped:
+					case <-time.After(5 * time.Second):
+					}
+				})
 			}
 			return nil
 		})
@@ -126,7 +132,9 @@ func TestDesktopStopCutsARunningReply(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the reply never started")
 	}
-	if err := c.StopServer(); err != nil {
+	err = c.StopServer()
+	close(stopped)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if st := a.Manager().Status(e).State; st != models.StateUnloaded {
