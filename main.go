@@ -5,6 +5,11 @@ import (
 	"os"
 
 	"github.com/superfluid/superfluid/app"
+	// Before fyne's package init reads the locale (see the package doc); Restore undoes it.
+	"github.com/superfluid/superfluid/app/quietlocale"
 )
 
-func main() { os.Exit(app.Main(os.Args, os.Stdout, os.Stderr)) }
+func main() {
+	quietlocale.Restore()
+	os.Exit(app.Main(os.Args, os.Stdout, os.Stderr))
+}
