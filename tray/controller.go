@@ -226,4 +226,12 @@ type Controller interface {
 	Subscribe() (<-chan Event, func())
 	// TeamController is team mode's lanes and bookings (team.go).
 	TeamController
+	// DiscoverController is the Discover tab's Hub search (discover.go).
+	DiscoverController
+	// ChatController is the playground's context meter and conversation tools (chat.go).
+	ChatController
+	// DesktopController is the tray host and start at login (desktop.go).
+	DesktopController
+	// FirstRunController is the welcome screen's facts and choices (firstrun.go).
+	FirstRunController
 }
