@@ -11,6 +11,7 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/llamacpp"
 	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/server/core"
 )
 
 // The media suite: images and audio in the prompt through the HTTP API next to the engine
@@ -274,7 +275,7 @@ func transcriptionRow(model, projector string, seconds float64, o Options) (medi
 		return row, err
 	}
 	defer stop()
-	prompt, addSpecial, err := enginePrompt(model, transcribePrompt, 1)
+	prompt, addSpecial, err := enginePrompt(model, core.TranscribeInstruction(false, "", ""), 1)
 	if err != nil {
 		return row, err
 	}

@@ -158,10 +158,6 @@ func contentHash(b []byte) string {
 // benchMarker stands where the media go in the engine's prompt (the server picks its own).
 const benchMarker = "<__media_bench0123456789__>"
 
-// transcribePrompt is the instruction the server's transcription (server/core, transcribe.go)
-// puts after the clip when the request names no language and no prompt.
-const transcribePrompt = "Transcribe the audio exactly.\nReply with the text only."
-
 // enginePrompt renders one user turn, the media first and then text, through the model's chat
 // template as the server renders it (core.DescribeModel reads the template and special
 // tokens), with the engine's marker where the media go. It reports whether the tokenizer

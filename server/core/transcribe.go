@@ -182,26 +182,32 @@ func windowsDone(sum, d llm.Done) llm.Done {
 	return sum
 }
 
-// windowRequest is the chat turn that transcribes one window (pcm: little-endian float32
-// samples at llm.AudioSampleRate): the clip, then the instruction.
-func windowRequest(req *TranscribeRequest, model string, pcm []byte) *ChatRequest {
+// TranscribeInstruction is the text a transcription (or, with translate, a translation) puts
+// after the clip; the media bench renders the same turn.
+func TranscribeInstruction(translate bool, language, prompt string) string {
 	var lines []string
-	if req.Translate {
+	if translate {
 		lines = append(lines, "Translate the audio into English.")
 	} else {
 		lines = append(lines, "Transcribe the audio exactly.")
 	}
-	if req.Language != "" {
-		lines = append(lines, "The speech is in "+languageName(req.Language)+".")
+	if language != "" {
+		lines = append(lines, "The speech is in "+languageName(language)+".")
 	}
-	if req.Prompt != "" {
-		lines = append(lines, "Context (what comes before it, and how to spell its names): "+req.Prompt)
+	if prompt != "" {
+		lines = append(lines, "Context (what comes before it, and how to spell its names): "+prompt)
 	}
 	lines = append(lines, "Reply with the text only.")
+	return strings.Join(lines, "\n")
+}
+
+// windowRequest is the chat turn that transcribes one window (pcm: little-endian float32
+// samples at llm.AudioSampleRate): the clip, then the instruction.
+func windowRequest(req *TranscribeRequest, model string, pcm []byte) *ChatRequest {
 	part := llm.MediaPart{At: 0, Kind: llm.MediaAudio, MIME: "audio/wav", Data: floatWAV(pcm), Where: "file"}
 	creq := &ChatRequest{
 		ID: req.ID, Endpoint: req.Endpoint, Stream: req.Stream, Model: model,
-		Messages: []chat.Message{{Role: "user", Content: strings.Join(lines, "\n"), Media: []llm.MediaPart{part}}},
+		Messages: []chat.Message{{Role: "user", Content: TranscribeInstruction(req.Translate, req.Language, req.Prompt), Media: []llm.MediaPart{part}}},
 	}
 	temp := 0.0
 	if req.Temperature != nil {
