@@ -79,13 +79,16 @@ if [ -z "$depends" ]; then
   exit 1
 fi
 
+# Installed-Size as dpkg-gencontrol counts it: each file's KiB rounded up, 1 for each directory.
+installed_kib=$(find "$root/usr" \( -type f -printf '%s\n' \) -o \( -type d -printf '1024\n' \) \
+  | awk '{ kib += int(($1 + 1023) / 1024) } END { print kib }')
 mkdir -p "$root/DEBIAN"
 cat > "$root/DEBIAN/control" <<CONTROL
 Package: $name
 Version: $version
 Architecture: $arch
 Maintainer: $maintainer
-Installed-Size: $(du -k -s --apparent-size "$root/usr" | cut -f1)
+Installed-Size: $installed_kib
 Depends: $depends
 Section: devel
 Priority: optional
