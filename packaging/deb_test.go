@@ -59,12 +59,49 @@ func TestDebPackage(t *testing.T) {
 	checkInstalledDesktop(t, filepath.Join(unpacked, "usr/share/applications/io.superfluid.app.desktop"))
 	checkInstalledMetainfo(t, filepath.Join(unpacked, "usr/share/metainfo/io.superfluid.app.metainfo.xml"), version)
 
+	checkInstallRemove(t, deb)
+
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	help, err := exec.CommandContext(ctx, filepath.Join(unpacked, "usr/bin/superfluid"), "--help").CombinedOutput()
 	if err != nil || !strings.Contains(string(help), "superfluid [command]") {
 		t.Errorf("unpacked usr/bin/superfluid --help: %v\n%s", err, help)
 	}
+}
+
+// checkInstallRemove installs the package with dpkg into an empty root of its own (--root: this
+// machine's packages are not touched; --force-depends, since that root has no libc6) and removes
+// it again, which must leave no file behind: what dpkg -i and dpkg -r do on a user's machine.
+func checkInstallRemove(t *testing.T, deb string) {
+	t.Helper()
+	r := t.TempDir()
+	for _, d := range []string{"info", "updates", "triggers"} {
+		if err := os.MkdirAll(filepath.Join(r, "var/lib/dpkg", d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"status", "available"} {
+		if err := os.WriteFile(filepath.Join(r, "var/lib/dpkg", f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dpkg := func(args ...string) string {
+		return run(t, "dpkg", append([]string{"--root=" + r, "--force-depends", "--force-script-chrootless", "--log=/dev/null"}, args...)...)
+	}
+	dpkg("--install", deb)
+	if status := dpkg("--status", "superfluid"); !strings.Contains(status, "Status: install ok installed") {
+		t.Errorf("dpkg --status after --install:\n%s", status)
+	}
+	if _, err := os.Stat(filepath.Join(r, "usr/share/metainfo/io.superfluid.app.metainfo.xml")); err != nil {
+		t.Errorf("after dpkg --install: %v", err)
+	}
+	dpkg("--remove", "superfluid")
+	filepath.WalkDir(filepath.Join(r, "usr"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			t.Errorf("dpkg --remove left %s", path)
+		}
+		return nil
+	})
 }
 
 func checkControl(t *testing.T, deb, version, arch, unpacked string) {
