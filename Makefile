@@ -141,7 +141,7 @@ bench-peers: build peers
 
 # screenshots: the real app under Xvfb, each tab written to docs/screenshots/; then the web
 # pages (team mode) in headless Chromium, docs/screenshots/web-*.png (app/web_pages_e2e_test.go).
-screenshots: build browser
+screenshots: build browser packaging-tools
 	$(GO) build -o bin/fakehub ./scripts/fakehub
 	$(GO) build -o bin/fakeproj ./scripts/fakeproj
 	bash scripts/screenshots.sh
