@@ -46,23 +46,21 @@ desktop-file-validate "$root/usr/share/applications/$id.desktop"
 appstreamcli validate --no-net --pedantic "$root/usr/share/metainfo/$id.metainfo.xml" >/dev/null \
   || { appstreamcli validate --no-net --pedantic "$root/usr/share/metainfo/$id.metainfo.xml"; exit 1; }
 
+# Plain text, not the machine-readable format: its Files stanzas describe source trees, and one
+# binary holds code under several licenses.
 {
   cat <<COPYRIGHT
-Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
-Upstream-Name: superfluid
-Source: https://github.com/superfluid/superfluid
+superfluid, from https://github.com/superfluid/superfluid
 
-Files: *
-Copyright: the superfluid developers
-License: LicenseRef-proprietary
- The superfluid repository declares no license yet. The binary links llama.cpp (MIT, through
- github.com/ollama/ollama, MIT) and Go modules under their own licenses (go.mod lists them).
+The superfluid repository declares no license for its own code yet (so the AppStream
+metainfo says LicenseRef-proprietary). The binary also holds, under their own licenses:
 
-Files: usr/bin/superfluid (the bundled model, stories260K)
-Copyright: 2023 Andrej Karpathy
-License: MIT
+- llama.cpp and ggml (MIT), through github.com/ollama/ollama (MIT);
+- the Go modules listed in the repository's go.mod, each under its own license;
+- the bundled model stories260K, whose notice follows.
+
 COPYRIGHT
-  sed -n '/^MIT License/,$p' assets/BUNDLED-MODEL-LICENSE | sed -e 's/^$/./' -e 's/^/ /'
+  sed -n '/^MIT License/,$p' assets/BUNDLED-MODEL-LICENSE
 } > "$root/usr/share/doc/$name/copyright"
 epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
 printf '%s (%s) unstable; urgency=medium\n\n  * Built from the superfluid repository by packaging/deb.sh.\n\n -- %s  %s\n' \
