@@ -66,6 +66,8 @@ epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
 printf '%s (%s) unstable; urgency=medium\n\n  * Built from the superfluid repository by packaging/deb.sh.\n\n -- %s  %s\n' \
   "$name" "$version" "$maintainer" "$(date -R -d "@$epoch")" \
   | gzip -9n > "$root/usr/share/doc/$name/changelog.gz"
+mkdir -p "$root/usr/share/man/man1"
+SOURCE_DATE_EPOCH=$epoch bash packaging/manpage.sh "$bin" "$version" | gzip -9n > "$root/usr/share/man/man1/$name.1.gz"
 find "$root" -type d -exec chmod 0755 {} + && find "$root" -type f ! -path "*/usr/bin/*" -exec chmod 0644 {} +
 
 # dpkg-shlibdeps wants to run inside a source tree: a debian/control with a Source line is enough.

@@ -2,9 +2,11 @@ package packaging
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/xml"
 	"image/png"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -60,12 +62,37 @@ func TestDebPackage(t *testing.T) {
 	checkInstalledMetainfo(t, filepath.Join(unpacked, "usr/share/metainfo/io.superfluid.app.metainfo.xml"), version)
 
 	checkInstallRemove(t, deb)
+	checkManPage(t, filepath.Join(unpacked, "usr/share/man/man1/superfluid.1.gz"))
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	help, err := exec.CommandContext(ctx, filepath.Join(unpacked, "usr/bin/superfluid"), "--help").CombinedOutput()
 	if err != nil || !strings.Contains(string(help), "superfluid [command]") {
 		t.Errorf("unpacked usr/bin/superfluid --help: %v\n%s", err, help)
+	}
+}
+
+// checkManPage checks superfluid(1), which manpage.sh writes from the binary's --help: a man
+// page header, the flags, and defaults that name "~", not the build machine's home.
+func checkManPage(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	page, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	for _, want := range []string{".TH SUPERFLUID 1 ", ".SH NAME\nsuperfluid \\- ", ".SH FLAGS", "\\fB\\-\\-port int\\fR", `"~/.local/share/superfluid"`} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("superfluid.1 lacks %q:\n%s", want, page)
+		}
 	}
 }
 
@@ -155,6 +182,7 @@ func checkFiles(t *testing.T, unpacked string) {
 		"usr/share/doc/superfluid/changelog.gz",
 		"usr/share/doc/superfluid/copyright",
 		"usr/share/icons/hicolor/scalable/apps/io.superfluid.app.svg",
+		"usr/share/man/man1/superfluid.1.gz",
 		"usr/share/metainfo/io.superfluid.app.metainfo.xml",
 	}
 	for _, s := range hicolorSizes {

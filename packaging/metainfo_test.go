@@ -101,7 +101,7 @@ func TestMetainfoValidates(t *testing.T) {
 func TestDebRefusesStaleMetainfo(t *testing.T) {
 	requireTools(t, "dpkg-deb", "dpkg-shlibdeps", "appstreamcli", "desktop-file-validate", "rsvg-convert", "strip")
 	dir := t.TempDir()
-	for _, f := range []string{"packaging/deb.sh", "packaging/icons.sh", "packaging/superfluid.desktop",
+	for _, f := range []string{"packaging/deb.sh", "packaging/icons.sh", "packaging/manpage.sh", "packaging/superfluid.desktop",
 		"packaging/io.superfluid.app.metainfo.xml", "assets/icon.svg", "assets/BUNDLED-MODEL-LICENSE", "FyneApp.toml"} {
 		b, err := os.ReadFile(filepath.Join(root, f))
 		if err != nil {
