@@ -63,7 +63,7 @@ OLLAMA_VERSION := $(shell $(GO) list -m -f '{{.Version}}' github.com/ollama/olla
 PEERS_DIR      := $(HOME)/.cache/superfluid/peers/ollama-$(OLLAMA_VERSION)
 export SUPERFLUID_OLLAMA ?= $(PEERS_DIR)/ollama
 
-.PHONY: all setup agents peers browser build portable run test test-short gotest fuzz bench screenshots package clean
+.PHONY: all setup agents peers browser packaging-tools build portable run test test-short gotest fuzz bench screenshots package clean
 all: build
 
 setup:
@@ -95,9 +95,15 @@ peers: setup
 browser:
 	@bash scripts/browser/install.sh
 
+# packaging-tools: install the Debian tools make package and packaging/'s tests use (dpkg-dev,
+# librsvg2-bin, appstream, desktop-file-utils, lintian; a no-op when installed; never fails:
+# without apt the tests skip).
+packaging-tools:
+	@bash scripts/packaging/install.sh
+
 # test: gofmt, vet and every test; bin/superfluid is built first, for the tests that start it as a
 # real process (runtime/supervise runs it as a supervised `command` engine).
-test: setup agents peers browser build
+test: setup agents peers browser packaging-tools build
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "not gofmt-formatted: $$unformatted"; exit 1; fi
 	$(GO) vet $(GOFLAGS_BUILD) ./...
@@ -135,14 +141,18 @@ bench-peers: build peers
 
 # screenshots: the real app under Xvfb, each tab written to docs/screenshots/; then the web
 # pages (team mode) in headless Chromium, docs/screenshots/web-*.png (app/web_pages_e2e_test.go).
-screenshots: build browser
+screenshots: build browser packaging-tools
 	$(GO) build -o bin/fakehub ./scripts/fakehub
 	$(GO) build -o bin/fakeproj ./scripts/fakeproj
 	bash scripts/screenshots.sh
 	SUPERFLUID_SCREENSHOTS=1 $(GO) test $(GOFLAGS_BUILD) -count=1 -run 'TestWebPagesE2E|TestWebPlaygroundInChromium' ./app
 
-# package: the Linux bundle of the binary `make build` made, written by fyne package (fyne.io/tools,
-# pinned below) from FyneApp.toml: dist/superfluid-VERSION-linux-ARCH-TARGET.tar.xz holding
+# package: the Linux packages of the binary `make build` made. First a .deb,
+# dist/superfluid_VERSION_ARCH.deb, staged and packed by packaging/deb.sh (icons rendered from
+# assets/icon.svg, the AppStream metainfo and .desktop file validated; Depends from
+# dpkg-shlibdeps), then checked by lintian, which fails the target on an error (no AppImage:
+# appimagetool is not in Debian). Then a tarball written by fyne package (fyne.io/tools, pinned
+# below) from FyneApp.toml: dist/superfluid-VERSION-linux-ARCH-TARGET.tar.xz holding
 # usr/local/bin/superfluid, usr/local/share/applications/io.superfluid.app.desktop, the icon in
 # usr/local/share/pixmaps and a Makefile (make user-install, sudo make install). fyne package gets
 # the built binary (--executable): its own go build appends -O2 -g and hardening flags to
@@ -160,7 +170,10 @@ BUNDLE      = dist/superfluid-$(APP_VERSION)-linux-$(shell $(GO) env GOARCH)-$(T
 $(FYNE):
 	GOBIN=$(CURDIR)/$(dir $(FYNE)) $(GO) install fyne.io/tools/cmd/fyne@$(FYNE_TOOLS_VERSION)
 
-package: build $(FYNE)
+package: build $(FYNE) packaging-tools
+	deb=$$(bash packaging/deb.sh bin/superfluid dist) && dpkg-deb --info "$$deb" && ls -l "$$deb" \
+	  && if command -v lintian >/dev/null; then lintian --fail-on error --tag-display-limit 0 "$$deb"; \
+	     else echo "package: lintian is not installed; the .deb was not linted"; fi
 	rm -rf dist/.stage && mkdir -p dist/.stage
 	cp FyneApp.toml main.go dist/.stage/ && cp --parents $(APP_ICON) dist/.stage/
 	cd dist && $(CURDIR)/$(FYNE) package --os linux --src .stage --executable $(CURDIR)/bin/superfluid

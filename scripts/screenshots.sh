@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 if [ -z "${SCREENSHOTS_INNER:-}" ]; then
   missing=()
-  for p in xvfb xauth dbus imagemagick xdotool xclip curl; do
+  for p in xvfb xauth dbus imagemagick xdotool xclip curl rofi; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if ((${#missing[@]})); then
@@ -83,6 +83,10 @@ attach_screenshots
 # Team mode (superfluid --team): the Server tab's Lanes and Bookings (scripts/screenshots_team.sh).
 source scripts/screenshots_team.sh
 team_screenshots
+
+# The .deb as a desktop sees it: its launcher entry and icons (scripts/screenshots_package.sh).
+source scripts/screenshots_package.sh
+package_screenshots
 
 # No session D-Bus (so no tray host): the app still runs and quits cleanly.
 env -u DBUS_SESSION_BUS_ADDRESS bin/superfluid --port "$port" --data-dir "$work/data" > "$work/nodbus.log" 2>&1 &
