@@ -93,7 +93,11 @@ func runDesktop(cmd *cobra.Command, cfg Config, hidden bool) error {
 	}
 	if !hidden {
 		app.Show("models")
+		if c.FirstRun() {
+			app.ShowWelcome()
+		}
 	}
+	c.ResumePulls() // the downloads running when the app last quit; the Models tab shows them
 	go func() {
 		<-ctx.Done()
 		fyne.Do(app.Quit)

@@ -57,12 +57,6 @@ func (c *Controller) Delete(id string) error {
 	return err
 }
 
-func (c *Controller) Pull(ctx context.Context, reference string) error {
-	_, err := c.svc.PullModel(ctx, reference, nil)
-	c.publish(tray.Event{Kind: tray.EventModels})
-	return err
-}
-
 // Settings returns a model's own settings in the dialog's terms.
 func (c *Controller) Settings(id string) (tray.ModelSettings, error) {
 	e, err := c.mgr.Catalog().Lookup(id)
