@@ -97,7 +97,7 @@ func runDesktop(cmd *cobra.Command, cfg Config, hidden bool) error {
 			app.ShowWelcome()
 		}
 	}
-	c.ResumePulls() // the downloads running when the app last quit; the Models tab shows them
+	app.ResumePulls() // the downloads running when the app last quit, on the Models tab
 	go func() {
 		<-ctx.Done()
 		fyne.Do(app.Quit)

@@ -16,6 +16,7 @@ type fakeFirstRun struct {
 	suggestErr error
 	moveErr    error    // MoveModels fails with it (after half the progress)
 	moved      []string // the folders MoveModels was asked for
+	pending    []string // PendingPulls: downloads left running at the last quit
 }
 
 func newFakeFirstRun() *fakeFirstRun {
@@ -83,3 +84,10 @@ func (f *fakeController) Suggestion(ctx context.Context) (Suggestion, error) {
 }
 
 var errFakeFull = errors.New("the disk holding /mnt/small is full; free some space or choose another folder")
+
+func (f *fakeController) PendingPulls() []string {
+	r := f.firstRun()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.pending...)
+}

@@ -31,4 +31,7 @@ type FirstRunController interface {
 	// Suggestion is the first download that fits this machine, or a Note saying why there is
 	// none; an error only when it cannot tell at all.
 	Suggestion(ctx context.Context) (Suggestion, error)
+	// PendingPulls names the downloads that were running when the app last quit; the app
+	// starts each again with Pull, which resumes its partial file.
+	PendingPulls() []string
 }

@@ -136,3 +136,26 @@ func TestWelcomeDontShowAgain(t *testing.T) {
 		t.Fatal("Don't show again: still a first run or still open")
 	}
 }
+
+// TestResumePulls: the downloads left running at the last quit start again, one after
+// another, on the Models tab with its progress bar.
+func TestResumePulls(t *testing.T) {
+	app, f := newTestApp(t)
+	first := newFakeFirstRun()
+	first.pending = []string{"hf.co/a/one-GGUF:Q4_K_M", "hf.co/b/two-GGUF:Q8_0"}
+	f.first = first
+	ui(app, app.ResumePulls)
+	if !strings.HasPrefix(app.models.progress.Text, "Resuming hf.co/a/one-GGUF:Q4_K_M") || !app.models.bar.Visible() {
+		t.Fatalf("first resume: %q", app.models.progress.Text)
+	}
+	eventually(t, app, "both downloads finish", func() bool {
+		return app.models.progress.Text == "Downloaded hf.co/b/two-GGUF:Q8_0."
+	})
+	ids := map[string]bool{}
+	for _, m := range f.Models() {
+		ids[m.ID] = true
+	}
+	if f.pulls != 2 || !ids["hf.co/a/one-GGUF:Q4_K_M"] || !ids["hf.co/b/two-GGUF:Q8_0"] {
+		t.Fatalf("%d pulls, models %v", f.pulls, ids)
+	}
+}

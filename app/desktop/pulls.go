@@ -114,25 +114,17 @@ func (c *Controller) isClosed() bool {
 	}
 }
 
-// ResumePulls starts again, in the background, every download the app was running when it
-// last quit (the source resumes each partial file); the Models tab shows their progress. It
-// returns the references it resumed.
-func (c *Controller) ResumePulls() []string {
+// PendingPulls names the downloads the app was running when it last quit, oldest first; the
+// window starts each again (Pull), and the source resumes its partial file.
+func (c *Controller) PendingPulls() []string {
 	pending, err := c.d.Store.PendingPulls(context.Background())
 	if err != nil {
 		slog.Warn("the unfinished downloads cannot be resumed", "err", err)
 		return nil
 	}
-	var refs []string
+	refs := make([]string, 0, len(pending))
 	for _, p := range pending {
-		ref := p.Reference
-		refs = append(refs, ref)
-		go func() {
-			if err := c.Pull(context.Background(), ref); err != nil && !c.isClosed() {
-				slog.Warn("a resumed download failed", "reference", ref, "err", err)
-				c.publish(tray.Event{Kind: tray.EventPull, Model: ref, Status: "failed: " + err.Error()})
-			}
-		}()
+		refs = append(refs, p.Reference)
 	}
 	return refs
 }
