@@ -96,17 +96,9 @@ func (c *Controller) Suggestion(ctx context.Context) (tray.Suggestion, error) {
 			continue
 		}
 		answers++
-		var pick *HubQuant
-		for i, q := range quants {
+		pick := pickQuant(quants)
+		for _, q := range quants {
 			free = max(free, q.Free)
-			if !roomy(q) {
-				continue
-			}
-			if q.Best || pick == nil || (!pick.Best && q.Size > pick.Size) {
-				if pick == nil || !pick.Best {
-					pick = &quants[i]
-				}
-			}
 		}
 		if pick != nil {
 			best = tray.Suggestion{Reference: pick.Reference, Name: s.name, Quant: pick.Quant, Size: pick.Size, Need: pick.Need, Free: pick.Free}
@@ -121,6 +113,22 @@ func (c *Controller) Suggestion(ctx context.Context) (tray.Suggestion, error) {
 		return tray.Suggestion{}, errors.New("no model to suggest")
 	}
 	return tray.Suggestion{Note: fmt.Sprintf("None of the small models suggested here fits in the %s of memory free now with room to spare; the bundled model runs anyway.", bytesText(free))}, nil
+}
+
+// pickQuant is the quantization the Hub search preselected when it is roomy, else the largest
+// roomy one; nil when none is.
+func pickQuant(quants []HubQuant) *HubQuant {
+	var pick *HubQuant
+	for i, q := range quants {
+		switch {
+		case !roomy(q):
+		case q.Best:
+			return &quants[i]
+		case pick == nil || q.Size > pick.Size:
+			pick = &quants[i]
+		}
+	}
+	return pick
 }
 
 // shortErr is an error's last part (a dial error's reason, not its whole URL chain).
