@@ -90,7 +90,7 @@ func TestWelcomeMoveModels(t *testing.T) {
 	v.pickDir = func(onPicked func(string)) { onPicked("/mnt/small") }
 	ui(app, func() { test.Tap(v.change) })
 	eventually(t, app, "the failed move is shown", func() bool { return !v.change.Disabled() && v.moveNote.Text != "" })
-	if !strings.Contains(v.moveNote.Text, "Not moved: the disk holding /mnt/small is full") || v.dir.Text != old || v.moveBar.Visible() {
+	if !strings.Contains(v.moveNote.Text, "Not moved: the disk holding /mnt/small is full") || v.dir.Text != old || v.moveBar.Visible() || !v.moveNote.Visible() {
 		t.Fatalf("failed move: note %q, dir %q", v.moveNote.Text, v.dir.Text)
 	}
 

@@ -80,6 +80,7 @@ func newWelcomeView(t *App) *welcomeView {
 	v.moveBar.Hide()
 	v.moveNote = widget.NewLabel("")
 	v.moveNote.Wrapping = fyne.TextWrapWord
+	v.moveNote.Hide() // shown with the move's outcome
 	v.pickDir = func(onPicked func(string)) {
 		d := dialog.NewFolderOpen(func(u fyne.ListableURI, err error) {
 			if err == nil && u != nil {
@@ -195,6 +196,7 @@ func (v *welcomeView) move(dir string) {
 	v.moveBar.SetValue(0)
 	v.moveBar.Show()
 	v.moveNote.SetText("Moving the models to " + dir + " …")
+	v.moveNote.Show()
 	go func() {
 		err := v.app.c.MoveModels(context.Background(), dir, func(done, total int64) {
 			if total > 0 {
