@@ -12,7 +12,8 @@ firstrun_screenshots() {
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/health" > /dev/null && break; sleep 0.2; done
   sleep 3                          # the suggestion's look-up
   shot welcome
-  click "${WELCOME_DONT_SHOW_X:-359}" "${WELCOME_DONT_SHOW_Y:-550}" 1  # Don't show again
+  click "${WELCOME_DONT_SHOW_X:-359}" "${WELCOME_DONT_SHOW_Y:-531}" 1  # Don't show again
+  [ -z "${WELCOME_DEBUG:-}" ] || shot welcome-after
   kill -TERM "$app_pid"
   local code=0
   wait "$app_pid" || code=$?
