@@ -93,7 +93,9 @@ func (c *Controller) MoveModels(ctx context.Context, dir string, progress func(d
 	if err := c.d.Store.SetAppSetting(context.Background(), SettingModelsDir, dir); err != nil {
 		return fmt.Errorf("the models are in %s, but it could not be saved as the models folder: %w", dir, err)
 	}
-	c.mgr.Catalog().SetDir(dir)
+	if err := c.svc.SetModelsDir(dir); err != nil {
+		return err
+	}
 	progress(total, total)
 	c.publish(tray.Event{Kind: tray.EventModels})
 	return nil
@@ -223,7 +225,7 @@ func (c *Controller) relocate(ctx context.Context, g moveGroup, to func(string) 
 		if moved[proj] {
 			proj = to(proj)
 		}
-		if err := cat.Relocate(ctx, id, to(e.Path), proj); err != nil {
+		if err := c.svc.RelocateModel(ctx, id, to(e.Path), proj); err != nil {
 			return err
 		}
 	}
