@@ -3,7 +3,9 @@ package desktop_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -271,4 +273,41 @@ func mustCatalog(t *testing.T) *servertest.Catalog {
 	cat := servertest.NewCatalog(t, models.Config{})
 	cat.AddModel(t, "x", gguftest.TinyLlamaOptions{Seed: 1})
 	return cat
+}
+
+// TestMoveModelsToAFullTmpfs: a real small disk (a tmpfs with room for one model and a half,
+// where the test may mount one): the move copies the first model, the disk fills during the
+// second, and the message says so; the second model still loads from where it was.
+func TestMoveModelsToAFullTmpfs(t *testing.T) {
+	c, cat, ids := withPulled(t)
+	size := entry(t, cat, ids[0]).Size
+	dir := filepath.Join(t.TempDir(), "small")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	room := (size + size/2 + 4095) / 4096 * 4096
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", room), "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("no tmpfs can be mounted here (%v: %s); TestMoveModelsInterrupted injects the full disk instead", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	old := c.ModelsDir()
+	err := c.MoveModels(context.Background(), dir, nil)
+	if err == nil || !strings.Contains(err.Error(), "moved 1 of 2 models") || !strings.Contains(err.Error(), "is full; free some space or choose another folder") {
+		t.Fatalf("got %v", err)
+	}
+	if e := entry(t, cat, ids[1]); !strings.HasPrefix(e.Path, old) || e.Err != nil {
+		t.Fatalf("the model that did not fit: %+v", e)
+	}
+	if e := entry(t, cat, ids[0]); !strings.HasPrefix(e.Path, dir) || e.Err != nil {
+		t.Fatalf("the model that fit: %+v", e)
+	}
+	for _, id := range ids {
+		if err := c.Load(id); err != nil {
+			t.Fatalf("load %s: %v", id, err)
+		}
+		c.Unload(id)
+	}
+	if c.ModelsDir() != old {
+		t.Fatalf("models dir %s", c.ModelsDir())
+	}
 }
