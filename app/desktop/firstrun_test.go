@@ -311,3 +311,38 @@ func TestMoveModelsToAFullTmpfs(t *testing.T) {
 		t.Fatalf("models dir %s", c.ModelsDir())
 	}
 }
+
+// TestMoveModelsBlocksLoadsAndPulls: while a move copies, a Load and a Pull are refused with
+// a reason (a file may be half-way to the new folder); after it, both work again.
+func TestMoveModelsBlocksLoadsAndPulls(t *testing.T) {
+	c, cat, ids := withPulled(t)
+	copying, release := make(chan struct{}), make(chan struct{})
+	var once bool
+	desktop.SetMoveHooks(c, func(string, string) error { return &os.LinkError{Op: "rename", Err: syscall.EXDEV} },
+		func(name string) (desktop.MoveFile, error) {
+			if !once {
+				once = true
+				close(copying)
+				<-release
+			}
+			return os.Create(name)
+		})
+	done := make(chan error, 1)
+	go func() { done <- c.MoveModels(context.Background(), filepath.Join(t.TempDir(), "new"), nil) }()
+	<-copying
+	lerr := c.Load(ids[1])
+	perr := c.Pull(context.Background(), "hf.co/owner/one:Q8_0")
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if lerr == nil || !strings.Contains(lerr.Error(), "the models folder is being moved; load the model once the move is done") {
+		t.Fatalf("load during the move: %v", lerr)
+	}
+	if perr == nil || !strings.Contains(perr.Error(), "the models folder is being moved; download again once the move is done") {
+		t.Fatalf("pull during the move: %v", perr)
+	}
+	if err := c.Load(ids[1]); err != nil || !strings.HasPrefix(entry(t, cat, ids[1]).Path, c.ModelsDir()) {
+		t.Fatalf("load after the move: %v", err)
+	}
+}

@@ -41,6 +41,9 @@ func (c *Controller) Models() []tray.Model {
 
 // Load loads a model through the core, as POST /v1/models/load does.
 func (c *Controller) Load(id string) error {
+	if err := c.pulls.loadable(); err != nil {
+		return err
+	}
 	_, err := c.svc.LoadModel(context.Background(), id)
 	return err
 }

@@ -62,6 +62,16 @@ func (p *pullTracker) startMove() error {
 	return nil
 }
 
+// loadable says why a model may not load now: its file may be on its way to the new folder.
+func (p *pullTracker) loadable() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.moving {
+		return errors.New("the models folder is being moved; load the model once the move is done")
+	}
+	return nil
+}
+
 func (p *pullTracker) endMove() {
 	p.mu.Lock()
 	p.moving = false
