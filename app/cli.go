@@ -163,6 +163,7 @@ func libraryFlags(fs *pflag.FlagSet, cfg *Config) {
 	if fs.Lookup("data-dir") == nil {
 		fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "where the server keeps its data")
 	}
+	fs.StringVar(&cfg.ModelsDir, "models-dir", cfg.ModelsDir, "where models are stored (default: the folder the desktop app moved them to, else DATA-DIR/models)")
 	fs.StringVar(&cfg.HFEndpoint, "hf-endpoint", cfg.HFEndpoint, "Hugging Face base URL ($HF_ENDPOINT); the token comes from $HF_TOKEN and is sent only to this host")
 }
 

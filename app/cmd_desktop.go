@@ -93,7 +93,11 @@ func runDesktop(cmd *cobra.Command, cfg Config, hidden bool) error {
 	}
 	if !hidden {
 		app.Show("models")
+		if c.FirstRun() {
+			app.ShowWelcome()
+		}
 	}
+	app.ResumePulls() // the downloads running when the app last quit, on the Models tab
 	go func() {
 		<-ctx.Done()
 		fyne.Do(app.Quit)

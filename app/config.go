@@ -60,6 +60,9 @@ type Config struct {
 	CompletionDeadline time.Duration
 	// DataDir holds everything the server writes (the database, later files and caches).
 	DataDir string
+	// ModelsDir is the models folder (--models-dir); "" is the one the desktop app moved the
+	// models to (a setting in the store), else <DataDir>/models.
+	ModelsDir string
 	// RecordsDays is how many days request records are kept (--records-days); older ones are
 	// pruned in the background. 0 keeps them forever.
 	RecordsDays int

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/superfluid/superfluid/app/desktop"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/runtime/worker"
 	"github.com/superfluid/superfluid/server/core"
@@ -37,7 +38,7 @@ func openLibrary(cfg Config, mcfg models.Config) (*library, error) {
 		return nil, fmt.Errorf("open the database in %s: %w", cfg.DataDir, err)
 	}
 	ctx := context.Background()
-	cat, err := models.OpenCatalog(ctx, st, modelsDir(cfg.DataDir))
+	cat, err := models.OpenCatalog(ctx, st, chosenModelsDir(ctx, cfg, st))
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -46,6 +47,21 @@ func openLibrary(cfg Config, mcfg models.Config) (*library, error) {
 		slog.Warn("the bundled model could not be registered", "err", err)
 	}
 	return &library{store: st, mgr: models.NewManager(cat, mcfg), sources: catalogSources(cfg, cat)}, nil
+}
+
+// chosenModelsDir is the models folder: --models-dir, else the one the desktop app moved the
+// models to, else <data>/models.
+func chosenModelsDir(ctx context.Context, cfg Config, st *store.Store) string {
+	if cfg.ModelsDir != "" {
+		if abs, err := filepath.Abs(cfg.ModelsDir); err == nil {
+			return abs
+		}
+		return cfg.ModelsDir
+	}
+	if dir, err := st.AppSetting(ctx, desktop.SettingModelsDir); err == nil && dir != "" {
+		return dir
+	}
+	return modelsDir(cfg.DataDir)
 }
 
 // Close closes the manager and the store.

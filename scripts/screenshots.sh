@@ -2,7 +2,7 @@
 # make screenshots: runs the real desktop app (bin/superfluid, no command) under Xvfb inside a
 # D-Bus session, opens each tab, streams a playground reply from the bundled model, starts a
 # download from a local fake Hugging Face Hub (bin/fakehub, paused at 40% so the bar shows mid-way),
-# attaches a picture for a model with a projector (scripts/screenshots_attach.sh), opens team mode's Lanes and Bookings (scripts/screenshots_team.sh), writes PNGs to docs/screenshots/, then quits with SIGTERM and checks the exit code is 0, with and
+# attaches a picture for a model with a projector (scripts/screenshots_attach.sh), opens team mode's Lanes and Bookings (scripts/screenshots_team.sh), the first-run welcome (scripts/screenshots_firstrun.sh), writes PNGs to docs/screenshots/, then quits with SIGTERM and checks the exit code is 0, with and
 # without a session D-Bus.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,6 +45,7 @@ bin/superfluid --port "$port" --data-dir "$work/data" --hf-endpoint "$(head -1 "
 app_pid=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/health" > /dev/null && break; sleep 0.2; done
 sleep 2
+click 359 531 1                  # the welcome of a fresh data dir: Don't show again (screenshots_firstrun.sh)
 
 click 50 50                      # Models
 shot models
@@ -87,6 +88,9 @@ team_screenshots
 # The .deb as a desktop sees it: its launcher entry and icons (scripts/screenshots_package.sh).
 source scripts/screenshots_package.sh
 package_screenshots
+# The welcome on a fresh data dir (scripts/screenshots_firstrun.sh).
+source scripts/screenshots_firstrun.sh
+firstrun_screenshots
 
 # No session D-Bus (so no tray host): the app still runs and quits cleanly.
 env -u DBUS_SESSION_BUS_ADDRESS bin/superfluid --port "$port" --data-dir "$work/data" > "$work/nodbus.log" 2>&1 &

@@ -30,7 +30,8 @@ type App struct {
 	server     *serverView
 	playground *playgroundView
 	keys       *keysView
-	team       *teamViews // the Server tab's Lanes and Bookings in team mode (team_view.go)
+	team       *teamViews   // the Server tab's Lanes and Bookings in team mode (team_view.go)
+	welcome    *welcomeView // the first-run welcome, once opened (welcome_view.go)
 	playTab    *container.TabItem
 	serverTab  *container.TabItem
 	keysTab    *container.TabItem
@@ -96,6 +97,7 @@ func New(a fyne.App, c Controller, icons Icons, onQuit func()) *App {
 	})
 	t.win.SetMainMenu(fyne.NewMainMenu(fyne.NewMenu("superfluid",
 		fyne.NewMenuItem("Copy API URL", t.copyURL),
+		fyne.NewMenuItem("Welcome…", t.ShowWelcome),
 		fyne.NewMenuItemSeparator(),
 		&fyne.MenuItem{Label: "Quit", IsQuit: true, Action: t.Quit},
 	)))

@@ -32,7 +32,8 @@ type fakeController struct {
 	hidden   bool
 	keys     []APIKey // fake_keys_test.go
 	keySeq   int
-	team     *fakeTeam // fake_team_test.go; nil: team mode off
+	team     *fakeTeam     // fake_team_test.go; nil: team mode off
+	first    *fakeFirstRun // fake_firstrun_test.go; nil: welcomed, nothing to suggest
 }
 
 func (f *fakeController) Conversations() []Conversation {

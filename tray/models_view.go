@@ -26,6 +26,7 @@ type modelsView struct {
 	cancel   *widget.Button
 	bar      *widget.ProgressBar
 	progress *widget.Label
+	queued   []string // downloads to resume after the one running (firstrun_resume.go)
 	pulling  context.CancelFunc
 	settings *settingsForm // the open settings dialog's form (tests)
 	started  time.Time
@@ -237,6 +238,7 @@ func (v *modelsView) pullDone(ref string, err error, cancelled bool) {
 		v.ref.SetText("")
 	}
 	v.app.refresh()
+	v.startQueued()
 }
 
 // showProgress draws a download's progress: bytes, speed and time left.

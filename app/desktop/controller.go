@@ -51,6 +51,9 @@ type Deps struct {
 	Runtimes func() []backends.Backend
 	// Team is team mode's lanes and bookings (team.go); nil outside team mode.
 	Team *Team
+	// Quants sizes a Hub repository's quantizations for the welcome's suggestion (firstrun.go);
+	// nil: the welcome suggests nothing.
+	Quants HubQuants
 }
 
 // Controller is what the desktop app drives: the core, its HTTP server (started and stopped
@@ -79,6 +82,8 @@ type Controller struct {
 	stopEvents func()
 	closed     chan struct{} // closed by Close: ends the event relay
 	closeOnce  sync.Once
+	pulls      pullTracker // the downloads running and the move that stops them (pulls.go)
+	move       mover       // the file work of MoveModels (firstrun_move.go)
 }
 
 var _ tray.Controller = (*Controller)(nil)

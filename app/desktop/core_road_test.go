@@ -17,7 +17,7 @@ import (
 func TestChangesGoThroughTheCore(t *testing.T) {
 	readers := map[string]bool{"Catalog": true, "Status": true, "Engine": true, "Budget": true, "Config": true,
 		"Subscribe": true, "Settings": true}
-	catalogReaders := map[string]bool{"List": true, "Lookup": true}
+	catalogReaders := map[string]bool{"List": true, "Lookup": true, "Dir": true}
 	entries, err := os.ReadDir(".")
 	if err != nil {
 		t.Fatal(err)

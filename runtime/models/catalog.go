@@ -117,8 +117,12 @@ func OpenCatalog(ctx context.Context, st RecordStore, dir string) (*Catalog, err
 	return c, nil
 }
 
-// Dir is the models folder.
-func (c *Catalog) Dir() string { return c.dir }
+// Dir is the models folder (SetDir moves it).
+func (c *Catalog) Dir() string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.dir
+}
 
 func describeEntry(r Record) *Entry {
 	e := &Entry{Record: r}
@@ -422,7 +426,7 @@ func (c *Catalog) Remove(ctx context.Context, name string) (*Entry, bool, error)
 
 // owns reports whether path lies inside the models folder.
 func (c *Catalog) owns(path string) bool {
-	rel, err := filepath.Rel(c.dir, path)
+	rel, err := filepath.Rel(c.Dir(), path)
 	return err == nil && rel != "." && !strings.HasPrefix(rel, "..") && !filepath.IsAbs(rel)
 }
 

@@ -1,0 +1,140 @@
+package desktop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/superfluid/superfluid/tray"
+)
+
+// pullTracker is the desktop's downloads: the ones running (a move of the models folder waits
+// for none and refuses while any runs) and whether a move runs (a pull waits for none either).
+type pullTracker struct {
+	mu      sync.Mutex
+	running map[string]int
+	moving  bool
+}
+
+// start registers a pull of ref, or refuses while the models are being moved.
+func (p *pullTracker) start(ref string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.moving {
+		return errors.New("the models folder is being moved; download again once the move is done")
+	}
+	if p.running == nil {
+		p.running = map[string]int{}
+	}
+	p.running[ref]++
+	return nil
+}
+
+func (p *pullTracker) end(ref string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.running[ref]--; p.running[ref] <= 0 {
+		delete(p.running, ref)
+	}
+}
+
+// startMove marks a move, or says which downloads stop it.
+func (p *pullTracker) startMove() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.moving {
+		return errors.New("the models folder is already being moved")
+	}
+	if len(p.running) > 0 {
+		refs := make([]string, 0, len(p.running))
+		for r := range p.running {
+			refs = append(refs, r)
+		}
+		sort.Strings(refs)
+		return fmt.Errorf("the download of %s is running; wait for it to finish or cancel it, then move the models", strings.Join(refs, ", "))
+	}
+	p.moving = true
+	return nil
+}
+
+// loadable says why a model may not load now: its file may be on its way to the new folder.
+func (p *pullTracker) loadable() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.moving {
+		return errors.New("the models folder is being moved; load the model once the move is done")
+	}
+	return nil
+}
+
+func (p *pullTracker) endMove() {
+	p.mu.Lock()
+	p.moving = false
+	p.mu.Unlock()
+}
+
+// Pull downloads reference through the core. It is recorded in the store while it runs, so
+// that quitting the app mid-way resumes it at the next start (ResumePulls); the record goes
+// when the pull ends: done, failed, or cancelled by the user. A pull cut by Close (the app
+// quitting) keeps its record.
+func (c *Controller) Pull(ctx context.Context, reference string) error {
+	if err := c.pulls.start(reference); err != nil {
+		return err
+	}
+	defer c.pulls.end(reference)
+	if err := c.d.Store.AddPendingPull(context.Background(), reference, time.Now()); err != nil {
+		slog.Warn("the download will not resume after a restart", "reference", reference, "err", err)
+	}
+	ctx, stop := c.untilClosed(ctx)
+	defer stop()
+	_, err := c.svc.PullModel(ctx, reference, nil)
+	if !c.isClosed() {
+		if rerr := c.d.Store.RemovePendingPull(context.Background(), reference); rerr != nil {
+			slog.Warn("a finished download is still recorded", "reference", reference, "err", rerr)
+		}
+	}
+	c.publish(tray.Event{Kind: tray.EventModels})
+	return err
+}
+
+// untilClosed is ctx, cancelled too when the controller closes.
+func (c *Controller) untilClosed(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-c.closed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+func (c *Controller) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// PendingPulls names the downloads the app was running when it last quit, oldest first; the
+// window starts each again (Pull), and the source resumes its partial file.
+func (c *Controller) PendingPulls() []string {
+	pending, err := c.d.Store.PendingPulls(context.Background())
+	if err != nil {
+		slog.Warn("the unfinished downloads cannot be resumed", "err", err)
+		return nil
+	}
+	refs := make([]string, 0, len(pending))
+	for _, p := range pending {
+		refs = append(refs, p.Reference)
+	}
+	return refs
+}
