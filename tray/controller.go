@@ -62,6 +62,8 @@ type Message struct {
 	// Reasoning is what a thinking model thought before an assistant turn; shown folded and
 	// saved with the conversation.
 	Reasoning string
+	// ReasoningTokens is how many tokens the reasoning took (0: not known).
+	ReasoningTokens int
 	// ToolCalls are the calls an assistant turn made; ToolCallID names the call a tool turn
 	// answers (chat.go).
 	ToolCalls  []ToolCall

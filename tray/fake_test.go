@@ -33,6 +33,7 @@ type fakeController struct {
 	keys     []APIKey // fake_keys_test.go
 	keySeq   int
 	team     *fakeTeam // fake_team_test.go; nil: team mode off
+	chat     *fakeChat // fake_chat_test.go; nil: a 2048-token window, no counting error
 }
 
 func (f *fakeController) Conversations() []Conversation {
