@@ -22,7 +22,8 @@ type ConversationMessage struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
 	// Reasoning is a thinking model's thought before an assistant turn.
-	Reasoning string `json:"reasoning,omitempty"`
+	Reasoning       string `json:"reasoning,omitempty"`
+	ReasoningTokens int    `json:"reasoning_tokens,omitempty"`
 	// ToolCalls are an assistant turn's calls; ToolCallID the call a tool turn answers.
 	ToolCalls  []ConversationToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string                 `json:"tool_call_id,omitempty"`
