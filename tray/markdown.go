@@ -125,34 +125,34 @@ func proseView(text string) *widget.RichText {
 
 // proseSegments parses prose with fyne's markdown, HTML kept as text (fyne would drop it).
 func proseSegments(text string) []widget.RichTextSegment {
-	return safeSegments(widget.NewRichTextFromMarkdown(escapeHTML(text)).Segments)
+	return safeSegments(widget.NewRichTextFromMarkdown(strings.ReplaceAll(text, "<", ltMark)).Segments)
 }
 
-// escapeHTML backslash-escapes < outside code spans, so markdown reads a tag as text.
-func escapeHTML(text string) string {
-	parts := strings.Split(text, "`")
-	for i := 0; i < len(parts); i += 2 {
-		parts[i] = strings.ReplaceAll(parts[i], "<", `\<`)
-	}
-	return strings.Join(parts, "`")
-}
+// ltMark stands for < while markdown parses prose, so no tag is read as HTML (fyne's markdown
+// drops HTML: a reply's "<script>" would vanish, not show); safeSegments puts < back.
+const ltMark = "\uE000"
 
-// safeSegments replaces links that are not http(s) and every image with plain text.
+// safeSegments replaces links that are not http(s) and every image with plain text (an image's
+// address or title: it is never fetched).
 func safeSegments(segs []widget.RichTextSegment) []widget.RichTextSegment {
 	out := make([]widget.RichTextSegment, 0, len(segs))
+	lt := strings.NewReplacer(ltMark, "<")
 	for _, s := range segs {
 		switch t := s.(type) {
+		case *widget.TextSegment:
+			t.Text = lt.Replace(t.Text)
 		case *widget.HyperlinkSegment:
+			t.Text = lt.Replace(t.Text)
 			if !webLink(t.URL) {
 				out = append(out, &widget.TextSegment{Text: t.Text, Style: widget.RichTextStyleInline})
 				continue
 			}
 		case *widget.ImageSegment:
-			alt := t.Title
-			if alt == "" && t.Source != nil {
-				alt = t.Source.String()
+			name := t.Title
+			if name == "" && t.Source != nil {
+				name = t.Source.String()
 			}
-			out = append(out, &widget.TextSegment{Text: "[image: " + alt + "]", Style: widget.RichTextStyleInline})
+			out = append(out, &widget.TextSegment{Text: "[image: " + lt.Replace(name) + "]", Style: widget.RichTextStyleInline})
 			continue
 		case *widget.ParagraphSegment:
 			t.Texts = safeSegments(t.Texts)
