@@ -84,6 +84,10 @@ attach_screenshots
 source scripts/screenshots_team.sh
 team_screenshots
 
+# The playground's markdown, code, table and folded thought (scripts/screenshots_chat.sh).
+source scripts/screenshots_chat.sh
+chat_screenshots
+
 # No session D-Bus (so no tray host): the app still runs and quits cleanly.
 env -u DBUS_SESSION_BUS_ADDRESS bin/superfluid --port "$port" --data-dir "$work/data" > "$work/nodbus.log" 2>&1 &
 app_pid=$!

@@ -5,9 +5,15 @@
 # and a thought. The bundled stories260K cannot write markdown, so the conversation is seeded
 # by hand: the app runs once to create its database, sqlite3 inserts the row the playground
 # would have saved (the same JSON messages), and the app starts again and opens it from the
-# saved conversations. Everything on screen after that is the real app drawing it.
+# saved conversations. Everything on screen after that is the real app drawing it. The reply is
+# taller than the usual 900x660 screen's transcript, so this part runs in an X server of its own
+# (900x1100) with the window made taller (xdotool windowsize), to show the whole turn at once.
 
 chat_screenshots() {
+  OUT_DIR="$out" CHAT_INNER=1 xvfb-run -a -s "-screen 0 900x1100x24" dbus-run-session -- bash scripts/screenshots_chat.sh
+}
+
+chat_inner() {
   local d="$work/chat" port=$((20000 + RANDOM % 20000))
   mkdir -p "$d"
   bin/superfluid --port "$port" --data-dir "$d/data" > "$work/chat.log" 2>&1 &
@@ -60,10 +66,11 @@ MD
   app_pid=$!
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/health" > /dev/null && break; sleep 0.2; done
   sleep 2
+  xdotool search --name '^superfluid$' windowsize 860 1060; sleep 1
   click 250 50 1                   # Playground
-  click "${CHAT_SAVED_X:-200}" "${CHAT_SAVED_Y:-112}" 0.8  # the saved conversations
-  click "${CHAT_SAVED_X:-200}" "${CHAT_FIRST_Y:-150}" 1.5  # the seeded one
-  click "${CHAT_INPUT_X:-400}" "${CHAT_INPUT_Y:-540}" 0.3  # the input: the meter counts the draft
+  click "${CHAT_SAVED_X:-200}" "${CHAT_SAVED_Y:-89}" 0.8  # the saved conversations
+  click "${CHAT_SAVED_X:-200}" "${CHAT_FIRST_Y:-130}" 1.5  # the seeded one
+  click "${CHAT_INPUT_X:-400}" "${CHAT_INPUT_Y:-970}" 0.3  # the input: the meter counts the draft
   xdotool type --delay 10 "Thanks"
   sleep 1.5
   shot playground-markdown
@@ -75,14 +82,18 @@ MD
   [ "$code" -eq 0 ] || { tail -20 "$work/chat.log"; return 1; }
 }
 
-# Run alone: xvfb-run -a -s "-screen 0 900x660x24" dbus-run-session -- bash scripts/screenshots_chat.sh
+# Run alone: bash scripts/screenshots_chat.sh (it starts its own Xvfb and D-Bus session).
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   set -euo pipefail
   cd "$(dirname "$0")/.."
   out=${OUT_DIR:-docs/screenshots}
+  if [ -z "${CHAT_INNER:-}" ]; then
+    chat_screenshots
+    exit
+  fi
   work=$(mktemp -d)
   trap 'kill -9 "${app_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
   shot() { /usr/bin/import -window root "$out/$1.png"; echo "wrote $out/$1.png"; }
   click() { xdotool mousemove "$1" "$2" click 1; sleep "${3:-0.8}"; }
-  chat_screenshots
+  chat_inner
 fi

@@ -28,6 +28,9 @@ func (v *playgroundView) render() {
 		v.turns.Add(v.live.obj)
 	}
 	v.scroll.ScrollToBottom()
+	// Again once the new rows are laid out at the transcript's width: a wrapped text's height
+	// is known only then, and the first scroll may stop short of the end.
+	go v.app.do(v.scroll.ScrollToBottom)
 }
 
 // redraw draws the latest transcriptWindow turns from scratch.

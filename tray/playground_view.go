@@ -63,7 +63,12 @@ const transcriptWindow = 40
 
 func newPlaygroundView(a *App) *playgroundView {
 	v := &playgroundView{app: a, editing: -1}
-	v.model = widget.NewSelect(nil, func(string) { v.attach.setModel(v.chosen()) })
+	v.model = widget.NewSelect(nil, func(string) {
+		v.attach.setModel(v.chosen())
+		if v.tools != nil {
+			v.tools.measureSoon() // another model, another window and tokenizer
+		}
+	})
 	v.model.PlaceHolder = "Choose a model"
 	v.system = widget.NewMultiLineEntry()
 	v.system.SetPlaceHolder("System prompt (optional)")
@@ -108,15 +113,17 @@ func newPlaygroundView(a *App) *playgroundView {
 			container.NewBorder(nil, nil, widget.NewLabelWithStyle("Max tokens", fyne.TextAlignTrailing, fyne.TextStyle{Bold: true}), nil, v.maxTokens))),
 	)
 	settings := container.NewVBox(
-		container.NewBorder(nil, nil, nil, v.tools.bar, container.NewGridWithColumns(2, v.saved, v.tools.search)),
+		container.NewBorder(nil, nil, nil, container.NewHBox(
+			container.NewGridWrap(fyne.NewSize(230, v.tools.search.MinSize().Height), v.tools.search), v.tools.bar), v.saved),
 		container.NewBorder(nil, nil, widget.NewLabelWithStyle("Model", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, v.model),
 		widget.NewAccordion(widget.NewAccordionItem("Options: system prompt, temperature, max tokens", options)),
 	)
-	bottom := container.NewVBox(widget.NewSeparator(), v.attach.row, v.input, v.tools.meter,
+	// The meter shares the attachments' row (each row given to the controls is one taken from
+	// the transcript), at a fixed width so a long note or stats line never widens the window.
+	meter := container.NewGridWrap(fyne.NewSize(230, v.tools.meter.MinSize().Height), v.tools.meter)
+	bottom := container.NewVBox(widget.NewSeparator(), container.NewBorder(nil, nil, nil, meter, v.attach.row), v.input,
 		container.NewBorder(nil, nil, v.stats, container.NewHBox(v.clear, v.stop, v.send)))
-	v.content = container.NewBorder(container.NewVBox(
-		widget.NewLabelWithStyle("Playground", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
-		settings, widget.NewSeparator()), bottom, nil, nil, v.scroll)
+	v.content = container.NewBorder(container.NewVBox(settings, widget.NewSeparator()), bottom, nil, nil, v.scroll)
 	return v
 }
 
