@@ -1,8 +1,8 @@
 package tray
 
 // ChatController is what the playground needs beyond Chat and the saved conversations: how
-// much of the model's window a conversation takes, search over saved chats, deleting and
-// branching them.
+// much of the model's window a conversation takes, and search over saved chats. (Branching
+// and importing save through SaveConversation; export is the playground's own.)
 type ChatController interface {
 	// ContextUse is how many tokens msgs take as the model's prompt (its chat template
 	// included) and the model's window; used is an estimate when the model is not loaded.
