@@ -154,9 +154,23 @@ func TestChatUnterminatedFence(t *testing.T) {
 			t.Fatalf("%q: not drawn as one code block", tc.src)
 		}
 	}
-	// Streamed, the reply has its code block at every step and ends with it closed.
+	// Streamed: held after its first piece, the open fence is already a code block (the cursor
+	// inside it); the finished reply has its code closed and the prose after it.
 	app, f := newTestApp(t)
-	row := replyRow(t, app, f, "Here:\n```py\ndef f(x):\n    return x * 2\n```\nThat doubles")
+	f.gate = make(chan struct{})
+	f.reply = "```py\ndef f(x):\n    return x * 2\n```\nThat doubles"
+	v := app.playground
+	ui(app, func() { test.Type(v.input, "Double it") })
+	ui(app, func() { test.Tap(v.send) })
+	eventually(t, app, "the first piece", func() bool { return v.live != nil && v.reply.Len() > 0 })
+	ui(app, func() {
+		if len(v.live.copies) != 1 || !strings.Contains(v.live.plainText(), "def\n \n▌") {
+			t.Errorf("mid-stream the open fence is %q", v.live.plainText())
+		}
+	})
+	close(f.gate)
+	eventually(t, app, "the reply completes", func() bool { return v.cancel == nil })
+	row := v.rows[len(v.rows)-1]
 	if len(row.copies) != 1 || !strings.Contains(row.plainText(), "That doubles") {
 		t.Fatalf("the finished reply %q", row.plainText())
 	}
