@@ -91,6 +91,9 @@ package_screenshots
 # The welcome on a fresh data dir (scripts/screenshots_firstrun.sh).
 source scripts/screenshots_firstrun.sh
 firstrun_screenshots
+# The playground's markdown, code, table and folded thought (scripts/screenshots_chat.sh).
+source scripts/screenshots_chat.sh
+chat_screenshots
 
 # No session D-Bus (so no tray host): the app still runs and quits cleanly.
 env -u DBUS_SESSION_BUS_ADDRESS bin/superfluid --port "$port" --data-dir "$work/data" > "$work/nodbus.log" 2>&1 &

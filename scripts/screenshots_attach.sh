@@ -25,10 +25,12 @@ attach_screenshots() {
   click 50 50 1                    # Models: the projectors' models say what they take
   shot models-vision
   click 250 50 1                   # Playground: the first model (stories-audio) is chosen
-  click 480 167 0.8                # the model picker
-  click 480 "${ATTACH_VISION_Y:-232}" 0.8  # stories-vision
+  click 480 128 0.8                # the model picker
+  click 480 "${ATTACH_VISION_Y:-193}" 0.8  # stories-vision
+  click 200 168 0.8                # Options (folded)
   click 720 265 0.3                # Max tokens: a short reply, so the picture stays in view
   xdotool key ctrl+a; xdotool type --delay 10 "24"
+  click 200 168 0.8                # fold the options again: the transcript keeps the height
   printf '%s' "$d/meadow.png" | xclip -selection clipboard
   click 400 540 0.3                # the input
   xdotool key ctrl+v; sleep 1      # the pasted path attaches the picture

@@ -329,7 +329,7 @@ func TestQuitWhileStreaming(t *testing.T) {
 	}
 }
 
-// TestPlaygroundShowsThinking: a thinking model's reasoning streams in its own muted line
+// TestPlaygroundShowsThinking: a thinking model's reasoning streams folded, in its own muted text
 // above the answer, and stays with the turn.
 func TestPlaygroundShowsThinking(t *testing.T) {
 	app, f := newTestApp(t)
@@ -339,7 +339,7 @@ func TestPlaygroundShowsThinking(t *testing.T) {
 	ui(app, func() { test.Tap(app.playground.send) })
 	eventually(t, app, "the reply completes", func() bool { return strings.Contains(app.playground.stats.Text, "tokens/s") })
 	text := app.playground.transcriptText()
-	thought := strings.Index(text, "Thinking: The user wants a story about a fox.")
+	thought := strings.Index(text, "The user wants a story about a fox.")
 	answer := strings.Index(text, "Once upon a time there was a fox.")
 	if thought < 0 || answer < thought {
 		t.Fatalf("transcript %q", text)
@@ -347,13 +347,9 @@ func TestPlaygroundShowsThinking(t *testing.T) {
 	if h := app.playground.history; len(h) != 2 || h[1].Reasoning != f.thinking || h[1].Content != "Once upon a time there was a fox." {
 		t.Fatalf("history %+v", h)
 	}
-	var italic bool
-	for _, s := range app.playground.transcript.Segments {
-		if ts, ok := s.(*widget.TextSegment); ok && strings.HasPrefix(ts.Text, "Thinking:") {
-			italic = ts.Style.TextStyle.Italic
-		}
-	}
-	if !italic {
-		t.Error("the reasoning should be set apart (italic)")
+	// Set apart: folded under its own title, closed, above the answer.
+	rows := app.playground.rows
+	if th := rows[len(rows)-1].thought; th == nil || th.Items[0].Open || th.Items[0].Title != "Thought for 8 tokens" {
+		t.Errorf("the reasoning should be folded, closed, with its length: %+v", th)
 	}
 }

@@ -316,9 +316,9 @@ func TestPlaygroundImageTurn(t *testing.T) {
 	ui(app, func() { test.Tap(v.send) })
 	eventually(t, app, "the reply completes", func() bool { return strings.Contains(v.stats.Text, "tokens/s") })
 	var seg *attachmentsSegment
-	for _, s := range v.transcript.Segments {
-		if a, ok := s.(*attachmentsSegment); ok {
-			seg = a
+	for _, r := range v.rows {
+		if r.atts != nil {
+			seg = r.atts
 		}
 	}
 	if seg == nil || len(seg.atts) != 1 || !bytes.Equal(seg.atts[0].Data, meadow) {

@@ -57,10 +57,17 @@ type Event struct {
 
 // Message is one chat turn.
 type Message struct {
-	Role    string // system, user or assistant
+	Role    string // system, user, assistant or tool (a tool's result)
 	Content string
-	// Reasoning is what a thinking model thought before an assistant turn; shown, not saved.
+	// Reasoning is what a thinking model thought before an assistant turn; shown folded and
+	// saved with the conversation.
 	Reasoning string
+	// ReasoningTokens is how many tokens the reasoning took (0: not known).
+	ReasoningTokens int
+	// ToolCalls are the calls an assistant turn made; ToolCallID names the call a tool turn
+	// answers (chat.go).
+	ToolCalls  []ToolCall
+	ToolCallID string
 	// Attachments are the images and audio clips of a user turn; they go before its text in
 	// the prompt, as the transcript shows them. Not saved with the conversation.
 	Attachments []Attachment

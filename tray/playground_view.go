@@ -22,7 +22,8 @@ type playgroundView struct {
 	system      *widget.Entry
 	temperature *widget.Entry
 	maxTokens   *widget.Entry
-	transcript  *widget.RichText
+	turns       *fyne.Container // the drawn turns, oldest first, after the "Show earlier" button
+	earlier     *widget.Button
 	scroll      *container.Scroll
 	input       *pasteEntry
 	attach      *attachBar
@@ -39,13 +40,35 @@ type playgroundView struct {
 	history []Message
 	reply   *strings.Builder
 	thought strings.Builder // the reasoning of the reply being streamed
-	cancel  context.CancelFunc
-	content fyne.CanvasObject
+	// thoughtTokens counts the reasoning pieces streamed (the core sends one a token).
+	thoughtTokens int
+	cancel        context.CancelFunc
+	content       fyne.CanvasObject
+
+	// rows are the drawn turns of history[first:], then the live reply's row while one streams;
+	// rowsBuilt counts every row ever made (tests: a long chat draws a window of it).
+	rows      []*turnRow
+	live      *turnRow
+	first     int
+	rowsBuilt int
+	// editing is the index of the user turn being edited (-1: none): Send replaces it and
+	// drops the turns after it.
+	editing int
+	tools   *chatTools // chat_tools: the context meter, search and export
 }
 
+// transcriptWindow is how many of the latest turns the transcript draws; "Show earlier" draws
+// as many more. A chat of 10,000 turns opens with this many rows, not 10,000.
+const transcriptWindow = 40
+
 func newPlaygroundView(a *App) *playgroundView {
-	v := &playgroundView{app: a}
-	v.model = widget.NewSelect(nil, func(string) { v.attach.setModel(v.chosen()) })
+	v := &playgroundView{app: a, editing: -1}
+	v.model = widget.NewSelect(nil, func(string) {
+		v.attach.setModel(v.chosen())
+		if v.tools != nil {
+			v.tools.measureSoon() // another model, another window and tokenizer
+		}
+	})
 	v.model.PlaceHolder = "Choose a model"
 	v.system = widget.NewMultiLineEntry()
 	v.system.SetPlaceHolder("System prompt (optional)")
@@ -54,9 +77,11 @@ func newPlaygroundView(a *App) *playgroundView {
 	v.temperature.SetText("0.8")
 	v.maxTokens = widget.NewEntry()
 	v.maxTokens.SetText("256")
-	v.transcript = widget.NewRichText()
-	v.transcript.Wrapping = fyne.TextWrapWord
-	v.scroll = container.NewVScroll(v.transcript)
+	v.turns = container.NewVBox()
+	v.earlier = widget.NewButtonWithIcon("Show earlier", theme.MoveUpIcon(), v.showEarlier)
+	v.earlier.Importance = widget.LowImportance
+	v.earlier.Hide()
+	v.scroll = container.NewVScroll(container.NewVBox(v.earlier, v.turns))
 	v.input = newPasteEntry()
 	v.input.SetPlaceHolder("Write a message, then Send")
 	v.input.SetMinRowsVisible(3)
@@ -79,25 +104,39 @@ func newPlaygroundView(a *App) *playgroundView {
 		}
 	})
 	v.saved.PlaceHolder = "Saved conversations"
-	settings := widget.NewForm(
-		widget.NewFormItem("Conversation", v.saved),
-		widget.NewFormItem("Model", v.model),
+	v.tools = newChatTools(v)
+	// The model and the conversation stay in sight; the rest folds away, so the transcript
+	// keeps the height (an image turn is tall, and the settings once covered its first line).
+	options := widget.NewForm(
 		widget.NewFormItem("System", v.system),
-		// One row for both: the transcript keeps the height (an image turn is tall).
 		widget.NewFormItem("Temperature", container.NewGridWithColumns(2, v.temperature,
 			container.NewBorder(nil, nil, widget.NewLabelWithStyle("Max tokens", fyne.TextAlignTrailing, fyne.TextStyle{Bold: true}), nil, v.maxTokens))),
 	)
-	bottom := container.NewVBox(widget.NewSeparator(), v.attach.row, v.input,
+	settings := container.NewVBox(
+		container.NewBorder(nil, nil, nil, container.NewHBox(
+			container.NewGridWrap(fyne.NewSize(230, v.tools.search.MinSize().Height), v.tools.search), v.tools.bar), v.saved),
+		container.NewBorder(nil, nil, widget.NewLabelWithStyle("Model", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, v.model),
+		widget.NewAccordion(widget.NewAccordionItem("Options: system prompt, temperature, max tokens", options)),
+	)
+	// The meter shares the attachments' row (each row given to the controls is one taken from
+	// the transcript), at a fixed width so a long note or stats line never widens the window.
+	meter := container.NewGridWrap(fyne.NewSize(230, v.tools.meter.MinSize().Height), v.tools.meter)
+	bottom := container.NewVBox(widget.NewSeparator(), container.NewBorder(nil, nil, nil, meter, v.attach.row), v.input,
 		container.NewBorder(nil, nil, v.stats, container.NewHBox(v.clear, v.stop, v.send)))
-	v.content = container.NewBorder(container.NewVBox(
-		widget.NewLabelWithStyle("Playground", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
-		settings, widget.NewSeparator()), bottom, nil, nil, v.scroll)
+	v.content = container.NewBorder(container.NewVBox(settings, widget.NewSeparator()), bottom, nil, nil, v.scroll)
 	return v
 }
 
-// refreshSaved lists the saved conversations (called off the UI goroutine's hot path: one read).
+// refreshSaved lists the saved conversations, or those the search finds.
 func (v *playgroundView) refreshSaved() {
 	convs := v.app.c.Conversations()
+	if q := strings.TrimSpace(v.tools.search.Text); q != "" {
+		found, err := v.app.c.SearchConversations(q, 100)
+		if err != nil {
+			v.stats.SetText("Cannot search: " + err.Error())
+		}
+		convs = found
+	}
 	v.savedID = map[string]string{}
 	var labels []string
 	selected := ""
@@ -111,6 +150,12 @@ func (v *playgroundView) refreshSaved() {
 	}
 	v.saved.Options = labels
 	v.saved.Selected = selected
+	switch {
+	case selected == "" && strings.TrimSpace(v.tools.search.Text) != "":
+		v.saved.PlaceHolder = fmt.Sprintf("%d found", len(labels))
+	default:
+		v.saved.PlaceHolder = "Saved conversations"
+	}
 	v.saved.Refresh()
 }
 
@@ -124,14 +169,20 @@ func (v *playgroundView) open(id string) {
 		v.stats.SetText("Cannot open it: " + err.Error())
 		return
 	}
-	v.convID, v.history, v.reply = c.ID, c.Messages, nil
+	v.show(c)
+}
+
+// show puts a conversation on screen.
+func (v *playgroundView) show(c Conversation) {
+	v.convID, v.history, v.reply, v.editing = c.ID, c.Messages, nil, -1
 	v.system.SetText(c.System)
 	if c.Model != "" {
 		v.selectModel(c.Model)
 	}
 	v.attach.thumbs = map[*byte]image.Image{}
 	v.stats.SetText("")
-	v.render()
+	v.redraw()
+	v.tools.measureSoon()
 }
 
 // save stores the conversation after a reply; its title is the first question.
@@ -142,22 +193,35 @@ func (v *playgroundView) save() {
 	if v.convID == "" {
 		v.convID = fmt.Sprintf("conv-%d", time.Now().UnixNano())
 	}
-	title := v.history[0].Content
-	if r := []rune(title); len(r) > 40 {
-		title = string(r[:40]) + "…"
-	}
-	if title == "" && len(v.history[0].Attachments) > 0 {
-		title = v.history[0].Attachments[0].Name
-	}
-	c := Conversation{ID: v.convID, Title: strings.ReplaceAll(title, "\n", " "), Model: v.modelID(),
-		System: v.system.Text, Messages: append([]Message(nil), v.history...)}
-	if err := v.app.c.SaveConversation(c); err != nil {
+	if err := v.app.c.SaveConversation(v.conversation()); err != nil {
 		v.stats.SetText(v.stats.Text + " (not saved: " + err.Error() + ")")
 	}
 	v.refreshSaved()
 }
 
-// ask sends the input as the next user turn and streams the reply.
+// conversation is the chat on screen as it is saved.
+func (v *playgroundView) conversation() Conversation {
+	return Conversation{ID: v.convID, Title: titleOf(v.history), Model: v.modelID(),
+		System: v.system.Text, Messages: append([]Message(nil), v.history...)}
+}
+
+// titleOf is a conversation's title: its first question, cut short.
+func titleOf(history []Message) string {
+	if len(history) == 0 {
+		return ""
+	}
+	title := history[0].Content
+	if r := []rune(title); len(r) > 40 {
+		title = string(r[:40]) + "…"
+	}
+	if title == "" && len(history[0].Attachments) > 0 {
+		title = history[0].Attachments[0].Name
+	}
+	return strings.ReplaceAll(title, "\n", " ")
+}
+
+// ask sends the input as the next user turn (or in place of the turn being edited) and
+// streams the reply; a prompt longer than the model's window asks first.
 func (v *playgroundView) ask() {
 	text := strings.TrimSpace(v.input.Text)
 	if text == "" && len(v.attach.pending) == 0 || v.cancel != nil {
@@ -172,14 +236,37 @@ func (v *playgroundView) ask() {
 		v.stats.SetText(err.Error())
 		return
 	}
-	v.history = append(v.history, Message{Role: "user", Content: text, Attachments: v.attach.take()})
-	msgs := append([]Message(nil), v.history...)
+	history := v.history
+	if v.editing >= 0 && v.editing < len(history) {
+		history = history[:v.editing]
+	}
+	next := append(append([]Message(nil), history...), Message{Role: "user", Content: text, Attachments: v.attach.pending})
+	v.tools.confirmFits(v.prompt(next), func() {
+		if v.editing >= 0 {
+			v.history, v.editing = history, -1
+			v.redraw()
+		}
+		v.history = append(v.history, Message{Role: "user", Content: text, Attachments: v.attach.take()})
+		v.input.SetText("")
+		v.stream(settings)
+	})
+}
+
+// prompt is history as the model gets it, the system prompt first.
+func (v *playgroundView) prompt(history []Message) []Message {
+	msgs := append([]Message(nil), history...)
 	if sys := strings.TrimSpace(v.system.Text); sys != "" {
 		msgs = append([]Message{{Role: "system", Content: sys}}, msgs...)
 	}
-	v.input.SetText("")
+	return msgs
+}
+
+// stream asks for the reply to the history and shows it as it arrives.
+func (v *playgroundView) stream(settings ChatSettings) {
+	msgs := v.prompt(v.history)
 	v.reply = &strings.Builder{}
 	v.thought.Reset()
+	v.thoughtTokens = 0
 	ctx, cancel := context.WithCancel(context.Background())
 	v.cancel = cancel
 	v.send.Disable()
@@ -189,6 +276,9 @@ func (v *playgroundView) ask() {
 	go func() {
 		stats, err := v.app.c.Chat(ctx, settings, msgs, func(piece Piece) {
 			v.app.do(func() {
+				if piece.Reasoning != "" {
+					v.thoughtTokens++
+				}
 				v.thought.WriteString(piece.Reasoning)
 				v.reply.WriteString(piece.Text)
 				v.render()
@@ -228,8 +318,8 @@ func (v *playgroundView) finish(stats ChatStats, err error, stopped bool) {
 			stats.CompletionTokens, stats.TokensPerSecond, stats.CachedTokens, stats.PromptTokens, stats.FinishReason))
 	}
 	if text != "" {
-		v.history = append(v.history, Message{Role: "assistant", Content: text, Reasoning: v.thought.String()})
-	} else if err != nil || stopped {
+		v.history = append(v.history, Message{Role: "assistant", Content: text, Reasoning: v.thought.String(), ReasoningTokens: v.thoughtTokens})
+	} else if (err != nil || stopped) && len(v.history) > 0 && v.history[len(v.history)-1].Role == "user" {
 		// The question got no answer: let it be asked again, its text and files back in place.
 		asked := v.history[len(v.history)-1]
 		v.history = v.history[:len(v.history)-1]
@@ -243,57 +333,29 @@ func (v *playgroundView) finish(stats ChatStats, err error, stopped bool) {
 	if text != "" {
 		v.save()
 	}
+	v.tools.measureSoon()
 }
 
 func (v *playgroundView) reset() {
 	if v.cancel != nil {
 		v.cancel()
 	}
-	v.convID, v.history, v.reply = "", nil, nil
+	v.convID, v.history, v.reply, v.editing = "", nil, nil, -1
 	v.attach.thumbs = map[*byte]image.Image{}
 	v.saved.ClearSelected()
 	v.stats.SetText("")
-	v.render()
-}
-
-// render writes the conversation, each turn under its speaker's name, with the reply being
-// streamed last.
-func (v *playgroundView) render() {
-	var segs []widget.RichTextSegment
-	turn := func(who, thought, text string, atts []Attachment, color fyne.ThemeColorName) {
-		segs = append(segs,
-			&widget.TextSegment{Text: who, Style: widget.RichTextStyle{ColorName: color, TextStyle: fyne.TextStyle{Bold: true}}})
-		if len(atts) > 0 {
-			segs = append(segs, &attachmentsSegment{bar: v.attach, atts: atts})
-		}
-		if thought != "" {
-			// A thinking model's reasoning, set apart from its answer as the APIs set it apart.
-			segs = append(segs, &widget.TextSegment{Text: "Thinking: " + strings.TrimSpace(thought),
-				Style: widget.RichTextStyle{ColorName: theme.ColorNamePlaceHolder, TextStyle: fyne.TextStyle{Italic: true}}})
-		}
-		segs = append(segs, &widget.TextSegment{Text: text, Style: widget.RichTextStyleParagraph})
-	}
-	for _, m := range v.history {
-		if m.Role == "assistant" {
-			turn(v.modelID(), m.Reasoning, m.Content, nil, theme.ColorNamePrimary)
-		} else {
-			turn("You", "", m.Content, m.Attachments, theme.ColorNameForeground)
-		}
-	}
-	if v.reply != nil {
-		turn(v.modelID(), v.thought.String(), v.reply.String()+"▌", nil, theme.ColorNamePrimary)
-	}
-	v.transcript.Segments = segs
-	v.transcript.Refresh()
-	v.scroll.ScrollToBottom()
+	v.redraw()
+	v.tools.measureSoon()
 }
 
 // transcriptText is the conversation as plain text (tests).
 func (v *playgroundView) transcriptText() string {
 	var b strings.Builder
-	for _, s := range v.transcript.Segments {
-		b.WriteString(s.Textual())
-		b.WriteString("\n")
+	for _, r := range v.rows {
+		b.WriteString(r.plainText())
+	}
+	if v.live != nil {
+		b.WriteString(v.live.plainText())
 	}
 	return b.String()
 }

@@ -66,7 +66,7 @@ func (c *Controller) OpenConversation(id string) (tray.Conversation, error) {
 	}
 	out := tray.Conversation{ID: conv.ID, Title: conv.Title, Model: conv.Model, System: conv.System}
 	for _, m := range conv.Messages {
-		out.Messages = append(out.Messages, tray.Message{Role: m.Role, Content: m.Content})
+		out.Messages = append(out.Messages, trayMessage(m))
 	}
 	return out, nil
 }
@@ -74,7 +74,7 @@ func (c *Controller) OpenConversation(id string) (tray.Conversation, error) {
 func (c *Controller) SaveConversation(conv tray.Conversation) error {
 	rec := store.Conversation{ID: conv.ID, Title: conv.Title, Model: conv.Model, System: conv.System}
 	for _, m := range conv.Messages {
-		rec.Messages = append(rec.Messages, store.ConversationMessage{Role: m.Role, Content: m.Content})
+		rec.Messages = append(rec.Messages, storedMessage(m))
 	}
 	return c.d.Store.SaveConversation(context.Background(), rec)
 }
@@ -122,7 +122,10 @@ func (c *Controller) Chat(ctx context.Context, s tray.ChatSettings, msgs []tray.
 func chatRequest(s tray.ChatSettings, msgs []tray.Message) (*core.ChatRequest, error) {
 	req := &core.ChatRequest{ID: fmt.Sprintf("playground-%d", time.Now().UnixNano()), Endpoint: "playground", Stream: true, Model: s.Model}
 	for _, m := range msgs {
-		cm := chat.Message{Role: m.Role, Content: m.Content, Reasoning: m.Reasoning}
+		cm := chat.Message{Role: m.Role, Content: m.Content, Reasoning: m.Reasoning, ToolCallID: m.ToolCallID}
+		for _, tc := range m.ToolCalls {
+			cm.ToolCalls = append(cm.ToolCalls, chat.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: toolArguments(tc.Arguments)})
+		}
 		for _, a := range m.Attachments {
 			part, err := mediaPart(a)
 			if err != nil {

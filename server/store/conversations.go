@@ -16,10 +16,25 @@ type Conversation struct {
 	CreatedAt, UpdatedAt     time.Time
 }
 
-// ConversationMessage is one turn.
+// ConversationMessage is one turn. The messages are kept as one JSON array, so a field added
+// here needs no migration: older rows simply lack it.
 type ConversationMessage struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+	// Reasoning is a thinking model's thought before an assistant turn.
+	Reasoning       string `json:"reasoning,omitempty"`
+	ReasoningTokens int    `json:"reasoning_tokens,omitempty"`
+	// ToolCalls are an assistant turn's calls; ToolCallID the call a tool turn answers.
+	ToolCalls  []ConversationToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string                 `json:"tool_call_id,omitempty"`
+}
+
+// ConversationToolCall is one tool call, its arguments as the model wrote them (valid JSON or
+// not: a playground shows what happened).
+type ConversationToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
 }
 
 // SaveConversation inserts c or replaces the saved one with its id; UpdatedAt becomes now and
