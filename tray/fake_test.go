@@ -34,7 +34,6 @@ type fakeController struct {
 	keySeq   int
 	team     *fakeTeam     // fake_team_test.go; nil: team mode off
 	first    *fakeFirstRun // fake_firstrun_test.go; nil: welcomed, nothing to suggest
-	team     *fakeTeam     // fake_team_test.go; nil: team mode off
 	chat     *fakeChat     // fake_chat_test.go; nil: a 2048-token window, no counting error
 }
 
