@@ -92,23 +92,27 @@ func (p Params) keyVar() string {
 	return ""
 }
 
-// ClaudeCodeEnv is the environment Claude Code needs: its Anthropic base URL (no /v1), the key
-// as a bearer token (any token when the server needs none: Claude Code asks to log in without
-// one), the model for every tier, and no calls home. Values are literal ("$NAME" stays as is).
-func ClaudeCodeEnv(root, key, model string) [][2]string {
+// ClaudeCodeAuth is how Claude Code reaches the server: its Anthropic base URL (no /v1) and the
+// key (any key when the server needs none: Claude Code asks to log in without one). The real
+// Claude Code test (app/agents_e2e_test.go) runs with exactly these. Values are literal.
+func ClaudeCodeAuth(root, key string) [][2]string {
 	if key == "" {
 		key = "superfluid"
 	}
-	return [][2]string{
-		{"ANTHROPIC_BASE_URL", root},
-		{"ANTHROPIC_AUTH_TOKEN", key},
+	return [][2]string{{"ANTHROPIC_BASE_URL", root}, {"ANTHROPIC_API_KEY", key}}
+}
+
+// ClaudeCodeEnv is ClaudeCodeAuth plus the model for every tier (background tasks use the
+// small one) and no calls home.
+func ClaudeCodeEnv(root, key, model string) [][2]string {
+	return append(ClaudeCodeAuth(root, key), [][2]string{
 		{"ANTHROPIC_MODEL", model},
 		{"ANTHROPIC_DEFAULT_SONNET_MODEL", model},
 		{"ANTHROPIC_DEFAULT_OPUS_MODEL", model},
 		{"ANTHROPIC_DEFAULT_HAIKU_MODEL", model},
 		{"ANTHROPIC_SMALL_FAST_MODEL", model},
 		{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"},
-	}
+	}...)
 }
 
 // CodexProvider is the Codex CLI's model provider for the server: the Responses API under
@@ -212,16 +216,23 @@ func (p Params) codexVar() string {
 	return KeyVar
 }
 
-func (p Params) codex(base string) Snippet {
+// CodexConfig is the Codex CLI's config.toml making the server its default provider with
+// model; the provider table comes last, so a caller may append more of its fields. The real
+// Codex test (app/agents_e2e_test.go) runs with it.
+func CodexConfig(model, baseURL, keyVar string) string {
 	var b strings.Builder
-	b.WriteString("model = " + quote(p.Model) + "\nmodel_provider = \"superfluid\"\n\n[model_providers.superfluid]\n")
-	prov := CodexProvider(base, p.codexVar())
+	b.WriteString("model = " + quote(model) + "\nmodel_provider = \"superfluid\"\n\n[model_providers.superfluid]\n")
+	prov := CodexProvider(baseURL, keyVar)
 	for _, k := range codexKeys {
 		if v, ok := prov[k]; ok {
 			b.WriteString(k + " = " + quote(v) + "\n")
 		}
 	}
-	return Snippet{ID: "codex", Title: "Codex CLI — ~/.codex/config.toml", Lang: "toml", Text: b.String(),
+	return b.String()
+}
+
+func (p Params) codex(base string) Snippet {
+	return Snippet{ID: "codex", Title: "Codex CLI — ~/.codex/config.toml", Lang: "toml", Text: CodexConfig(p.Model, base, p.codexVar()),
 		Note: "Add to ~/.codex/config.toml (the top two lines make superfluid Codex's default)."}
 }
 

@@ -90,7 +90,7 @@ func TestClaudeCodeSnippet(t *testing.T) {
 			if want == "" {
 				want = "superfluid"
 			}
-			for k, v := range map[string]string{"ANTHROPIC_BASE_URL": c.root, "ANTHROPIC_AUTH_TOKEN": want,
+			for k, v := range map[string]string{"ANTHROPIC_BASE_URL": c.root, "ANTHROPIC_API_KEY": want,
 				"ANTHROPIC_MODEL": c.p.Model, "ANTHROPIC_DEFAULT_HAIKU_MODEL": c.p.Model, "ANTHROPIC_SMALL_FAST_MODEL": c.p.Model} {
 				if env[k] != v {
 					t.Errorf("%s = %q, want %q", k, env[k], v)
