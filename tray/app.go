@@ -66,9 +66,9 @@ func New(a fyne.App, c Controller, icons Icons, onQuit func()) *App {
 	t.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon("Models", theme.StorageIcon(), t.models.content),
 		t.serverTab,
-		t.connectTab,
 		t.playTab,
 		t.keysTab,
+		t.connectTab, // last, so the other tabs keep their places (screenshot scripts click them)
 	)
 	t.tabs.OnSelected = func(item *container.TabItem) {
 		if item == t.keysTab {
