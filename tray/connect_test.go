@@ -42,6 +42,9 @@ func TestConnectTab(t *testing.T) {
 	}
 
 	ui(app, func() { test.Type(v.key, "sk-sf-$x y") })
+	if text := v.cards["claude-code"].text.Text; !strings.Contains(text, `ANTHROPIC_API_KEY='sk-sf-$x y'`) {
+		t.Fatalf("typing a key did not rewrite the snippets: %q", text)
+	}
 	ui(app, func() { v.model.SetSelected("stories260K") })
 	for _, id := range connectIDs {
 		c := v.cards[id]

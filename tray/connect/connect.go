@@ -312,7 +312,7 @@ func (p Params) anthropicJS(root string) Snippet {
 
 func (p Params) ollama(root string) Snippet {
 	return Snippet{ID: "ollama", Title: "ollama CLI and Ollama clients", Lang: "shell",
-		Note: "Ollama's clients send no key: with keys required, only this machine's loopback works if the server allows it.",
+		Note: "Ollama's clients send no API key: they work while the server needs none (no keys on the Keys tab).",
 		Text: "export OLLAMA_HOST=" + shellQuote(root) + "\nollama run " + shellQuote(p.Model) + "\n"}
 }
 
