@@ -18,9 +18,9 @@ connect_screenshots() {
   sleep 2
   click "${CONNECT_TAB_X:-440}" 50 1.5   # Connect (the last tab)
   shot connect
-  if [ -n "${CONNECT_SCROLLED:-}" ]; then   # while arranging: the snippets further down
-    xdotool mousemove 400 500; for _ in $(seq 40); do xdotool click 5; done; sleep 0.5; shot connect-end
-  fi
+  # The scroll bar dragged to the bottom: Open WebUI and curl.
+  xdotool mousemove 854 280 mousedown 1 mousemove 854 400 mousemove 854 620 mouseup 1; sleep 0.8
+  shot connect-end
 
   kill -TERM "$app_pid"
   local code=0
