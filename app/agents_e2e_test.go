@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/superfluid/superfluid/tray/connect"
 )
 
 // Pinned in scripts/agents/package.json; the fixtures are named after them.
@@ -79,23 +81,20 @@ func skipWithout(t *testing.T, bin, why string) {
 // --allowedTools Bash, which lets it run Bash without asking (--dangerously-skip-permissions
 // refuses root outside a sandbox).
 func runClaude(t *testing.T, s *agentServer, dir, bin, model, prompt string, args ...string) agentRun {
-	return runAgent(t, dir, bin, append([]string{"-p", prompt, "--model", model}, args...),
-		"ANTHROPIC_BASE_URL="+s.URL, "ANTHROPIC_API_KEY=sk-ant-test",
+	var env []string
+	for _, kv := range connect.ClaudeCodeAuth(s.URL, "sk-ant-test") { // what the Connect tab shows
+		env = append(env, kv[0]+"="+kv[1])
+	}
+	return runAgent(t, dir, bin, append([]string{"-p", prompt, "--model", model}, args...), append(env,
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1",
-		"CLAUDE_CODE_MAX_RETRIES=0", "API_TIMEOUT_MS=60000")
+		"CLAUDE_CODE_MAX_RETRIES=0", "API_TIMEOUT_MS=60000")...)
 }
 
 // runCodex is `codex exec PROMPT` with a model provider on the server's Responses API.
 func runCodex(t *testing.T, s *agentServer, dir, bin, model, prompt string) agentRun {
 	home := t.TempDir()
-	config := `model = "` + model + `"
-model_provider = "superfluid"
-[model_providers.superfluid]
-name = "superfluid"
-base_url = "` + s.URL + `/v1"
-wire_api = "responses"
-env_key = "SUPERFLUID_KEY"
-request_max_retries = 0
+	// The Connect tab's config.toml, plus no retries (a failure shows at once).
+	config := connect.CodexConfig(model, s.URL+"/v1", "SUPERFLUID_KEY") + `request_max_retries = 0
 stream_max_retries = 0
 `
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {

@@ -95,6 +95,10 @@ firstrun_screenshots
 source scripts/screenshots_chat.sh
 chat_screenshots
 
+# Connect your apps: every app's setup for the address, model and key (scripts/screenshots_connect.sh).
+source scripts/screenshots_connect.sh
+connect_screenshots
+
 # No session D-Bus (so no tray host): the app still runs and quits cleanly.
 env -u DBUS_SESSION_BUS_ADDRESS bin/superfluid --port "$port" --data-dir "$work/data" > "$work/nodbus.log" 2>&1 &
 app_pid=$!

@@ -35,6 +35,8 @@ type App struct {
 	playTab    *container.TabItem
 	serverTab  *container.TabItem
 	keysTab    *container.TabItem
+	connect    *connectView // the Connect tab (connect_view.go)
+	connectTab *container.TabItem
 
 	icon      IconState
 	hasTray   bool
@@ -55,20 +57,26 @@ func New(a fyne.App, c Controller, icons Icons, onQuit func()) *App {
 	t.server = newServerView(t)
 	t.playground = newPlaygroundView(t)
 	t.keys = newKeysView(t)
+	t.connect = newConnectView(t)
 	var serverContent fyne.CanvasObject
 	t.team, serverContent = newServerTab(t)
 	t.playTab = container.NewTabItemWithIcon("Playground", theme.MailComposeIcon(), t.playground.content)
 	t.serverTab = container.NewTabItemWithIcon("Server", theme.ComputerIcon(), serverContent)
 	t.keysTab = container.NewTabItemWithIcon("Keys", theme.AccountIcon(), t.keys.content)
+	t.connectTab = container.NewTabItemWithIcon("Connect", theme.LoginIcon(), t.connect.content)
 	t.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon("Models", theme.StorageIcon(), t.models.content),
 		t.serverTab,
 		t.playTab,
 		t.keysTab,
+		t.connectTab, // last, so the other tabs keep their places (screenshot scripts click them)
 	)
 	t.tabs.OnSelected = func(item *container.TabItem) {
 		if item == t.keysTab {
 			t.keys.refresh() // keys created or revoked with superfluid keys meanwhile
+		}
+		if item == t.connectTab {
+			t.connect.refresh() // keys created or revoked meanwhile
 		}
 		if item == t.serverTab {
 			shown := t.team.shown()
@@ -98,6 +106,7 @@ func New(a fyne.App, c Controller, icons Icons, onQuit func()) *App {
 	t.win.SetMainMenu(fyne.NewMainMenu(fyne.NewMenu("superfluid",
 		fyne.NewMenuItem("Copy API URL", t.copyURL),
 		fyne.NewMenuItem("Welcome…", t.ShowWelcome),
+		fyne.NewMenuItem("Connect your apps…", func() { t.Show("connect") }),
 		fyne.NewMenuItemSeparator(),
 		&fyne.MenuItem{Label: "Quit", IsQuit: true, Action: t.Quit},
 	)))
@@ -225,6 +234,7 @@ func (t *App) refresh() {
 	t.models.refresh()
 	t.server.refresh(st, models)
 	t.playground.refresh(models)
+	t.connect.refresh()
 	t.setTray(st, models)
 }
 
@@ -277,6 +287,8 @@ func (t *App) actionFunc(it MenuItem) func() {
 		return func() { t.Show("models") }
 	case ActionOpenPlayground:
 		return func() { t.Show("playground") }
+	case ActionConnect:
+		return func() { t.Show("connect") }
 	case ActionCopyURL:
 		return t.copyURL
 	case ActionQuit:

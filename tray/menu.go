@@ -15,6 +15,7 @@ const (
 	ActionOpenWindow
 	ActionOpenPlayground
 	ActionCopyURL
+	ActionConnect // opens the Connect tab
 	ActionQuit
 )
 
@@ -83,6 +84,7 @@ func MenuItems(st ServerStatus, models []Model) []MenuItem {
 		MenuItem{Label: "Open window", Action: ActionOpenWindow},
 		MenuItem{Label: "Open playground", Action: ActionOpenPlayground},
 		MenuItem{Label: "Copy API URL", Action: ActionCopyURL, Disabled: !st.Running},
+		MenuItem{Label: "Connect your apps…", Action: ActionConnect},
 		MenuItem{Separator: true},
 		MenuItem{Label: "Quit", Action: ActionQuit})
 	return items

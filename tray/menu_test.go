@@ -36,7 +36,7 @@ func TestTrayMenu(t *testing.T) {
 	running := ServerStatus{Running: true, Address: "127.0.0.1:8453"}
 	items := MenuItems(running, models)
 	got := strings.Join(labels(items), "|")
-	want := "Running on 127.0.0.1:8453|Stop server|---|stories260K|Load model|---|Open window|Open playground|Copy API URL|---|Quit"
+	want := "Running on 127.0.0.1:8453|Stop server|---|stories260K|Load model|---|Open window|Open playground|Copy API URL|Connect your apps…|---|Quit"
 	if got != want {
 		t.Fatalf("menu\n got %s\nwant %s", got, want)
 	}
@@ -104,7 +104,7 @@ func TestFyneMenuItems(t *testing.T) {
 			t.Errorf("item %q has no action", it.Label)
 		}
 	}
-	load := items[len(items)-7] // Load model
+	load := items[len(items)-8] // Load model
 	if load.Label != "Load model" || load.ChildMenu == nil || len(load.ChildMenu.Items) != 2 {
 		t.Fatalf("load submenu %+v", load)
 	}
