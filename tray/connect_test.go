@@ -33,8 +33,8 @@ func TestConnectTab(t *testing.T) {
 		t.Fatalf("key %q status %q", v.key.Text, v.status.Text)
 	}
 	claude := v.cards["claude-code"]
-	if claude == nil || !strings.Contains(claude.text.Text, "ANTHROPIC_BASE_URL=http://127.0.0.1:8453\n") ||
-		!strings.Contains(claude.text.Text, "ANTHROPIC_MODEL=hf.co/owner/tiny-GGUF:Q8_0\n") {
+	if claude == nil || !strings.Contains(claude.text.Text(), "ANTHROPIC_BASE_URL=http://127.0.0.1:8453\n") ||
+		!strings.Contains(claude.text.Text(), "ANTHROPIC_MODEL=hf.co/owner/tiny-GGUF:Q8_0\n") {
 		t.Fatalf("claude code card: %+v", claude)
 	}
 	if _, ok := v.cards["codex-env"]; ok {
@@ -42,7 +42,7 @@ func TestConnectTab(t *testing.T) {
 	}
 
 	ui(app, func() { test.Type(v.key, "sk-sf-$x y") })
-	if text := v.cards["claude-code"].text.Text; !strings.Contains(text, `ANTHROPIC_API_KEY='sk-sf-$x y'`) {
+	if text := v.cards["claude-code"].text.Text(); !strings.Contains(text, `ANTHROPIC_API_KEY='sk-sf-$x y'`) {
 		t.Fatalf("typing a key did not rewrite the snippets: %q", text)
 	}
 	ui(app, func() { v.model.SetSelected("stories260K") })
@@ -52,16 +52,16 @@ func TestConnectTab(t *testing.T) {
 			t.Fatalf("no %s card", id)
 		}
 		want := findSnippet(t, connect.Params{Address: "127.0.0.1:8453", Key: "sk-sf-$x y", Model: "stories260K"}, id)
-		if c.text.Text != want.Text || c.title.Text != want.Title || !shown(v, c) {
-			t.Errorf("%s shows %q, want %q", id, c.text.Text, want.Text)
+		if c.text.Text() != want.Text || c.title.Text != want.Title || !shown(v, c) {
+			t.Errorf("%s shows %q, want %q", id, c.text.Text(), want.Text)
 		}
 		ui(app, func() { test.Tap(c.copy) })
 		if got := app.fyne.Clipboard().Content(); got != want.Text {
 			t.Errorf("%s: Copy put %q on the clipboard", id, got)
 		}
 	}
-	if !strings.Contains(v.cards["codex-env"].text.Text, `export SUPERFLUID_API_KEY='sk-sf-$x y'`) {
-		t.Errorf("the key is not quoted: %q", v.cards["codex-env"].text.Text)
+	if !strings.Contains(v.cards["codex-env"].text.Text(), `export SUPERFLUID_API_KEY='sk-sf-$x y'`) {
+		t.Errorf("the key is not quoted: %q", v.cards["codex-env"].text.Text())
 	}
 }
 
@@ -84,7 +84,7 @@ func TestConnectTabStates(t *testing.T) {
 		!strings.Contains(v.status.Text, "every address") {
 		t.Errorf("key %q status %q", v.key.Text, v.status.Text)
 	}
-	if text := v.cards["curl"].text.Text; !strings.Contains(text, "http://[::1]:8453/v1/chat/completions") ||
+	if text := v.cards["curl"].text.Text(); !strings.Contains(text, "http://[::1]:8453/v1/chat/completions") ||
 		!strings.Contains(text, `"Authorization: Bearer $SUPERFLUID_API_KEY"`) {
 		t.Errorf("curl over IPv6 with the key from the environment: %q", text)
 	}

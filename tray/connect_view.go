@@ -34,9 +34,11 @@ type connectCard struct {
 	snippet connect.Snippet
 	title   *widget.Label
 	note    *widget.Label
-	text    *widget.Label
-	copy    *widget.Button
-	box     fyne.CanvasObject
+	// text is a TextGrid, not a monospace Label: a Label's lines clip the underscores of
+	// ANTHROPIC_BASE_URL and the like, which then read as spaces.
+	text *widget.TextGrid
+	copy *widget.Button
+	box  fyne.CanvasObject
 }
 
 func newConnectView(a *App) *connectView {
@@ -168,7 +170,7 @@ func (v *connectView) newCard() *connectCard {
 	c := &connectCard{
 		title: widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
 		note:  widget.NewLabel(""),
-		text:  widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Monospace: true}),
+		text:  widget.NewTextGrid(),
 	}
 	c.note.Wrapping = fyne.TextWrapWord
 	c.copy = widget.NewButtonWithIcon("Copy", theme.ContentCopyIcon(), func() {
