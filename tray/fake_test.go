@@ -32,7 +32,8 @@ type fakeController struct {
 	hidden   bool
 	keys     []APIKey // fake_keys_test.go
 	keySeq   int
-	team     *fakeTeam // fake_team_test.go; nil: team mode off
+	team     *fakeTeam     // fake_team_test.go; nil: team mode off
+	discover *fakeDiscover // fake_discover_test.go
 }
 
 func (f *fakeController) Conversations() []Conversation {
