@@ -20,6 +20,7 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/backends"
 	"github.com/superfluid/superfluid/runtime/models"
+	"github.com/superfluid/superfluid/runtime/models/source"
 	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/store"
@@ -51,6 +52,8 @@ type Deps struct {
 	Runtimes func() []backends.Backend
 	// Team is team mode's lanes and bookings (team.go); nil outside team mode.
 	Team *Team
+	// Search is the model source the Discover tab browses (discover.go); nil: none can.
+	Search source.Searcher
 }
 
 // Controller is what the desktop app drives: the core, its HTTP server (started and stopped

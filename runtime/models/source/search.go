@@ -16,6 +16,9 @@ type Searcher interface {
 	Card(ctx context.Context, repo string) (string, error)
 	// Quants lists a repository's quantizations, split parts summed, projectors left out.
 	Quants(ctx context.Context, repo string) ([]Quant, error)
+	// Head reads at most n bytes from the start of a file of repo (a GGUF header, to size a
+	// model before downloading it).
+	Head(ctx context.Context, repo, path string, n int64) ([]byte, error)
 }
 
 // Sort orders of a Query.
