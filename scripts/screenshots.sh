@@ -87,6 +87,8 @@ team_screenshots
 # The .deb as a desktop sees it: its launcher entry and icons (scripts/screenshots_package.sh).
 source scripts/screenshots_package.sh
 package_screenshots
+source scripts/screenshots_discover.sh
+discover_screenshots
 
 # No session D-Bus (so no tray host): the app still runs and quits cleanly.
 env -u DBUS_SESSION_BUS_ADDRESS bin/superfluid --port "$port" --data-dir "$work/data" > "$work/nodbus.log" 2>&1 &
