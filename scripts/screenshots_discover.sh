@@ -24,9 +24,9 @@ discover_screenshots() {
   click 300 92 0.3                      # the search box
   xdotool type --delay 10 "stories"
   xdotool key Return; sleep 1.5
-  click "${DISCOVER_OPEN_X:-470}" "${DISCOVER_OPEN_Y:-165}" 2   # Open on the first hit
+  click "${DISCOVER_OPEN_X:-431}" "${DISCOVER_OPEN_Y:-193}" 2   # Open on the first hit
   shot discover
-  click "${DISCOVER_CARD_X:-640}" "${DISCOVER_CARD_Y:-600}" 2   # Model card
+  click "${DISCOVER_CARD_X:-640}" "${DISCOVER_CARD_Y:-598}" 2   # Model card
   shot model-card
   kill -TERM "$app_pid"; wait "$app_pid" || true
   kill "$dhub" 2>/dev/null || true

@@ -61,6 +61,7 @@ func newDiscoverView(a *App) *discoverView {
 	v.lanes = widget.NewSelect([]string{"1", "2", "4"}, func(string) { v.loadQuants() })
 	v.lanes.SetSelected("1")
 	v.quants = widget.NewRadioGroup(nil, func(string) { v.updateButtons() })
+	v.title.Truncation = fyne.TextTruncateEllipsis
 	v.note = widget.NewLabel("")
 	v.note.Wrapping = fyne.TextWrapWord
 	v.download = widget.NewButtonWithIcon("Download", theme.DownloadIcon(), v.startDownload)
@@ -117,8 +118,9 @@ func (v *discoverView) showResults(q DiscoverQuery, hits []HubModel, err error) 
 		open := widget.NewButton("Open", func() { v.open(h.Repo) })
 		name := widget.NewLabelWithStyle(h.Repo, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 		name.Truncation = fyne.TextTruncateEllipsis
-		v.results.Add(container.NewBorder(nil, nil, nil, open,
-			container.NewVBox(name, widget.NewLabel(hitDetails(h)))))
+		details := widget.NewLabel(hitDetails(h))
+		details.Truncation = fyne.TextTruncateEllipsis // long details must not widen the window
+		v.results.Add(container.NewBorder(nil, nil, nil, open, container.NewVBox(name, details)))
 	}
 }
 
