@@ -112,7 +112,7 @@ func newController(a *App) *desktop.Controller {
 	return desktop.New(desktop.Deps{Service: a.svc, Store: a.store, Keys: a.keys, Handler: a.handler,
 		Host: a.cfg.Host, Port: a.cfg.Port, Expose: a.expose,
 		StopBackground: a.batches.StopBackground, StartBackground: a.startBackground, Runtimes: a.runtimes,
-		Team: a.team.desktop(a.people)})
+		Team: a.team.desktop(a.people), Search: searcher(a.sources)})
 }
 
 func trayIcons() tray.Icons {

@@ -34,3 +34,14 @@ func isReference(name string) bool {
 	_, err := newSources(Config{}, "").Parse(name)
 	return err == nil
 }
+
+// searcher is the first of src's sources that can be searched (the Discover tab's), or nil.
+func searcher(src models.Source) source.Searcher {
+	l, _ := src.(source.List)
+	for _, s := range l {
+		if se, ok := s.(source.Searcher); ok {
+			return se
+		}
+	}
+	return nil
+}

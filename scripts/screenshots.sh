@@ -98,6 +98,8 @@ chat_screenshots
 # Connect your apps: every app's setup for the address, model and key (scripts/screenshots_connect.sh).
 source scripts/screenshots_connect.sh
 connect_screenshots
+source scripts/screenshots_discover.sh
+discover_screenshots
 
 # No session D-Bus (so no tray host): the app still runs and quits cleanly.
 env -u DBUS_SESSION_BUS_ADDRESS bin/superfluid --port "$port" --data-dir "$work/data" > "$work/nodbus.log" 2>&1 &

@@ -27,6 +27,7 @@ type App struct {
 	tabs  *container.AppTabs
 
 	models     *modelsView
+	discover   *discoverView // discover_view.go
 	server     *serverView
 	playground *playgroundView
 	keys       *keysView
@@ -54,6 +55,7 @@ func New(a fyne.App, c Controller, icons Icons, onQuit func()) *App {
 	}
 	t.win = a.NewWindow("superfluid")
 	t.models = newModelsView(t)
+	t.discover = newDiscoverView(t)
 	t.server = newServerView(t)
 	t.playground = newPlaygroundView(t)
 	t.keys = newKeysView(t)
@@ -66,6 +68,7 @@ func New(a fyne.App, c Controller, icons Icons, onQuit func()) *App {
 	t.connectTab = container.NewTabItemWithIcon("Connect", theme.LoginIcon(), t.connect.content)
 	t.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon("Models", theme.StorageIcon(), t.models.content),
+		container.NewTabItemWithIcon("Discover", theme.SearchIcon(), t.discover.content),
 		t.serverTab,
 		t.playTab,
 		t.keysTab,

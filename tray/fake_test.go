@@ -35,6 +35,7 @@ type fakeController struct {
 	team     *fakeTeam     // fake_team_test.go; nil: team mode off
 	first    *fakeFirstRun // fake_firstrun_test.go; nil: welcomed, nothing to suggest
 	chat     *fakeChat     // fake_chat_test.go; nil: a 2048-token window, no counting error
+	discover *fakeDiscover // fake_discover_test.go
 }
 
 func (f *fakeController) Conversations() []Conversation {

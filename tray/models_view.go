@@ -198,11 +198,15 @@ func (v *modelsView) confirmDelete(id string) {
 }
 
 // startPull downloads the reference in the entry; progress arrives as events.
-func (v *modelsView) startPull() {
-	ref := strings.TrimSpace(v.ref.Text)
+func (v *modelsView) startPull() { v.pull(strings.TrimSpace(v.ref.Text)) }
+
+// pull downloads ref with this tab's row (the Discover tab's Download comes here too); false
+// when a download is already running.
+func (v *modelsView) pull(ref string) bool {
 	if ref == "" || v.pulling != nil {
-		return
+		return false
 	}
+	v.ref.SetText(ref)
 	ctx, cancel := context.WithCancel(context.Background())
 	v.pulling, v.started, v.lastFile = cancel, time.Now(), ""
 	v.download.Disable()
@@ -214,6 +218,7 @@ func (v *modelsView) startPull() {
 		err := v.app.c.Pull(ctx, ref)
 		v.app.do(func() { v.pullDone(ref, err, ctx.Err() != nil) })
 	}()
+	return true
 }
 
 func (v *modelsView) cancelPull() {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/superfluid/superfluid/runtime/backends"
 	"github.com/superfluid/superfluid/runtime/models"
+	"github.com/superfluid/superfluid/runtime/models/source"
 	"github.com/superfluid/superfluid/server/auth"
 	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/server/store"
@@ -54,6 +55,8 @@ type Deps struct {
 	// Quants sizes a Hub repository's quantizations for the welcome's suggestion (firstrun.go);
 	// nil: the welcome suggests nothing.
 	Quants HubQuants
+	// Search is the model source the Discover tab browses (discover.go); nil: none can.
+	Search source.Searcher
 }
 
 // Controller is what the desktop app drives: the core, its HTTP server (started and stopped

@@ -77,7 +77,8 @@ func roomy(q HubQuant) bool { return q.Fits && q.Need > 0 && q.Need <= q.Free/4*
 // one the Hub search preselects when it is roomy, else its largest roomy one. Offline (no
 // repository answered) it says so and suggests nothing.
 func (c *Controller) Suggestion(ctx context.Context) (tray.Suggestion, error) {
-	if c.d.Quants == nil {
+	sizer := c.quantSizer()
+	if sizer == nil {
 		return tray.Suggestion{Note: "No Hub search in this build: download a model by reference on the Models tab."}, nil
 	}
 	var (
@@ -87,7 +88,7 @@ func (c *Controller) Suggestion(ctx context.Context) (tray.Suggestion, error) {
 		free    int64
 	)
 	for _, s := range starters {
-		quants, err := c.d.Quants.HubQuants(ctx, s.repo, suggestContext, suggestLanes)
+		quants, err := sizer.HubQuants(ctx, s.repo, suggestContext, suggestLanes)
 		if err != nil {
 			lastErr = err
 			if ctx.Err() != nil {
@@ -141,3 +142,33 @@ func shortErr(err error) string {
 }
 
 func bytesText(n int64) string { return humanize.Bytes(uint64(max(n, 0))) }
+
+// quantSizer is Deps.Quants when set (tests), else the Discover tab's own sizing over
+// Deps.Search; nil when neither is there.
+func (c *Controller) quantSizer() HubQuants {
+	switch {
+	case c.d.Quants != nil:
+		return c.d.Quants
+	case c.d.Search != nil:
+		return discoverSizer{c}
+	}
+	return nil
+}
+
+// discoverSizer is HubQuants over Controller.HubQuants: Discover's quantizations with their
+// references, fit verdicts and the one Discover preselects.
+type discoverSizer struct{ c *Controller }
+
+func (s discoverSizer) HubQuants(ctx context.Context, repo string, ctxLen, lanes int) ([]HubQuant, error) {
+	quants, err := s.c.HubQuants(ctx, repo, ctxLen, lanes)
+	if err != nil {
+		return nil, err
+	}
+	best, found := tray.BestFit(quants)
+	out := make([]HubQuant, 0, len(quants))
+	for _, q := range quants {
+		out = append(out, HubQuant{Quant: q.Name, Reference: "hf.co/" + repo + ":" + q.Name, Size: q.Size, Need: q.Need,
+			Free: q.Free, Fits: q.Fit() != tray.FitTooBig, Best: found && q.Name == best.Name})
+	}
+	return out, nil
+}

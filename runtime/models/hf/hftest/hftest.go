@@ -73,6 +73,7 @@ type Server struct {
 	pageSize int
 	authAPI  []string
 	authCDN  []string
+	browse   browseState // search and model metadata (search.go)
 }
 
 // New starts the endpoint and CDN listeners.
@@ -263,6 +264,8 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	switch {
+	case len(segs) == 2 && segs[0] == "api" && segs[1] == "models" && r.Method == http.MethodGet:
+		s.serveSearch(w, r)
 	case len(segs) >= 6 && segs[0] == "api" && segs[1] == "models" && segs[4] == "tree" && r.Method == http.MethodGet:
 		s.serveTree(w, r, segs[2]+"/"+segs[3], segs[5])
 	case len(segs) >= 5 && segs[2] == "resolve" && (r.Method == http.MethodGet || r.Method == http.MethodHead):

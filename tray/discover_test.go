@@ -1,0 +1,148 @@
+package tray
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+)
+
+func discoverFixture(f *fakeController) {
+	d := f.disc()
+	d.models = []HubModel{
+		{Repo: "acme/Tiny-GGUF", Author: "acme", Downloads: 12345, Likes: 7, License: "apache-2.0", Parameters: 1_500_000_000,
+			Updated: time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)},
+		{Repo: "zed/tiny-chat-GGUF", Author: "zed", Downloads: 90},
+	}
+	d.quants = map[string][]HubQuant{"acme/Tiny-GGUF": {
+		{Name: "Q4_K_M", Size: 1 << 30, Need: 2 << 30, Free: 4 << 30},
+		{Name: "Q8_0", Size: 2 << 30, Need: 3<<30 + 1<<29, Free: 4 << 30},
+		{Name: "F16", Size: 4 << 30, Need: 6 << 30, Free: 4 << 30, Estimated: true},
+	}}
+	d.cards = map[string]string{"acme/Tiny-GGUF": "# Tiny\n\nA small model. <script>alert('x')</script>\n\n" +
+		"![logo](https://evil.example/track.png)\n\n[docs](https://acme.example/docs) and [click](javascript:alert(1))\n"}
+}
+
+// TestDiscoverFindsSizesAndDownloads: a search lists the hits with their metadata; opening one
+// lists its quantizations with fit badges, the best fitting preselected; the context choice
+// reaches the estimate; Download pulls hf.co/OWNER/REPO:QUANT with the Models tab's row.
+func TestDiscoverFindsSizesAndDownloads(t *testing.T) {
+	app, f := newTestApp(t)
+	discoverFixture(f)
+	v := app.discover
+	ui(app, func() {
+		test.Type(v.search, "tiny")
+		v.sort.SetSelected("Trending")
+	})
+	eventually(t, app, "two hits", func() bool { return v.status.Text == "2 models." && len(v.results.Objects) == 2 })
+	if q := f.disc().asked; q[len(q)-1] != (DiscoverQuery{Text: "tiny", Sort: SortTrending}) {
+		t.Errorf("asked %+v", q)
+	}
+	details := hitDetails(f.disc().models[0])
+	for _, want := range []string{"by acme", "12.3k downloads", "7 likes", "updated 3 Nov 2026", "apache-2.0", "1.5B params"} {
+		if !strings.Contains(details, want) {
+			t.Errorf("details %q lack %q", details, want)
+		}
+	}
+	ui(app, func() { v.open("acme/Tiny-GGUF") })
+	eventually(t, app, "three quants", func() bool { return len(v.quants.Options) == 3 })
+	var sel string
+	ui(app, func() { sel = v.quants.Selected })
+	if !strings.HasPrefix(sel, "Q4_K_M") || !strings.Contains(sel, "· fits (needs 2.3 GB of 4.3 GB free)") {
+		t.Errorf("preselected %q; want Q4_K_M, the largest that fits with room", sel)
+	}
+	ui(app, func() {
+		if o := v.quants.Options; !strings.Contains(o[1], "tight") || !strings.Contains(o[2], "too big") || !strings.HasSuffix(o[2], "~") {
+			t.Errorf("badges %q", o)
+		}
+		if !strings.Contains(v.note.Text, "estimated") {
+			t.Errorf("note %q does not say the estimate is one", v.note.Text)
+		}
+	})
+	before := sel
+	ui(app, func() { v.context.SetSelected("32768") })
+	eventually(t, app, "a longer context needs more", func() bool {
+		return len(v.quants.Options) == 3 && v.quants.Options[0] != before
+	})
+	ui(app, func() { v.context.SetSelected("4096"); v.lanes.SetSelected("1") })
+	eventually(t, app, "back to 4096", func() bool { return v.quants.Selected == before })
+	ui(app, func() { test.Tap(v.download) })
+	eventually(t, app, "downloaded on the Models tab", func() bool {
+		return app.Tabs().Selected().Text == "Models" && strings.HasPrefix(app.models.progress.Text, "Downloaded hf.co/acme/Tiny-GGUF:Q4_K_M")
+	})
+}
+
+// TestDiscoverOffline: a search that fails (timeout, garbage) says so in one line and still
+// lists the models already here.
+func TestDiscoverOffline(t *testing.T) {
+	app, f := newTestApp(t)
+	f.disc().err = errors.New("search the Hub: the Hub did not answer in time: context deadline exceeded")
+	v := app.discover
+	ui(app, func() { test.Type(v.search, "qwen"); v.runSearch() })
+	eventually(t, app, "the tab says the Hub is out of reach", func() bool {
+		return strings.HasPrefix(v.status.Text, "Hugging Face cannot be searched now (") && strings.Contains(v.status.Text, "did not answer in time")
+	})
+	ui(app, func() {
+		if len(v.results.Objects) != 2 || !strings.HasPrefix(v.results.Objects[0].(*widget.Label).Text, "stories260K") {
+			t.Errorf("offline list %v", v.results.Objects)
+		}
+	})
+}
+
+// TestDiscoverDiskFull: a download from Discover that fills the disk shows the message the
+// Models row shows, and the quantization can be downloaded again (resume).
+func TestDiscoverDiskFull(t *testing.T) {
+	app, f := newTestApp(t)
+	discoverFixture(f)
+	f.pullErr = errors.New("the disk is full: free space and download again; the partial download is kept")
+	v := app.discover
+	ui(app, func() { v.open("acme/Tiny-GGUF") })
+	eventually(t, app, "quants", func() bool { return len(v.quants.Options) == 3 && !v.download.Disabled() })
+	ui(app, func() { test.Tap(v.download) })
+	eventually(t, app, "the failure shows", func() bool {
+		return app.models.progress.Text == "Failed: the disk is full: free space and download again; the partial download is kept"
+	})
+	if app.models.download.Disabled() || v.download.Disabled() {
+		t.Error("cannot download again after a full disk")
+	}
+}
+
+// TestModelCardHostileMarkdown: a card's scripts are dropped, its remote images shown as alt
+// text and never fetched, javascript: links shown as plain text; http(s) links stay.
+func TestModelCardHostileMarkdown(t *testing.T) {
+	app, f := newTestApp(t)
+	discoverFixture(f)
+	v := app.discover
+	ui(app, func() { v.open("acme/Tiny-GGUF"); test.Tap(v.card) })
+	eventually(t, app, "the card shows", func() bool { return v.cardText != nil })
+	var links []string
+	var walk func(segs []widget.RichTextSegment)
+	walk = func(segs []widget.RichTextSegment) {
+		for _, s := range segs {
+			switch s := s.(type) {
+			case *widget.ImageSegment:
+				t.Errorf("an image segment for %v", s.Source)
+			case *widget.HyperlinkSegment:
+				links = append(links, s.URL.String())
+			case *widget.ParagraphSegment:
+				walk(s.Texts)
+			case *widget.ListSegment:
+				walk(s.Items)
+			}
+		}
+	}
+	var text string
+	ui(app, func() { walk(v.cardText.Segments); text = v.cardText.String() })
+	if strings.Contains(text, "alert('x')") || strings.Contains(text, "script") {
+		t.Errorf("the script shows: %q", text)
+	}
+	if !strings.Contains(text, "(image: logo)") || strings.Contains(text, "evil.example") {
+		t.Errorf("the image is not its alt text: %q", text)
+	}
+	if len(links) != 1 || links[0] != "https://acme.example/docs" || !strings.Contains(text, "click") {
+		t.Errorf("links %v, text %q", links, text)
+	}
+}
