@@ -41,10 +41,18 @@ func TestDiscoverFindsSizesAndDownloads(t *testing.T) {
 	if q := f.disc().asked; q[len(q)-1] != (DiscoverQuery{Text: "tiny", Sort: SortTrending}) {
 		t.Errorf("asked %+v", q)
 	}
-	details := hitDetails(f.disc().models[0])
-	for _, want := range []string{"by acme", "12.3k downloads", "7 likes", "updated 3 Nov 2026", "apache-2.0", "1.5B params"} {
+	var shown []string
+	ui(app, func() {
+		for _, o := range test.LaidOutObjects(v.results.Objects[0]) {
+			if l, ok := o.(*widget.Label); ok {
+				shown = append(shown, l.Text)
+			}
+		}
+	})
+	details := strings.Join(shown, "\n")
+	for _, want := range []string{"by acme", "12.3k downloads", "7 likes", "updated 3 Nov 2026", "\napache-2.0 · 1.5B params"} {
 		if !strings.Contains(details, want) {
-			t.Errorf("details %q lack %q", details, want)
+			t.Errorf("the first result shows %q, lacking %q", details, want)
 		}
 	}
 	ui(app, func() { v.open("acme/Tiny-GGUF") })

@@ -118,21 +118,31 @@ func (v *discoverView) showResults(q DiscoverQuery, hits []HubModel, err error) 
 		open := widget.NewButton("Open", func() { v.open(h.Repo) })
 		name := widget.NewLabelWithStyle(h.Repo, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 		name.Truncation = fyne.TextTruncateEllipsis
-		details := widget.NewLabel(hitDetails(h))
-		details.Truncation = fyne.TextTruncateEllipsis // long details must not widen the window
-		v.results.Add(container.NewBorder(nil, nil, nil, open, container.NewVBox(name, details)))
+		lines := container.NewVBox(name)
+		for _, line := range strings.Split(hitDetails(h), "\n") {
+			details := widget.NewLabel(line)
+			details.Truncation = fyne.TextTruncateEllipsis // long details must not widen the window
+			lines.Add(details)
+		}
+		v.results.Add(container.NewBorder(nil, nil, nil, open, lines))
 	}
 }
 
-// hitDetails is "by acme · 1.2k downloads · 7 likes · updated 3 Nov 2026 · apache-2.0 · 1.5B params".
+// hitDetails is two lines, popularity then facts, so that the narrow results pane truncates
+// neither the licence nor the size: "by acme · 1.2k downloads · 7 likes · updated 3 Nov 2026"
+// and "apache-2.0 · 1.5B params".
 func hitDetails(h HubModel) string {
 	parts := []string{"by " + h.Author, compactCount(h.Downloads) + " downloads",
 		fmt.Sprintf("%d likes", h.Likes)}
 	if !h.Updated.IsZero() {
 		parts = append(parts, "updated "+h.Updated.Format("2 Jan 2006"))
 	}
+	popularity := strings.Join(parts, " · ")
+	parts = nil
 	if h.License != "" {
 		parts = append(parts, h.License)
+	} else {
+		parts = append(parts, "no licence given")
 	}
 	if h.Parameters > 0 {
 		parts = append(parts, compactCount(h.Parameters)+" params")
@@ -140,7 +150,7 @@ func hitDetails(h HubModel) string {
 	if h.Gated {
 		parts = append(parts, "gated (needs a token)")
 	}
-	return strings.Join(parts, " · ")
+	return popularity + "\n" + strings.Join(parts, " · ")
 }
 
 // compactCount is n as people write counts: 950, 12.3k, 4.5M, 1.5B.
