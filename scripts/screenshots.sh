@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 if [ -z "${SCREENSHOTS_INNER:-}" ]; then
   missing=()
-  for p in xvfb xauth dbus imagemagick xdotool xclip curl rofi; do
+  for p in xvfb xauth dbus imagemagick xdotool xclip curl rofi sqlite3; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if ((${#missing[@]})); then
@@ -41,11 +41,12 @@ bin/fakehub -pause 0.4 "demo/stories-GGUF=$work/stories-F32.gguf" > "$work/hub" 
 hub_pid=$!
 for _ in $(seq 50); do [ -s "$work/hub" ] && break; sleep 0.1; done
 port=$((20000 + RANDOM % 20000))
+source scripts/screenshots_welcomed.sh
+welcomed "$work/data"            # the welcome has its own shot (screenshots_firstrun.sh)
 bin/superfluid --port "$port" --data-dir "$work/data" --hf-endpoint "$(head -1 "$work/hub")" > "$work/app.log" 2>&1 &
 app_pid=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/health" > /dev/null && break; sleep 0.2; done
 sleep 2
-click 359 531 1                  # the welcome of a fresh data dir: Don't show again (screenshots_firstrun.sh)
 
 click 50 50                      # Models
 shot models

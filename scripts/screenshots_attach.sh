@@ -6,6 +6,8 @@
 # Playground a picture's path pasted into the input (fyne's clipboard holds text: a copied
 # file's path attaches the file) goes with a question, and the reply streams back.
 
+source "$(dirname "${BASH_SOURCE[0]}")/screenshots_welcomed.sh"
+
 attach_screenshots() {
   local d="$work/attach" port=$((20000 + RANDOM % 20000))
   for kind in vision audio; do
@@ -17,6 +19,7 @@ attach_screenshots() {
   # A picture to attach: sky, sun and grass.
   convert -size 320x170 gradient:'#5a96eb-#a8ccf2' \( -size 320x70 xc:'#3c8c3c' \) -append \
     -fill '#fad228' -draw 'circle 260,50 284,50' "$d/meadow.png"
+  welcomed "$d/data"  # past the first-run welcome (screenshots_welcomed.sh)
   bin/superfluid --port "$port" --data-dir "$d/data" > "$work/attach.log" 2>&1 &
   app_pid=$!
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/health" > /dev/null && break; sleep 0.2; done

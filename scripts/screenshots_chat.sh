@@ -9,6 +9,8 @@
 # taller than the usual 900x660 screen's transcript, so this part runs in an X server of its own
 # (900x1100) with the window made taller (xdotool windowsize), to show the whole turn at once.
 
+source "$(dirname "${BASH_SOURCE[0]}")/screenshots_welcomed.sh"
+
 chat_screenshots() {
   OUT_DIR="$out" CHAT_INNER=1 xvfb-run -a -s "-screen 0 900x1100x24" dbus-run-session -- bash scripts/screenshots_chat.sh
 }
@@ -16,6 +18,7 @@ chat_screenshots() {
 chat_inner() {
   local d="$work/chat" port=$((20000 + RANDOM % 20000))
   mkdir -p "$d"
+  welcomed "$d/data"  # past the first-run welcome (screenshots_welcomed.sh)
   bin/superfluid --port "$port" --data-dir "$d/data" > "$work/chat.log" 2>&1 &
   app_pid=$!
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/health" > /dev/null && break; sleep 0.2; done

@@ -4,11 +4,14 @@
 # loaded and an API key created with `superfluid keys`, so the Connect tab shows every app's
 # setup for the server's address, the loaded model and the key read from $SUPERFLUID_API_KEY.
 
+source "$(dirname "${BASH_SOURCE[0]}")/screenshots_welcomed.sh"
+
 connect_screenshots() {
   local d="$work/connect" port=$((20000 + RANDOM % 20000))
   mkdir -p "$d"
   local key
   key=$(bin/superfluid keys create --data-dir "$d/data" laptop | grep -o 'sk-sf-[A-Za-z0-9_-]*' | head -1)
+  welcomed "$d/data"  # past the first-run welcome (screenshots_welcomed.sh)
   bin/superfluid --port "$port" --data-dir "$d/data" > "$work/connect.log" 2>&1 &
   app_pid=$!
   for _ in $(seq 100); do curl -s "http://127.0.0.1:$port/health" > /dev/null && break; sleep 0.2; done

@@ -4,6 +4,8 @@
 # desktop app against bin/fakehub serving two repositories with search metadata, one with a
 # hostile model card; a search, a repository opened (quantizations with fit badges), its card.
 
+source "$(dirname "${BASH_SOURCE[0]}")/screenshots_welcomed.sh"
+
 discover_screenshots() {
   local d="$work/discover" port=$((20000 + RANDOM % 20000))
   mkdir -p "$d"
@@ -16,6 +18,7 @@ discover_screenshots() {
     "demo/stories-small-GGUF=$d/stories-F32.gguf" > "$d/hub" &
   local dhub=$!
   for _ in $(seq 50); do [ -s "$d/hub" ] && break; sleep 0.1; done
+  welcomed "$d/data"  # past the first-run welcome (screenshots_welcomed.sh)
   bin/superfluid --port "$port" --data-dir "$d/data" --hf-endpoint "$(head -1 "$d/hub")" > "$work/discover.log" 2>&1 &
   app_pid=$!
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/health" > /dev/null && break; sleep 0.2; done

@@ -6,6 +6,8 @@
 # approval), its Server tab's Lanes and Bookings sub-tabs, the Add lane dialog, and the Book
 # dialog refusing a taken window (409 booking_conflict) inline.
 
+source "$(dirname "${BASH_SOURCE[0]}")/screenshots_welcomed.sh"
+
 team_screenshots() {
   local d="$work/team" port=$((20000 + RANDOM % 20000))
   local sf=(bin/superfluid --data-dir "$d")
@@ -15,6 +17,7 @@ team_screenshots() {
   bin/superfluid lanes add big --device cpu --engine local --model stories260K --data-dir "$d" > /dev/null
   bin/superfluid lanes add vllm --engine openai --url http://127.0.0.1:9/v1 --model Qwen3-32B --data-dir "$d" > /dev/null
   bin/superfluid bookings add --lane big --from now --to +2h --model stories260K --data-dir "$d" > /dev/null
+  welcomed "$d"  # past the first-run welcome (screenshots_welcomed.sh)
   "${sf[@]}" --team --booking-approval --port "$port" > "$work/team.log" 2>&1 &
   app_pid=$!
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/health" > /dev/null && break; sleep 0.2; done
