@@ -30,7 +30,8 @@ type App struct {
 	server     *serverView
 	playground *playgroundView
 	keys       *keysView
-	team       *teamViews // the Server tab's Lanes and Bookings in team mode (team_view.go)
+	team       *teamViews   // the Server tab's Lanes and Bookings in team mode (team_view.go)
+	desk       *desktopView // the no-tray banner and start at login (desktop_view.go)
 	playTab    *container.TabItem
 	serverTab  *container.TabItem
 	keysTab    *container.TabItem
@@ -50,6 +51,7 @@ func New(a fyne.App, c Controller, icons Icons, onQuit func()) *App {
 		a.SetIcon(icons.App)
 	}
 	t.win = a.NewWindow("superfluid")
+	t.desk = newDesktopView(t)
 	t.models = newModelsView(t)
 	t.server = newServerView(t)
 	t.playground = newPlaygroundView(t)
@@ -70,6 +72,7 @@ func New(a fyne.App, c Controller, icons Icons, onQuit func()) *App {
 			t.keys.refresh() // keys created or revoked with superfluid keys meanwhile
 		}
 		if item == t.serverTab {
+			t.desk.readLogin() // the autostart entry may have been removed by hand
 			shown := t.team.shown()
 			go t.team.poll(shown)
 			go func() {
@@ -78,22 +81,17 @@ func New(a fyne.App, c Controller, icons Icons, onQuit func()) *App {
 			}()
 		}
 	}
-	t.win.SetContent(t.tabs)
+	t.win.SetContent(container.NewBorder(t.desk.banner, nil, nil, nil, t.tabs))
 	// Files dropped on the window are attachments of the playground's next message.
 	t.win.SetOnDropped(func(_ fyne.Position, uris []fyne.URI) {
 		t.tabs.Select(t.playTab)
 		t.playground.attach.attachURIs(uris)
 	})
 	t.win.Resize(fyne.NewSize(860, 620))
-	// Closing the window hides it; Quit (tray menu or main menu) ends the app.
+	// Closing the window hides it while a tray icon can bring it back; Quit (tray menu or main
+	// menu) ends the app.
 	_, t.hasTray = a.(desktop.App)
-	t.win.SetCloseIntercept(func() {
-		if t.hasTray {
-			t.win.Hide()
-			return
-		}
-		t.Quit()
-	})
+	t.win.SetCloseIntercept(t.closeWindow)
 	t.win.SetMainMenu(fyne.NewMainMenu(fyne.NewMenu("superfluid",
 		fyne.NewMenuItem("Copy API URL", t.copyURL),
 		fyne.NewMenuItemSeparator(),
@@ -185,6 +183,7 @@ func (t *App) watch() {
 		stop()
 		close(done)
 	}
+	t.desk.watchHost(done)
 	go func() {
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()

@@ -32,7 +32,8 @@ type fakeController struct {
 	hidden   bool
 	keys     []APIKey // fake_keys_test.go
 	keySeq   int
-	team     *fakeTeam // fake_team_test.go; nil: team mode off
+	team     *fakeTeam    // fake_team_test.go; nil: team mode off
+	desktop  *fakeDesktop // fake_desktop_test.go; nil: a tray host, no autostart
 }
 
 func (f *fakeController) Conversations() []Conversation {
@@ -205,7 +206,7 @@ func (f *fakeController) Chat(ctx context.Context, s ChatSettings, msgs []Messag
 	return ChatStats{PromptTokens: 12, CachedTokens: 4, CompletionTokens: len(words), TokensPerSecond: 123.4, FinishReason: "stop"}, nil
 }
 
-func (f *fakeController) Generating() int { return 0 }
+func (f *fakeController) Generating() int { return f.desktop.running() } // fake_desktop_test.go
 
 func (f *fakeController) Settings(id string) (ModelSettings, error) {
 	f.mu.Lock()
