@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/superfluid/superfluid/app/trayhost"
 	"github.com/superfluid/superfluid/runtime/backends"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/server/auth"
@@ -51,6 +52,10 @@ type Deps struct {
 	Runtimes func() []backends.Backend
 	// Team is team mode's lanes and bookings (team.go); nil outside team mode.
 	Team *Team
+	// Tray follows the desktop's tray host (desktop.go); nil: none.
+	Tray *trayhost.Watcher
+	// LoginArgs are the flags the start-at-login entry runs the binary with (--hidden).
+	LoginArgs []string
 }
 
 // Controller is what the desktop app drives: the core, its HTTP server (started and stopped

@@ -51,15 +51,28 @@ func Watch() (*Watcher, error) {
 	return w, nil
 }
 
+// Fixed is a watcher that never changes: present on macOS and Windows, whose menu bar and
+// notification area are always there; absent where there is no session bus to ask.
+func Fixed(present bool) *Watcher {
+	w := &Watcher{}
+	w.present.Store(present)
+	return w
+}
+
 // Present reports whether a tray host is there now.
 func (w *Watcher) Present() bool { return w.present.Load() }
 
-// Changes receives the new state each time a host comes or goes; it closes with Close.
+// Changes receives the new state each time a host comes or goes; it closes with Close. It is
+// nil for a Fixed watcher.
 func (w *Watcher) Changes() <-chan bool { return w.changes }
 
 // Close ends the connection and closes Changes.
 func (w *Watcher) Close() {
-	w.once.Do(func() { w.conn.Close() })
+	w.once.Do(func() {
+		if w.conn != nil {
+			w.conn.Close()
+		}
+	})
 }
 
 // follow turns the bus's signals into changes until the connection closes its channel.
