@@ -187,11 +187,14 @@ func (t *App) watch() {
 	go func() {
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
-		for {
+		for ticks := 1; ; ticks++ {
 			select {
 			case <-done:
 				return
 			case <-tick.C:
+			}
+			if ticks <= trayResyncs {
+				t.do(t.resyncTray)
 			}
 			showing, sub := false, ""
 			t.doAndWait(func() { showing, sub = t.tabs.Selected() == t.serverTab, t.team.shown() })

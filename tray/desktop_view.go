@@ -5,6 +5,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
@@ -111,4 +112,16 @@ func (t *App) closeWindow() {
 		return
 	}
 	t.Quit()
+}
+
+// trayResyncs is how many seconds after start the tray menu is set again. fyne 2.7 sets the
+// menu it was first given once the tray registers on the bus (driver_desktop.go's onReady),
+// undoing any set in between: seen on xfce4-panel as "Stopped" in the menu of a running server.
+const trayResyncs = 3
+
+// resyncTray sets the tray menu again from the controller's state.
+func (t *App) resyncTray() {
+	if d, ok := t.fyne.(desktop.App); ok {
+		d.SetSystemTrayMenu(fyne.NewMenu("superfluid", t.fyneItems(MenuItems(t.c.Server(), t.c.Models()))...))
+	}
 }
