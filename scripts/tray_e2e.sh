@@ -95,10 +95,17 @@ step "unloaded from the tray menu"
 menu
 keys Down Down Down Return # Open window
 wait_for 10 "the window after Open window" visible
+# With no window manager it opens at 0,0, over the panel: move it below.
+xdotool search --onlyvisible --name '^superfluid$' windowmove 0 34
+sleep 1
+/usr/bin/import -window root "$work/window.png"
 menu
 keys Down Down Down Down Return # Open playground
-sleep 1
+sleep 1.5
 visible || fail "the window closed on Open playground"
+/usr/bin/import -window root "$work/playground.png"
+changed=$(compare -metric AE -fuzz 2% "$work/window.png" "$work/playground.png" /dev/null 2>&1 || true)
+[ "${changed%% *}" -gt 5000 ] 2>/dev/null || fail "Open playground did not change the window ($changed pixels)"
 step "window and playground opened from the tray menu"
 
 # The panel dies: the window stays shown and gains the banner.
