@@ -189,3 +189,16 @@ func TestDesktopTrayIcon(t *testing.T) {
 		t.Fatalf("the same state set the icon twice: %v", ta.icons)
 	}
 }
+
+// TestDesktopTrayMenuResync: a menu put back on the tray after start (fyne 2.7 restores the
+// first menu it was given once the tray registers on the bus) is replaced by the current one
+// within the first seconds.
+func TestDesktopTrayMenuResync(t *testing.T) {
+	app, _, ta, _ := newDesktopApp(t, &fakeDesktop{host: true})
+	ta.SetSystemTrayMenu(fyne.NewMenu("", fyne.NewMenuItem("Stopped", nil)))
+	eventually(t, app, "the current menu back on the tray", func() bool {
+		ta.mu.Lock()
+		defer ta.mu.Unlock()
+		return len(ta.menu.Items) > 0 && ta.menu.Items[0].Label == "Running on 127.0.0.1:8453"
+	})
+}
