@@ -34,7 +34,7 @@ func TestRealTray(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "tray_e2e: ok") {
 		t.Fatalf("tray_e2e.sh: %v\n%s", err, out)
 	}
-	for _, shot := range []string{"tray-menu.png", "no-tray.png"} {
+	for _, shot := range []string{"tray-menu.png", "tray-start-at-login.png", "no-tray.png"} {
 		if _, err := os.Stat(filepath.Join(shots, shot)); err != nil {
 			t.Errorf("no %s: %v", shot, err)
 		}

@@ -3,7 +3,8 @@
 # xfce4-panel holding only its notification area (a StatusNotifier host, Debian's own), starts
 # bin/superfluid --hidden on a fresh data dir and a random port, finds its icon on the panel,
 # opens its menu with a right click (docs/screenshots/tray-menu.png), loads and unloads the
-# bundled model from it (checked on GET /api/ps), opens the window and the playground, kills
+# bundled model from it (checked on GET /api/ps), opens the window and the playground, ticks
+# "Start superfluid when I log in" (the XDG entry checked; tray-start-at-login.png), kills
 # the panel and checks the window now shows the no-tray banner (docs/screenshots/no-tray.png),
 # then quits with SIGTERM and checks the exit code. Exits 0 when all of that held; prints
 # "tray_e2e: skip: ..." and exits 3 when a tool it needs is missing (scripts/tray/install.sh).
@@ -107,6 +108,17 @@ visible || fail "the window closed on Open playground"
 changed=$(compare -metric AE -fuzz 2% "$work/window.png" "$work/playground.png" /dev/null 2>&1 || true)
 [ "${changed%% *}" -gt 5000 ] 2>/dev/null || fail "Open playground did not change the window ($changed pixels)"
 step "window and playground opened from the tray menu"
+
+# The Server tab's start-at-login checkbox writes the XDG autostart entry.
+xdotool mousemove 145 90 click 1 # Server
+sleep 1
+xdotool mousemove 144 442 click 1 # Start superfluid when I log in
+entry="$XDG_CONFIG_HOME/autostart/io.superfluid.app.desktop"
+wait_for 5 "the autostart entry $entry" test -s "$entry"
+grep -qx "Exec=$(readlink -f bin/superfluid) --hidden" "$entry" || fail "autostart entry: $(cat "$entry")"
+sleep 0.5
+/usr/bin/import -window root "$out/tray-start-at-login.png"
+step "start at login wrote $entry"
 
 # The panel dies: the window stays shown and gains the banner.
 geom=$(xdotool search --onlyvisible --name '^superfluid$' getwindowgeometry | awk '/Geometry/{print $2}')
