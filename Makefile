@@ -63,7 +63,7 @@ OLLAMA_VERSION := $(shell $(GO) list -m -f '{{.Version}}' github.com/ollama/olla
 PEERS_DIR      := $(HOME)/.cache/superfluid/peers/ollama-$(OLLAMA_VERSION)
 export SUPERFLUID_OLLAMA ?= $(PEERS_DIR)/ollama
 
-.PHONY: all setup agents peers browser packaging-tools build portable run test test-short gotest fuzz bench screenshots package clean
+.PHONY: all setup agents peers browser tray-tools packaging-tools build portable run test test-short gotest fuzz bench screenshots package clean
 all: build
 
 setup:
@@ -95,6 +95,11 @@ peers: setup
 browser:
 	@bash scripts/browser/install.sh
 
+# tray-tools: Xvfb, D-Bus, xdotool, ImageMagick and xfce4-panel for the real tray test
+# (scripts/tray_e2e.sh, run by tray_e2e_test.go); never fails: without them the test skips.
+tray-tools:
+	@bash scripts/tray/install.sh
+
 # packaging-tools: install the Debian tools make package and packaging/'s tests use (dpkg-dev,
 # librsvg2-bin, appstream, desktop-file-utils, lintian; a no-op when installed; never fails:
 # without apt the tests skip).
@@ -103,7 +108,7 @@ packaging-tools:
 
 # test: gofmt, vet and every test; bin/superfluid is built first, for the tests that start it as a
 # real process (runtime/supervise runs it as a supervised `command` engine).
-test: setup agents peers browser packaging-tools build
+test: setup agents peers browser tray-tools packaging-tools build
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "not gofmt-formatted: $$unformatted"; exit 1; fi
 	$(GO) vet $(GOFLAGS_BUILD) ./...

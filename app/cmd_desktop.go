@@ -70,7 +70,9 @@ func runDesktop(cmd *cobra.Command, cfg Config, hidden bool) error {
 	if err := a.startBackground(); err != nil {
 		return err
 	}
-	c := newController(a)
+	host := watchTray(cmd.ErrOrStderr())
+	defer host.Close()
+	c := newController(a, func(d *desktop.Deps) { d.Tray, d.LoginArgs = host, []string{"--hidden"} })
 	defer c.Close()
 	if wl != nil {
 		web, err := a.startWeb(wl, c)
@@ -84,6 +86,7 @@ func runDesktop(cmd *cobra.Command, cfg Config, hidden bool) error {
 	hidden = hidden || c.StartHidden()
 	ui := fyneapp.NewWithID("io.superfluid.app")
 	app := tray.New(ui, c, trayIcons(), nil)
+	hidden = hidden && app.HasTray() // hidden with no tray icon, nothing could open the window
 	if err := c.StartServer(); err != nil {
 		fmt.Fprintf(cmd.ErrOrStderr(), "superfluid: %v\n", err)
 		hidden = false // the window says what is wrong and offers Start
@@ -107,12 +110,16 @@ func runDesktop(cmd *cobra.Command, cfg Config, hidden bool) error {
 }
 
 // newController is the desktop controller over a's core, store and keys, serving a's API on
-// the configured address.
-func newController(a *App) *desktop.Controller {
-	return desktop.New(desktop.Deps{Service: a.svc, Store: a.store, Keys: a.keys, Handler: a.handler,
+// the configured address; extra sets what only the desktop app has (the tray host).
+func newController(a *App, extra ...func(*desktop.Deps)) *desktop.Controller {
+	d := desktop.Deps{Service: a.svc, Store: a.store, Keys: a.keys, Handler: a.handler,
 		Host: a.cfg.Host, Port: a.cfg.Port, Expose: a.expose,
 		StopBackground: a.batches.StopBackground, StartBackground: a.startBackground, Runtimes: a.runtimes,
-		Team: a.team.desktop(a.people), Search: searcher(a.sources)})
+		Team: a.team.desktop(a.people), Search: searcher(a.sources)}
+	for _, f := range extra {
+		f(&d)
+	}
+	return desktop.New(d)
 }
 
 func trayIcons() tray.Icons {

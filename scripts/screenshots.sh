@@ -102,6 +102,10 @@ connect_screenshots
 source scripts/screenshots_discover.sh
 discover_screenshots
 
+# The real tray: its menu on xfce4-panel and the no-tray banner (scripts/screenshots_tray.sh).
+source scripts/screenshots_tray.sh
+tray_screenshots
+
 # No session D-Bus (so no tray host): the app still runs and quits cleanly.
 env -u DBUS_SESSION_BUS_ADDRESS bin/superfluid --port "$port" --data-dir "$work/data" > "$work/nodbus.log" 2>&1 &
 app_pid=$!

@@ -33,6 +33,7 @@ type App struct {
 	keys       *keysView
 	team       *teamViews   // the Server tab's Lanes and Bookings in team mode (team_view.go)
 	welcome    *welcomeView // the first-run welcome, once opened (welcome_view.go)
+	desk       *desktopView // the no-tray banner and start at login (desktop_view.go)
 	playTab    *container.TabItem
 	serverTab  *container.TabItem
 	keysTab    *container.TabItem
@@ -54,6 +55,7 @@ func New(a fyne.App, c Controller, icons Icons, onQuit func()) *App {
 		a.SetIcon(icons.App)
 	}
 	t.win = a.NewWindow("superfluid")
+	t.desk = newDesktopView(t)
 	t.models = newModelsView(t)
 	t.discover = newDiscoverView(t)
 	t.server = newServerView(t)
@@ -82,6 +84,7 @@ func New(a fyne.App, c Controller, icons Icons, onQuit func()) *App {
 			t.connect.refresh() // keys created or revoked meanwhile
 		}
 		if item == t.serverTab {
+			t.desk.readLogin() // the autostart entry may have been removed by hand
 			shown := t.team.shown()
 			go t.team.poll(shown)
 			go func() {
@@ -90,22 +93,17 @@ func New(a fyne.App, c Controller, icons Icons, onQuit func()) *App {
 			}()
 		}
 	}
-	t.win.SetContent(t.tabs)
+	t.win.SetContent(container.NewBorder(t.desk.banner, nil, nil, nil, t.tabs))
 	// Files dropped on the window are attachments of the playground's next message.
 	t.win.SetOnDropped(func(_ fyne.Position, uris []fyne.URI) {
 		t.tabs.Select(t.playTab)
 		t.playground.attach.attachURIs(uris)
 	})
 	t.win.Resize(fyne.NewSize(860, 620))
-	// Closing the window hides it; Quit (tray menu or main menu) ends the app.
+	// Closing the window hides it while a tray icon can bring it back; Quit (tray menu or main
+	// menu) ends the app.
 	_, t.hasTray = a.(desktop.App)
-	t.win.SetCloseIntercept(func() {
-		if t.hasTray {
-			t.win.Hide()
-			return
-		}
-		t.Quit()
-	})
+	t.win.SetCloseIntercept(t.closeWindow)
 	t.win.SetMainMenu(fyne.NewMainMenu(fyne.NewMenu("superfluid",
 		fyne.NewMenuItem("Copy API URL", t.copyURL),
 		fyne.NewMenuItem("Welcome…", t.ShowWelcome),
@@ -199,14 +197,18 @@ func (t *App) watch() {
 		stop()
 		close(done)
 	}
+	t.desk.watchHost(done)
 	go func() {
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
-		for {
+		for ticks := 1; ; ticks++ {
 			select {
 			case <-done:
 				return
 			case <-tick.C:
+			}
+			if ticks <= trayResyncs {
+				t.do(t.resyncTray)
 			}
 			showing, sub := false, ""
 			t.doAndWait(func() { showing, sub = t.tabs.Selected() == t.serverTab, t.team.shown() })

@@ -36,6 +36,7 @@ type fakeController struct {
 	first    *fakeFirstRun // fake_firstrun_test.go; nil: welcomed, nothing to suggest
 	chat     *fakeChat     // fake_chat_test.go; nil: a 2048-token window, no counting error
 	discover *fakeDiscover // fake_discover_test.go
+	desktop  *fakeDesktop  // fake_desktop_test.go; nil: a tray host, no autostart
 }
 
 func (f *fakeController) Conversations() []Conversation {
@@ -208,7 +209,7 @@ func (f *fakeController) Chat(ctx context.Context, s ChatSettings, msgs []Messag
 	return ChatStats{PromptTokens: 12, CachedTokens: 4, CompletionTokens: len(words), TokensPerSecond: 123.4, FinishReason: "stop"}, nil
 }
 
-func (f *fakeController) Generating() int { return 0 }
+func (f *fakeController) Generating() int { return f.desktop.running() } // fake_desktop_test.go
 
 func (f *fakeController) Settings(id string) (ModelSettings, error) {
 	f.mu.Lock()

@@ -71,7 +71,7 @@ func newServerView(a *App) *serverView {
 			container.NewGridWithColumns(2, v.host, v.port))),
 		widget.NewFormItem("Loaded models", v.loaded),
 		widget.NewFormItem("Lanes", v.lanes),
-		widget.NewFormItem("At start", v.hidden),
+		widget.NewFormItem("At start", container.NewVBox(v.hidden, a.desk.login)),
 	)
 	help := widget.NewLabel("OpenAI SDKs take the base URL; Anthropic SDKs and Ollama clients take it without /v1. " +
 		"Without API keys (Keys tab) none is needed and SDKs that insist on one accept any text; with keys, give them one.")

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/superfluid/superfluid/app/trayhost"
 	"github.com/superfluid/superfluid/runtime/backends"
 	"github.com/superfluid/superfluid/runtime/models"
 	"github.com/superfluid/superfluid/runtime/models/source"
@@ -57,6 +58,10 @@ type Deps struct {
 	Quants HubQuants
 	// Search is the model source the Discover tab browses (discover.go); nil: none can.
 	Search source.Searcher
+	// Tray follows the desktop's tray host (desktop.go); nil: none.
+	Tray *trayhost.Watcher
+	// LoginArgs are the flags the start-at-login entry runs the binary with (--hidden).
+	LoginArgs []string
 }
 
 // Controller is what the desktop app drives: the core, its HTTP server (started and stopped

@@ -1,0 +1,74 @@
+package autostart
+
+import (
+	"errors"
+	"fmt"
+	"html"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Path is the LaunchAgent that launchd runs at login: ~/Library/LaunchAgents/<ID>.plist.
+func Path() (string, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("autostart: no home folder: %w", err)
+	}
+	return filepath.Join(home, "Library", "LaunchAgents", ID+".plist"), nil
+}
+
+func enabled() bool {
+	p, err := Path()
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(p)
+	return err == nil
+}
+
+func enable(argv []string) error {
+	p, err := Path()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("autostart: cannot make %s: %w", filepath.Dir(p), cause(err))
+	}
+	var args strings.Builder
+	for _, a := range argv {
+		args.WriteString("\t\t<string>" + html.EscapeString(a) + "</string>\n")
+	}
+	plist := `<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<plist version="1.0">
+<dict>
+	<key>Label</key>
+	<string>` + ID + `</string>
+	<key>ProgramArguments</key>
+	<array>
+` + args.String() + `	</array>
+	<key>RunAtLoad</key>
+	<true/>
+	<key>ProcessType</key>
+	<string>Interactive</string>
+</dict>
+</plist>
+`
+	if err := os.WriteFile(p, []byte(plist), 0o644); err != nil {
+		return fmt.Errorf("autostart: cannot write %s: %w", p, cause(err))
+	}
+	return nil
+}
+
+func disable() error {
+	p, err := Path()
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("autostart: cannot remove %s: %w", p, cause(err))
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+//go:build !darwin && !windows
+
+package autostart
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Path is the XDG autostart entry: $XDG_CONFIG_HOME/autostart (else ~/.config/autostart).
+func Path() (string, error) {
+	dir := os.Getenv("XDG_CONFIG_HOME")
+	if dir == "" || !filepath.IsAbs(dir) { // the spec says to ignore a relative one
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("autostart: no home folder: %w", err)
+		}
+		dir = filepath.Join(home, ".config")
+	}
+	return filepath.Join(dir, "autostart", ID+".desktop"), nil
+}
+
+func enabled() bool {
+	p, err := Path()
+	if err != nil {
+		return false
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return false
+	}
+	// A desktop's settings may keep the file and switch it off.
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		k, v, _ := strings.Cut(strings.TrimSpace(sc.Text()), "=")
+		switch strings.TrimSpace(k) {
+		case "Hidden":
+			if strings.TrimSpace(v) == "true" {
+				return false
+			}
+		case "X-GNOME-Autostart-enabled":
+			if strings.TrimSpace(v) == "false" {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func enable(argv []string) error {
+	p, err := Path()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("autostart: cannot make %s: %w", filepath.Dir(p), cause(err))
+	}
+	entry := "[Desktop Entry]\nType=Application\nName=superfluid\n" +
+		"Comment=Local models over the OpenAI, Anthropic and Ollama APIs\n" +
+		"Exec=" + execLine(argv) + "\nIcon=superfluid\nTerminal=false\nX-GNOME-Autostart-enabled=true\n"
+	// Written beside and renamed, so that a desktop reading the folder never sees half a file.
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, []byte(entry), 0o644); err != nil {
+		return fmt.Errorf("autostart: cannot write %s: %w", p, cause(err))
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("autostart: cannot write %s: %w", p, cause(err))
+	}
+	return nil
+}
+
+func disable() error {
+	p, err := Path()
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("autostart: cannot remove %s: %w", p, cause(err))
+	}
+	return nil
+}
+
+// execLine quotes argv as the Desktop Entry spec's Exec key wants: an argument with a
+// reserved character in double quotes, with ", `, $ and \ escaped inside; % doubled (it
+// starts a field code).
+func execLine(argv []string) string {
+	var out []string
+	for _, a := range argv {
+		a = strings.ReplaceAll(a, "%", "%%")
+		if a != "" && !strings.ContainsAny(a, " \t\n\"'\\><~|&;$*?#()`") {
+			out = append(out, a)
+			continue
+		}
+		r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "`", "\\`", `$`, `\$`)
+		out = append(out, `"`+r.Replace(a)+`"`)
+	}
+	return strings.Join(out, " ")
+}
