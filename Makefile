@@ -149,6 +149,7 @@ bench-peers: build peers
 screenshots: build browser packaging-tools
 	$(GO) build -o bin/fakehub ./scripts/fakehub
 	$(GO) build -o bin/fakeproj ./scripts/fakeproj
+	$(GO) build -o bin/fakewatcher ./scripts/fakewatcher
 	bash scripts/screenshots.sh
 	SUPERFLUID_SCREENSHOTS=1 $(GO) test $(GOFLAGS_BUILD) -count=1 -run 'TestWebPagesE2E|TestWebPlaygroundInChromium' ./app
 

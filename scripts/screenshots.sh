@@ -26,7 +26,7 @@ out=docs/screenshots
 mkdir -p "$out"
 work=$(mktemp -d)
 cleanup() {
-  kill "${hub_pid:-}" 2>/dev/null || true
+  kill "${hub_pid:-}" "${watcher_pid:-}" 2>/dev/null || true
   kill -9 "${app_pid:-}" 2>/dev/null || true
   rm -rf "$work"
 }
@@ -35,6 +35,13 @@ trap cleanup EXIT
 # The window opens at the top left of the bare X server; these are its controls' positions.
 shot() { /usr/bin/import -window root "$out/$1.png"; echo "wrote $out/$1.png"; }
 click() { xdotool mousemove "$1" "$2" click 1; sleep "${3:-0.8}"; }
+
+# A stand-in tray host (bin/fakewatcher owns the StatusNotifierWatcher name and draws nothing),
+# so the window has no "No system tray" banner moving the controls these clicks aim at; the
+# real tray has its own run with a real host (scripts/screenshots_tray.sh).
+bin/fakewatcher > "$work/watcher" &
+watcher_pid=$!
+for _ in $(seq 50); do [ -s "$work/watcher" ] && break; sleep 0.1; done
 
 cp assets/stories260K.gguf "$work/stories-F32.gguf"
 bin/fakehub -pause 0.4 "demo/stories-GGUF=$work/stories-F32.gguf" > "$work/hub" &
@@ -57,14 +64,14 @@ click 350 558 0.3                # the reference box
 xdotool type --delay 10 "hf.co/demo/stories-GGUF:F32"
 click 710 558 3                  # Download: the fake Hub pauses at 40%
 shot models-download
-click 250 50                     # Playground
+click 352 50                     # Playground
 click 400 535 0.3
 xdotool type --delay 10 "Once upon a time, there was a little dog"
 click 818 597 3                  # Send
 shot playground
-click 140 50 1.5                 # Server
+click 245 50 1.5                 # Server
 shot server
-click 345 50 1.5                 # Keys
+click 453 50 1.5                 # Keys
 click 400 229 0.3                # the name box
 xdotool type --delay 10 "laptop"
 click 89 268 0.3                 # Admin

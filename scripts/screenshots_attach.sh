@@ -27,7 +27,7 @@ attach_screenshots() {
 
   click 50 50 1                    # Models: the projectors' models say what they take
   shot models-vision
-  click 250 50 1                   # Playground: the first model (stories-audio) is chosen
+  click 352 50 1                   # Playground: the first model (stories-audio) is chosen
   click 480 128 0.8                # the model picker
   click 480 "${ATTACH_VISION_Y:-193}" 0.8  # stories-vision
   click 200 168 0.8                # Options (folded)

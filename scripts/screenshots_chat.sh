@@ -70,7 +70,7 @@ MD
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/health" > /dev/null && break; sleep 0.2; done
   sleep 2
   xdotool search --name '^superfluid$' windowsize 860 1060; sleep 1
-  click 250 50 1                   # Playground
+  click 352 50 1                   # Playground
   click "${CHAT_SAVED_X:-200}" "${CHAT_SAVED_Y:-89}" 0.8  # the saved conversations
   click "${CHAT_SAVED_X:-200}" "${CHAT_FIRST_Y:-130}" 1.5  # the seeded one
   click "${CHAT_INPUT_X:-400}" "${CHAT_INPUT_Y:-970}" 0.3  # the input: the meter counts the draft

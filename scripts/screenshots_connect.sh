@@ -19,7 +19,7 @@ connect_screenshots() {
   curl -sf "http://127.0.0.1:$port/v1/chat/completions" -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
     -d '{"model": "stories260K", "max_tokens": 4, "messages": [{"role": "user", "content": "Hi"}]}' > /dev/null
   sleep 2
-  click "${CONNECT_TAB_X:-440}" 50 1.5   # Connect (the last tab)
+  click "${CONNECT_TAB_X:-540}" 50 1.5   # Connect (the last tab)
   shot connect
   # The scroll bar dragged to the bottom: Open WebUI and curl.
   xdotool mousemove 854 280 mousedown 1 mousemove 854 400 mousemove 854 620 mouseup 1; sleep 0.8

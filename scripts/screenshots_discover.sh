@@ -23,7 +23,7 @@ discover_screenshots() {
   app_pid=$!
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/health" > /dev/null && break; sleep 0.2; done
   sleep 2
-  click "${DISCOVER_TAB_X:-140}" 50 1   # Discover
+  click "${DISCOVER_TAB_X:-150}" 50 1   # Discover
   click 300 92 0.3                      # the search box
   xdotool type --delay 10 "stories"
   xdotool key Return; sleep 1.5

@@ -26,7 +26,7 @@ team_screenshots() {
   done
   sleep 2
 
-  click 140 50 1                   # Server
+  click 245 50 1                   # Server
   click "${TEAM_LANES_X:-160}" "${TEAM_SUB_Y:-92}" 2.5   # its Lanes sub-tab: the local lane loads, the openai one fails
   shot server-lanes
   click "${TEAM_ADD_X:-820}" "${TEAM_ADD_Y:-132}" 1     # Add lane

@@ -110,7 +110,7 @@ changed=$(compare -metric AE -fuzz 2% "$work/window.png" "$work/playground.png" 
 step "window and playground opened from the tray menu"
 
 # The Server tab's start-at-login checkbox writes the XDG autostart entry.
-xdotool mousemove 145 90 click 1 # Server
+xdotool mousemove 245 90 click 1 # Server
 sleep 1
 xdotool mousemove 144 442 click 1 # Start superfluid when I log in
 entry="$XDG_CONFIG_HOME/autostart/io.superfluid.app.desktop"
