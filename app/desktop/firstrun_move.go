@@ -150,42 +150,63 @@ func (c *Controller) busyModels() string {
 	return ""
 }
 
-// moveGroups groups the catalog's entries by model file, keeping those whose file lies in the
-// models folder, and sums the bytes to move.
+// moveGroups groups the catalog's entries by the files they use inside the models folder
+// (model file, split parts, projector) and sums the bytes to move. Entries that share any file
+// (a model and its aliases, two models with one projector, a model added by path with a
+// projector inside the folder) are one group, so that every entry using a file is relocated
+// with it and no file is moved (or its original removed) while another entry points at it.
 func (c *Controller) moveGroups() ([]moveGroup, int64) {
 	cat := c.mgr.Catalog()
-	byPath := map[string]*moveGroup{}
-	seen := map[string]bool{}
-	var total int64
-	add := func(g *moveGroup, p string) {
-		if p == "" || !cat.Owns(p) || seen[p] {
-			return
-		}
-		seen[p] = true
-		g.files = append(g.files, p)
-		if st, err := os.Stat(p); err == nil {
-			total += st.Size()
-		}
+	type group struct {
+		ids   []string
+		files []string
 	}
+	byFile := map[string]*group{}
+	var all []*group
 	entries := append(cat.List(), cat.Adapters("")...)
 	for _, e := range entries {
-		if !cat.Owns(e.Path) {
+		var files []string
+		if cat.Owns(e.Path) {
+			files = splitParts(e.Path)
+		}
+		if e.Projector != "" && cat.Owns(e.Projector) {
+			files = append(files, e.Projector)
+		}
+		if len(files) == 0 {
 			continue
 		}
-		g := byPath[e.Path]
-		if g == nil {
-			g = &moveGroup{}
-			byPath[e.Path] = g
-			for _, p := range splitParts(e.Path) {
-				add(g, p)
+		g := &group{ids: []string{e.ID}}
+		all = append(all, g)
+		for _, f := range files {
+			other := byFile[f]
+			switch {
+			case other == g:
+			case other != nil: // merge the other group into g
+				g.ids = append(g.ids, other.ids...)
+				for _, of := range other.files {
+					byFile[of] = g
+				}
+				g.files = append(g.files, other.files...)
+				other.ids, other.files = nil, nil
+			default:
+				byFile[f] = g
+				g.files = append(g.files, f)
 			}
 		}
-		g.ids = append(g.ids, e.ID)
-		add(g, e.Projector)
 	}
-	out := make([]moveGroup, 0, len(byPath))
-	for _, g := range byPath {
-		out = append(out, *g)
+	var total int64
+	out := []moveGroup{}
+	for _, g := range all {
+		if len(g.ids) == 0 {
+			continue
+		}
+		sort.Strings(g.ids)
+		for _, f := range g.files {
+			if st, err := os.Stat(f); err == nil {
+				total += st.Size()
+			}
+		}
+		out = append(out, moveGroup{ids: g.ids, files: g.files})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ids[0] < out[j].ids[0] })
 	return out, total
@@ -221,11 +242,14 @@ func (c *Controller) relocate(ctx context.Context, g moveGroup, to func(string) 
 				return err
 			}
 		}
-		proj := e.Projector
+		path, proj := e.Path, e.Projector
+		if moved[path] {
+			path = to(path)
+		}
 		if moved[proj] {
 			proj = to(proj)
 		}
-		if err := c.svc.RelocateModel(ctx, id, to(e.Path), proj); err != nil {
+		if err := c.svc.RelocateModel(ctx, id, path, proj); err != nil {
 			return err
 		}
 	}
