@@ -120,6 +120,18 @@ func checkMoveTarget(old, dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("cannot create %s (%v); choose a folder you can write to", dir, errReason(err))
 	}
+	// The same checks on the folders symlinks lead to: a link to the models folder (or into it)
+	// is the same folder by another spelling.
+	realOld, err1 := filepath.EvalSymlinks(old)
+	realDir, err2 := filepath.EvalSymlinks(dir)
+	if err1 == nil && err2 == nil {
+		if realDir == realOld {
+			return "", fmt.Errorf("%s is the current models folder %s (by a link); choose another folder", dir, old)
+		}
+		if rel, err := filepath.Rel(realOld, realDir); err == nil && filepath.IsLocal(rel) {
+			return "", fmt.Errorf("%s leads inside the current models folder %s (by a link); choose a folder outside it", dir, old)
+		}
+	}
 	probe, err := os.CreateTemp(dir, ".superfluid-write-check-*")
 	if err != nil {
 		return "", fmt.Errorf("cannot write to %s (%v); choose a folder you can write to", dir, errReason(err))
@@ -302,8 +314,23 @@ func (m mover) moveFiles(ctx context.Context, files []string, to func(string) st
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return copied, fmt.Errorf("create %s: %w", filepath.Dir(dst), err)
 		}
-		if _, err := os.Stat(dst); err == nil {
+		if _, err := os.Lstat(dst); err == nil {
 			return copied, fmt.Errorf("%s exists already; move it away or choose another folder", dst)
+		}
+		if lst, err := os.Lstat(f); err == nil && lst.Mode()&os.ModeSymlink != 0 {
+			// A link (perhaps relative, to a file kept elsewhere): renamed it would lead
+			// nowhere. The new folder gets a link to the same file by its full path; the
+			// old link goes once the catalog points at the new one, the file stays.
+			target, err := filepath.EvalSymlinks(f)
+			if err == nil {
+				err = os.Symlink(target, dst)
+			}
+			if err != nil {
+				return copied, fmt.Errorf("move the link %s: %w", f, err)
+			}
+			copied = append(copied, f)
+			moved(st.Size())
+			continue
 		}
 		err = m.rename(f, dst)
 		if err == nil {

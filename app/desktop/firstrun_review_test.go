@@ -52,3 +52,72 @@ func TestMoveModelsSharedProjector(t *testing.T) {
 
 // xdev is a rename between two disks: the move copies.
 func xdev(string, string) error { return &os.LinkError{Op: "rename", Err: syscall.EXDEV} }
+
+// TestMoveModelsTargetByLink: a target that is a link to the models folder, or into it, is the
+// same folder by another spelling: refused, and every model stays where it was.
+func TestMoveModelsTargetByLink(t *testing.T) {
+	c, cat, ids := withPulled(t)
+	old := c.ModelsDir()
+	before := entry(t, cat, ids[0]).Path
+	sub := filepath.Join(old, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	links := t.TempDir()
+	for _, to := range []string{old, sub} {
+		link := filepath.Join(links, filepath.Base(to)+"-link")
+		if err := os.Symlink(to, link); err != nil {
+			t.Fatal(err)
+		}
+		err := c.MoveModels(context.Background(), link, nil)
+		if err == nil || !strings.Contains(err.Error(), "by a link") {
+			t.Errorf("a target linked to %s: %v", to, err)
+		}
+		if c.ModelsDir() != old || entry(t, cat, ids[0]).Path != before {
+			t.Fatalf("after a refused move to %s: models dir %s, %s at %s", link, c.ModelsDir(), ids[0], entry(t, cat, ids[0]).Path)
+		}
+		if _, err := os.Stat(before); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestMoveModelsLinkedFile: a model file in the models folder that is a relative link to a
+// file kept elsewhere still leads to that file after the move (renamed or copied), the file
+// itself untouched and not copied.
+func TestMoveModelsLinkedFile(t *testing.T) {
+	for _, copying := range []bool{false, true} {
+		t.Run(map[bool]string{false: "rename", true: "copy"}[copying], func(t *testing.T) {
+			c, cat, ids := withPulled(t)
+			path := entry(t, cat, ids[1]).Path
+			keep := filepath.Join(filepath.Dir(c.ModelsDir()), "kept elsewhere.gguf")
+			if err := os.Rename(path, keep); err != nil {
+				t.Fatal(err)
+			}
+			rel, err := filepath.Rel(filepath.Dir(path), keep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(rel, path); err != nil {
+				t.Fatal(err)
+			}
+			if copying {
+				desktop.SetMoveHooks(c, xdev, nil)
+			}
+			dir := filepath.Join(t.TempDir(), "new")
+			if err := c.MoveModels(context.Background(), dir, nil); err != nil {
+				t.Fatal(err)
+			}
+			e := entry(t, cat, ids[1])
+			if !strings.HasPrefix(e.Path, dir) {
+				t.Fatalf("not moved: %s", e.Path)
+			}
+			if got, err := filepath.EvalSymlinks(e.Path); err != nil || got != keep {
+				t.Fatalf("the moved link leads to %q (%v), want %s", got, err, keep)
+			}
+			if err := c.Load(ids[1]); err != nil {
+				t.Fatalf("load after the move: %v", err)
+			}
+		})
+	}
+}
