@@ -121,3 +121,40 @@ func TestMoveModelsLinkedFile(t *testing.T) {
 		})
 	}
 }
+
+// TestMoveModelsBlocksDeletes: a Delete while the move copies is refused (the move would
+// relocate a model that is gone, or copy a file being deleted), and every model, the one
+// asked for included, is in the new folder afterwards and still deletable.
+func TestMoveModelsBlocksDeletes(t *testing.T) {
+	c, cat, ids := withPulled(t)
+	copying, release := make(chan struct{}), make(chan struct{})
+	var once bool
+	desktop.SetMoveHooks(c, xdev, func(name string) (desktop.MoveFile, error) {
+		if !once {
+			once = true
+			close(copying)
+			<-release
+		}
+		return os.Create(name)
+	})
+	dir := filepath.Join(t.TempDir(), "new")
+	done := make(chan error, 1)
+	go func() { done <- c.MoveModels(context.Background(), dir, nil) }()
+	<-copying
+	derr := c.Delete(ids[1])
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("the move: %v", err)
+	}
+	if derr == nil || !strings.Contains(derr.Error(), "being moved") {
+		t.Fatalf("delete during the move: %v", derr)
+	}
+	for _, id := range append(ids, "one-alias") {
+		if e := entry(t, cat, id); !strings.HasPrefix(e.Path, dir) || e.Err != nil {
+			t.Fatalf("%s after the move: %s %v", id, e.Path, e.Err)
+		}
+	}
+	if err := c.Delete(ids[1]); err != nil {
+		t.Fatalf("delete after the move: %v", err)
+	}
+}

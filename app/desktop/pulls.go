@@ -72,6 +72,17 @@ func (p *pullTracker) loadable() error {
 	return nil
 }
 
+// deletable says why a model may not be deleted now: its file may be half-way to the new
+// folder, and the move would relocate an entry that is gone (or leave its copy behind).
+func (p *pullTracker) deletable() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.moving {
+		return errors.New("the models folder is being moved; delete the model once the move is done")
+	}
+	return nil
+}
+
 func (p *pullTracker) endMove() {
 	p.mu.Lock()
 	p.moving = false
