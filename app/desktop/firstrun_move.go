@@ -306,11 +306,19 @@ func (m mover) moveFiles(ctx context.Context, files []string, to func(string) st
 		if err := ctx.Err(); err != nil {
 			return copied, err
 		}
+		dst := to(f)
 		st, err := os.Stat(f)
+		if errors.Is(err, os.ErrNotExist) {
+			if _, derr := os.Stat(dst); derr == nil {
+				// Renamed by a move the app quit (or crashed) in before the catalog
+				// pointed there: count it moved, so this move finishes it.
+				renamed = append(renamed, f)
+				continue
+			}
+		}
 		if err != nil {
 			return copied, fmt.Errorf("read %s: %w", f, err)
 		}
-		dst := to(f)
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return copied, fmt.Errorf("create %s: %w", filepath.Dir(dst), err)
 		}

@@ -158,3 +158,29 @@ func TestMoveModelsBlocksDeletes(t *testing.T) {
 		t.Fatalf("delete after the move: %v", err)
 	}
 }
+
+// TestMoveModelsAfterACrash: the app died in a move after renaming a model's file into the new
+// folder and before the catalog pointed there (the model shows missing); the next move to that
+// folder finishes it: the model points at its file there and loads.
+func TestMoveModelsAfterACrash(t *testing.T) {
+	c, cat, ids := withPulled(t)
+	old := c.ModelsDir()
+	dir := filepath.Join(t.TempDir(), "new")
+	path := entry(t, cat, ids[1]).Path
+	rel, _ := filepath.Rel(old, path)
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path, filepath.Join(dir, rel)); err != nil { // the crashed move's rename
+		t.Fatal(err)
+	}
+	if err := c.MoveModels(context.Background(), dir, nil); err != nil {
+		t.Fatalf("the move after the crash: %v", err)
+	}
+	if e := entry(t, cat, ids[1]); e.Path != filepath.Join(dir, rel) {
+		t.Fatalf("%s at %s", ids[1], e.Path)
+	}
+	if err := c.Load(ids[1]); err != nil {
+		t.Fatalf("load: %v", err)
+	}
+}
