@@ -120,6 +120,18 @@ func checkMoveTarget(old, dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("cannot create %s (%v); choose a folder you can write to", dir, errReason(err))
 	}
+	// The same checks on the folders symlinks lead to: a link to the models folder (or into it)
+	// is the same folder by another spelling.
+	realOld, err1 := filepath.EvalSymlinks(old)
+	realDir, err2 := filepath.EvalSymlinks(dir)
+	if err1 == nil && err2 == nil {
+		if realDir == realOld {
+			return "", fmt.Errorf("%s is the current models folder %s (by a link); choose another folder", dir, old)
+		}
+		if rel, err := filepath.Rel(realOld, realDir); err == nil && filepath.IsLocal(rel) {
+			return "", fmt.Errorf("%s leads inside the current models folder %s (by a link); choose a folder outside it", dir, old)
+		}
+	}
 	probe, err := os.CreateTemp(dir, ".superfluid-write-check-*")
 	if err != nil {
 		return "", fmt.Errorf("cannot write to %s (%v); choose a folder you can write to", dir, errReason(err))
@@ -150,42 +162,63 @@ func (c *Controller) busyModels() string {
 	return ""
 }
 
-// moveGroups groups the catalog's entries by model file, keeping those whose file lies in the
-// models folder, and sums the bytes to move.
+// moveGroups groups the catalog's entries by the files they use inside the models folder
+// (model file, split parts, projector) and sums the bytes to move. Entries that share any file
+// (a model and its aliases, two models with one projector, a model added by path with a
+// projector inside the folder) are one group, so that every entry using a file is relocated
+// with it and no file is moved (or its original removed) while another entry points at it.
 func (c *Controller) moveGroups() ([]moveGroup, int64) {
 	cat := c.mgr.Catalog()
-	byPath := map[string]*moveGroup{}
-	seen := map[string]bool{}
-	var total int64
-	add := func(g *moveGroup, p string) {
-		if p == "" || !cat.Owns(p) || seen[p] {
-			return
-		}
-		seen[p] = true
-		g.files = append(g.files, p)
-		if st, err := os.Stat(p); err == nil {
-			total += st.Size()
-		}
+	type group struct {
+		ids   []string
+		files []string
 	}
+	byFile := map[string]*group{}
+	var all []*group
 	entries := append(cat.List(), cat.Adapters("")...)
 	for _, e := range entries {
-		if !cat.Owns(e.Path) {
+		var files []string
+		if cat.Owns(e.Path) {
+			files = splitParts(e.Path)
+		}
+		if e.Projector != "" && cat.Owns(e.Projector) {
+			files = append(files, e.Projector)
+		}
+		if len(files) == 0 {
 			continue
 		}
-		g := byPath[e.Path]
-		if g == nil {
-			g = &moveGroup{}
-			byPath[e.Path] = g
-			for _, p := range splitParts(e.Path) {
-				add(g, p)
+		g := &group{ids: []string{e.ID}}
+		all = append(all, g)
+		for _, f := range files {
+			other := byFile[f]
+			switch {
+			case other == g:
+			case other != nil: // merge the other group into g
+				g.ids = append(g.ids, other.ids...)
+				for _, of := range other.files {
+					byFile[of] = g
+				}
+				g.files = append(g.files, other.files...)
+				other.ids, other.files = nil, nil
+			default:
+				byFile[f] = g
+				g.files = append(g.files, f)
 			}
 		}
-		g.ids = append(g.ids, e.ID)
-		add(g, e.Projector)
 	}
-	out := make([]moveGroup, 0, len(byPath))
-	for _, g := range byPath {
-		out = append(out, *g)
+	var total int64
+	out := []moveGroup{}
+	for _, g := range all {
+		if len(g.ids) == 0 {
+			continue
+		}
+		sort.Strings(g.ids)
+		for _, f := range g.files {
+			if st, err := os.Stat(f); err == nil {
+				total += st.Size()
+			}
+		}
+		out = append(out, moveGroup{ids: g.ids, files: g.files})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ids[0] < out[j].ids[0] })
 	return out, total
@@ -221,11 +254,14 @@ func (c *Controller) relocate(ctx context.Context, g moveGroup, to func(string) 
 				return err
 			}
 		}
-		proj := e.Projector
+		path, proj := e.Path, e.Projector
+		if moved[path] {
+			path = to(path)
+		}
 		if moved[proj] {
 			proj = to(proj)
 		}
-		if err := c.svc.RelocateModel(ctx, id, to(e.Path), proj); err != nil {
+		if err := c.svc.RelocateModel(ctx, id, path, proj); err != nil {
 			return err
 		}
 	}
@@ -270,16 +306,39 @@ func (m mover) moveFiles(ctx context.Context, files []string, to func(string) st
 		if err := ctx.Err(); err != nil {
 			return copied, err
 		}
+		dst := to(f)
 		st, err := os.Stat(f)
+		if errors.Is(err, os.ErrNotExist) {
+			if _, derr := os.Stat(dst); derr == nil {
+				// Renamed by a move the app quit (or crashed) in before the catalog
+				// pointed there: count it moved, so this move finishes it.
+				renamed = append(renamed, f)
+				continue
+			}
+		}
 		if err != nil {
 			return copied, fmt.Errorf("read %s: %w", f, err)
 		}
-		dst := to(f)
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return copied, fmt.Errorf("create %s: %w", filepath.Dir(dst), err)
 		}
-		if _, err := os.Stat(dst); err == nil {
+		if _, err := os.Lstat(dst); err == nil {
 			return copied, fmt.Errorf("%s exists already; move it away or choose another folder", dst)
+		}
+		if lst, err := os.Lstat(f); err == nil && lst.Mode()&os.ModeSymlink != 0 {
+			// A link (perhaps relative, to a file kept elsewhere): renamed it would lead
+			// nowhere. The new folder gets a link to the same file by its full path; the
+			// old link goes once the catalog points at the new one, the file stays.
+			target, err := filepath.EvalSymlinks(f)
+			if err == nil {
+				err = os.Symlink(target, dst)
+			}
+			if err != nil {
+				return copied, fmt.Errorf("move the link %s: %w", f, err)
+			}
+			copied = append(copied, f)
+			moved(st.Size())
+			continue
 		}
 		err = m.rename(f, dst)
 		if err == nil {

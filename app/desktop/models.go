@@ -55,6 +55,9 @@ func (c *Controller) Unload(id string) error {
 }
 
 func (c *Controller) Delete(id string) error {
+	if err := c.pulls.deletable(); err != nil {
+		return err
+	}
 	_, err := c.svc.DeleteModel(context.Background(), id)
 	c.publish(tray.Event{Kind: tray.EventModels})
 	return err

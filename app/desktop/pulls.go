@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/superfluid/superfluid/runtime/llm"
+	"github.com/superfluid/superfluid/runtime/models/source"
 	"github.com/superfluid/superfluid/tray"
 )
 
@@ -72,6 +74,17 @@ func (p *pullTracker) loadable() error {
 	return nil
 }
 
+// deletable says why a model may not be deleted now: its file may be half-way to the new
+// folder, and the move would relocate an entry that is gone (or leave its copy behind).
+func (p *pullTracker) deletable() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.moving {
+		return errors.New("the models folder is being moved; delete the model once the move is done")
+	}
+	return nil
+}
+
 func (p *pullTracker) endMove() {
 	p.mu.Lock()
 	p.moving = false
@@ -93,13 +106,28 @@ func (c *Controller) Pull(ctx context.Context, reference string) error {
 	ctx, stop := c.untilClosed(ctx)
 	defer stop()
 	_, err := c.svc.PullModel(ctx, reference, nil)
-	if !c.isClosed() {
+	if !c.isClosed() && !unreachable(err) {
 		if rerr := c.d.Store.RemovePendingPull(context.Background(), reference); rerr != nil {
 			slog.Warn("a finished download is still recorded", "reference", reference, "err", rerr)
 		}
 	}
 	c.publish(tray.Event{Kind: tray.EventModels})
 	return err
+}
+
+// unreachable reports whether a pull failed for a reason that may pass (the Hub could not be
+// reached: offline at the start that resumes it, a network that dropped; a full disk): the
+// download stays recorded, to resume from its partial at the next start. A cancel, a reference
+// that is wrong or names nothing, and an answer that is not safe to use are forgotten.
+func unreachable(err error) bool {
+	switch {
+	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, llm.ErrInvalidInput), errors.Is(err, llm.ErrModelNotFound),
+		strings.Contains(err.Error(), source.ErrUnsafe.Error()), // wrapped with %v by the Hub source
+		strings.Contains(err.Error(), "not safe to use"):
+		return false
+	}
+	return true
 }
 
 // untilClosed is ctx, cancelled too when the controller closes.
