@@ -89,7 +89,7 @@ func disable() error {
 
 // execLine quotes argv as the Desktop Entry spec's Exec key wants: an argument with a
 // reserved character in double quotes, with ", `, $ and \ escaped inside; % doubled (it
-// starts a field code).
+// starts a field code); then the string escapes over the whole value.
 func execLine(argv []string) string {
 	var out []string
 	for _, a := range argv {
@@ -101,5 +101,8 @@ func execLine(argv []string) string {
 		r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "`", "\\`", `$`, `\$`)
 		out = append(out, `"`+r.Replace(a)+`"`)
 	}
-	return strings.Join(out, " ")
+	// The Exec value is also a string value, whose escapes apply first: each backslash
+	// doubles again (a literal one is four), and a newline, tab or return is written as an
+	// escape so that it cannot end the line and inject keys.
+	return strings.NewReplacer(`\`, `\\`, "\n", `\n`, "\t", `\t`, "\r", `\r`).Replace(strings.Join(out, " "))
 }

@@ -99,3 +99,23 @@ func TestXDGDefaultHome(t *testing.T) {
 		}
 	}
 }
+
+// TestXDGExecEscaping: the Desktop Entry spec applies the string escapes before the quoting
+// rule, so a literal backslash in a quoted argument is four, an escaped quote is \\", and a
+// newline in a path is \n, never a line break that would end the Exec key.
+func TestXDGExecEscaping(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"/opt/a b/sf", `"/opt/a b/sf"`},
+		{"/opt/100%/sf", `/opt/100%%/sf`},
+		{`/opt/a\b/sf`, `"/opt/a\\\\b/sf"`},
+		{`/opt/a"b/sf`, `"/opt/a\\"b/sf"`},
+		{"/opt/a$b/sf", `"/opt/a\\$b/sf"`},
+		{"/opt/a\nHidden=true/sf", `"/opt/a\nHidden=true/sf"`},
+		{"/opt/a\tb/sf", `"/opt/a\tb/sf"`},
+	} {
+		got := execLine([]string{tt.in})
+		if got != tt.want || strings.ContainsAny(got, "\n\t\r") {
+			t.Errorf("execLine(%q) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
