@@ -90,13 +90,14 @@ func (c *Controller) header(ctx context.Context, repo string, q source.Quant) *g
 	if err != nil {
 		return nil
 	}
-	// The prefix stands for the whole part: the decoder reads only metadata, and a header
-	// longer than the prefix fails as truncated.
+	// The prefix stands for the whole part: the decoder reads only metadata, bounded by the
+	// bytes at hand (the Hub's size is not trusted for what a header may allocate), and a
+	// header longer than the prefix fails as truncated.
 	size := int64(len(b))
 	if q.Parts == 1 {
 		size = max(size, q.Size)
 	}
-	f, err := gguf.Read(bytes.NewReader(b), size)
+	f, err := gguf.ReadPrefix(bytes.NewReader(b), int64(len(b)), size)
 	if err != nil {
 		return nil
 	}

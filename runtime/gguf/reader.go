@@ -44,12 +44,19 @@ func ReadFile(path string) (*File, error) {
 }
 
 // Read reads and validates a GGUF file of size bytes from r. It does not read tensor data.
-func Read(r io.ReaderAt, size int64) (*File, error) {
-	if size < 0 {
-		return nil, fmt.Errorf("negative file size %d: %w", size, ErrInvalid)
+func Read(r io.ReaderAt, size int64) (*File, error) { return ReadPrefix(r, size, size) }
+
+// ReadPrefix reads the header of a GGUF file of size bytes from its first have bytes in r (a
+// Range read of a remote file). Counts and lengths are bounded by the bytes really there, so
+// a header that lies cannot make it allocate more than have allows; the tensors are checked
+// against size. A header longer than have fails as truncated.
+func ReadPrefix(r io.ReaderAt, have, size int64) (*File, error) {
+	if size < 0 || have < 0 {
+		return nil, fmt.Errorf("negative file size %d: %w", min(size, have), ErrInvalid)
 	}
-	bufSize := int(min(max(size, 16), 64<<10)) // small files get small buffers
-	d := &decoder{r: bufio.NewReaderSize(io.NewSectionReader(r, 0, size), bufSize), size: size}
+	have = min(have, size)
+	bufSize := int(min(max(have, 16), 64<<10)) // small files get small buffers
+	d := &decoder{r: bufio.NewReaderSize(io.NewSectionReader(r, 0, have), bufSize), size: have}
 	f := &File{FileSize: size, KV: map[string]Value{}, tensorIndex: map[string]int{}}
 	if err := d.header(f); err != nil {
 		return nil, err
@@ -62,7 +69,7 @@ func Read(r io.ReaderAt, size int64) (*File, error) {
 type decoder struct {
 	r    *bufio.Reader
 	pos  int64
-	size int64
+	size int64 // the bytes the decoder may read (the file, or the prefix of it at hand)
 	buf  [8]byte
 }
 
