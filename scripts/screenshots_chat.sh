@@ -95,7 +95,12 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
     exit
   fi
   work=$(mktemp -d)
-  trap 'kill -9 "${app_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
+  trap 'kill -9 "${app_pid:-}" "${watcher_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
+  # A stand-in tray host, as in scripts/screenshots.sh: no no-tray banner to move the clicks.
+  [ -x bin/fakewatcher ] || go build -o bin/fakewatcher ./scripts/fakewatcher
+  bin/fakewatcher > "$work/watcher" &
+  watcher_pid=$!
+  for _ in $(seq 50); do [ -s "$work/watcher" ] && break; sleep 0.1; done
   shot() { /usr/bin/import -window root "$out/$1.png"; echo "wrote $out/$1.png"; }
   click() { xdotool mousemove "$1" "$2" click 1; sleep "${3:-0.8}"; }
   chat_inner
