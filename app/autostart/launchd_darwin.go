@@ -1,10 +1,8 @@
 package autostart
 
 import (
-	"errors"
 	"fmt"
 	"html"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,19 +54,5 @@ func enable(argv []string) error {
 </dict>
 </plist>
 `
-	if err := os.WriteFile(p, []byte(plist), 0o644); err != nil {
-		return fmt.Errorf("autostart: cannot write %s: %w", p, cause(err))
-	}
-	return nil
-}
-
-func disable() error {
-	p, err := Path()
-	if err != nil {
-		return err
-	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("autostart: cannot remove %s: %w", p, cause(err))
-	}
-	return nil
+	return writeAtomic(p, plist)
 }

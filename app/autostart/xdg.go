@@ -5,9 +5,7 @@ package autostart
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,26 +63,7 @@ func enable(argv []string) error {
 		"Comment=Local models over the OpenAI, Anthropic and Ollama APIs\n" +
 		"Exec=" + execLine(argv) + "\nIcon=superfluid\nTerminal=false\nX-GNOME-Autostart-enabled=true\n"
 	// Written beside and renamed, so that a desktop reading the folder never sees half a file.
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, []byte(entry), 0o644); err != nil {
-		return fmt.Errorf("autostart: cannot write %s: %w", p, cause(err))
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("autostart: cannot write %s: %w", p, cause(err))
-	}
-	return nil
-}
-
-func disable() error {
-	p, err := Path()
-	if err != nil {
-		return err
-	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("autostart: cannot remove %s: %w", p, cause(err))
-	}
-	return nil
+	return writeAtomic(p, entry)
 }
 
 // execLine quotes argv as the Desktop Entry spec's Exec key wants: an argument with a
