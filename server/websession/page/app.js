@@ -257,6 +257,8 @@
     setStats(attachments.length ? "Sending…" : "Generating…");
     try {
       const done = await run(true);
+      // The reply is over: Stop no longer applies while the conversation saves.
+      st.running = null; $("stop").disabled = true;
       paint();
       if (done.stopped) {
         setStats("Stopped.");
