@@ -14,18 +14,7 @@ name="${1:?usage: build-runtime.sh vulkan|cuda [DATA_DIR]}"
 data="${2:-${XDG_DATA_HOME:-$HOME/.local/share}/superfluid}"
 cd "$(dirname "$0")/.."
 
-apt_install() {
-  local missing=()
-  for p in "$@"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  if ((${#missing[@]})); then
-    local sudo_cmd=""
-    [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
-    $sudo_cmd apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
-}
+. scripts/lib/apt.sh
 
 case "$name" in
   vulkan)

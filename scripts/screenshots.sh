@@ -8,16 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ -z "${SCREENSHOTS_INNER:-}" ]; then
-  missing=()
-  for p in xvfb xauth dbus imagemagick xdotool xclip curl rofi sqlite3; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  if ((${#missing[@]})); then
-    sudo_cmd=""
-    [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
-    $sudo_cmd apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
+  . scripts/lib/apt.sh
+  apt_install xvfb xauth dbus imagemagick xdotool xclip curl rofi sqlite3
   export SCREENSHOTS_INNER=1
   exec xvfb-run -a -s "-screen 0 900x660x24" dbus-run-session -- "$0" "$@"
 fi
@@ -33,8 +25,7 @@ cleanup() {
 trap cleanup EXIT
 
 # The window opens at the top left of the bare X server; these are its controls' positions.
-shot() { /usr/bin/import -window root "$out/$1.png"; echo "wrote $out/$1.png"; }
-click() { xdotool mousemove "$1" "$2" click 1; sleep "${3:-0.8}"; }
+. scripts/lib/shots.sh
 
 # A stand-in tray host (bin/fakewatcher owns the StatusNotifierWatcher name and draws nothing),
 # so the window has no "No system tray" banner moving the controls these clicks aim at; the

@@ -101,7 +101,6 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   bin/fakewatcher > "$work/watcher" &
   watcher_pid=$!
   for _ in $(seq 50); do [ -s "$work/watcher" ] && break; sleep 0.1; done
-  shot() { /usr/bin/import -window root "$out/$1.png"; echo "wrote $out/$1.png"; }
-  click() { xdotool mousemove "$1" "$2" click 1; sleep "${3:-0.8}"; }
+  . scripts/lib/shots.sh
   chat_inner
 fi

@@ -30,10 +30,7 @@ firstrun_screenshots() {
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   set -euo pipefail
   cd "$(dirname "$0")/.."
-  out=${OUT_DIR:-docs/screenshots}
-  work=$(mktemp -d)
-  trap 'kill -9 "${app_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
-  shot() { /usr/bin/import -window root "$out/$1.png"; echo "wrote $out/$1.png"; }
-  click() { xdotool mousemove "$1" "$2" click 1; sleep "${3:-0.8}"; }
+  . scripts/lib/shots.sh
+  shots_alone
   firstrun_screenshots
 fi

@@ -55,16 +55,8 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   set -euo pipefail
   cd "$(dirname "$0")/.."
   if [ -z "${SCREENSHOTS_INNER:-}" ]; then
-    missing=()
-    for p in xvfb xauth imagemagick xdotool rofi; do
-      dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-    done
-    if ((${#missing[@]})); then
-      sudo_cmd=""
-      [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
-      $sudo_cmd apt-get update -qq
-      DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-    fi
+    . scripts/lib/apt.sh
+    apt_install xvfb xauth imagemagick xdotool rofi
     bash scripts/packaging/install.sh
     export SCREENSHOTS_INNER=1
     exec xvfb-run -a -s "-screen 0 900x660x24" bash "$0" "$@"

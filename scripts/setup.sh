@@ -8,16 +8,10 @@ include_dir="${1:?usage: setup.sh INCLUDE_DIR}"
 packages=(gcc g++ make pkg-config nlohmann-json3-dev libstb-dev
   libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev libxinerama-dev libxi-dev libxxf86vm-dev)
 
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "setup: installing ${missing[*]}"
-  sudo_cmd=""
-  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
-  $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+. "$(dirname "$0")/lib/apt.sh"
+if [ -n "$(apt_missing "${packages[@]}")" ]; then
+  echo "setup: installing $(apt_missing "${packages[@]}")"
+  apt_install "${packages[@]}"
 fi
 
 # miniaudio.h ships inside the malgo Go module; llama.cpp includes it as "miniaudio/miniaudio.h".
