@@ -69,10 +69,16 @@ func (s *Store) SaveConversation(ctx context.Context, c Conversation) error {
 // Conversations lists up to limit saved conversations, most recently updated first, without
 // their messages.
 func (s *Store) Conversations(ctx context.Context, limit int) ([]Conversation, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, title, model, system, created_at, updated_at FROM conversations
+	return s.conversationList(ctx, "list conversations", `SELECT id, title, model, system, created_at, updated_at FROM conversations
 		ORDER BY updated_at DESC, id LIMIT ?`, limit)
+}
+
+// conversationList runs query, which selects id, title, model, system, created_at and
+// updated_at, and reads its rows as conversations without messages; what names the errors.
+func (s *Store) conversationList(ctx context.Context, what, query string, args ...any) ([]Conversation, error) {
+	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list conversations: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer rows.Close()
 	out := []Conversation{}
@@ -80,7 +86,7 @@ func (s *Store) Conversations(ctx context.Context, limit int) ([]Conversation, e
 		var c Conversation
 		var created, updated string
 		if err := rows.Scan(&c.ID, &c.Title, &c.Model, &c.System, &created, &updated); err != nil {
-			return nil, fmt.Errorf("list conversations: %w", err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		c.CreatedAt, _ = parseTime(created)
 		c.UpdatedAt, _ = parseTime(updated)

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"strings"
 )
 
@@ -12,28 +11,12 @@ import (
 // message, so a query never matches the array's own keys ("role", "content").
 func (s *Store) SearchConversations(ctx context.Context, query string, limit int) ([]Conversation, error) {
 	like := "%" + escapeLike(query) + "%"
-	rows, err := s.r.QueryContext(ctx, `SELECT id, title, model, system, created_at, updated_at FROM conversations c
+	return s.conversationList(ctx, "search conversations", `SELECT id, title, model, system, created_at, updated_at FROM conversations c
 		WHERE c.title LIKE ?1 ESCAPE '\'
 			OR EXISTS (SELECT 1 FROM json_each(c.messages) m
 				WHERE json_extract(m.value, '$.content') LIKE ?1 ESCAPE '\'
 					OR json_extract(m.value, '$.reasoning') LIKE ?1 ESCAPE '\')
 		ORDER BY updated_at DESC, id LIMIT ?2`, like, limit)
-	if err != nil {
-		return nil, fmt.Errorf("search conversations: %w", err)
-	}
-	defer rows.Close()
-	out := []Conversation{}
-	for rows.Next() {
-		var c Conversation
-		var created, updated string
-		if err := rows.Scan(&c.ID, &c.Title, &c.Model, &c.System, &created, &updated); err != nil {
-			return nil, fmt.Errorf("search conversations: %w", err)
-		}
-		c.CreatedAt, _ = parseTime(created)
-		c.UpdatedAt, _ = parseTime(updated)
-		out = append(out, c)
-	}
-	return out, rows.Err()
 }
 
 // escapeLike makes % and _ in q match themselves in a LIKE pattern with ESCAPE '\'.
