@@ -87,13 +87,7 @@ func TestDesktopStopMidBatch(t *testing.T) {
 func TestDesktopStopCutsARunningReply(t *testing.T) {
 	cfg := testConfig(t, "")
 	cfg.UnloadDrain = time.Hour // what a Stop must not wait for
-	a, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	c := newController(a)
-	defer c.Close()
+	a, c := openController(t, cfg)
 	if err := c.StartServer(); err != nil {
 		t.Fatal(err)
 	}

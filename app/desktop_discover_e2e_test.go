@@ -20,13 +20,7 @@ func TestDiscoverFindsSizesAndDownloads(t *testing.T) {
 	hub.SetInfo("tester/tiny-GGUF", hftest.Info{Downloads: 42, License: "mit"})
 	cfg := testConfig(t, "")
 	cfg.HFEndpoint = hub.URL()
-	a, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	c := newController(a)
-	defer c.Close()
+	_, c := openController(t, cfg)
 	ctx := context.Background()
 
 	hits, err := c.Discover(ctx, tray.DiscoverQuery{Text: "tiny"})
@@ -68,13 +62,7 @@ func TestWelcomeSuggestsFromDiscover(t *testing.T) {
 	hub.AddFile("unsloth/gemma-3-1b-it-GGUF", "gemma-3-1b-it-Q8_0.gguf", append(append([]byte(nil), data...), make([]byte, 4096)...))
 	cfg := testConfig(t, "")
 	cfg.HFEndpoint = hub.URL()
-	a, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	c := newController(a)
-	defer c.Close()
+	_, c := openController(t, cfg)
 	s, err := c.Suggestion(context.Background())
 	if err != nil {
 		t.Fatal(err)

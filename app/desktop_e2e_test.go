@@ -26,13 +26,7 @@ func TestDesktopController(t *testing.T) {
 	defer busy.Close()
 	cfg := testConfig(t, "")
 	cfg.Port = busy.Addr().(*net.TCPAddr).Port
-	a, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	c := newController(a)
-	defer c.Close()
+	a, c := openController(t, cfg)
 	events, stop := c.Subscribe()
 	defer stop()
 

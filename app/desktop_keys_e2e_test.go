@@ -17,13 +17,7 @@ import (
 // revokes it (refused at once).
 func TestDesktopKeys(t *testing.T) {
 	cfg := testConfig(t, "")
-	a, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	c := newController(a)
-	defer c.Close()
+	_, c := openController(t, cfg)
 	free, _ := net.Listen("tcp", "127.0.0.1:0")
 	port := free.Addr().(*net.TCPAddr).Port
 	free.Close()

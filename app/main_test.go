@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/superfluid/superfluid/app/desktop"
 	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 )
 
@@ -79,4 +80,18 @@ func startServer(t *testing.T, cfg Config, waitLoaded bool) (*App, *httptest.Ser
 		}
 	}
 	return a, srv
+}
+
+// openController opens the app from cfg with the desktop's controller over it, both closed
+// when the test ends (the controller first).
+func openController(t *testing.T, cfg Config) (*App, *desktop.Controller) {
+	t.Helper()
+	a, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	c := newController(a)
+	t.Cleanup(func() { c.Close() })
+	return a, c
 }
