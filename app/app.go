@@ -300,9 +300,11 @@ func registerBundled(ctx context.Context, cat *models.Catalog) error {
 	}
 	tmp := path + ".partial"
 	if err := os.WriteFile(tmp, assets.BundledModel, 0o644); err != nil {
+		os.Remove(tmp) // a full disk keeps no half copy: the space is the user's
 		return err
 	}
 	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
 		return err
 	}
 	_, err := cat.Register(ctx, models.Record{ID: assets.BundledModelID, Path: path, Source: models.SourceBundled, SHA256: assets.BundledModelSHA256})

@@ -123,7 +123,16 @@ func sourceError(err error) error {
 		return fmt.Errorf("%w: %v", llm.ErrInvalidInput, err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
+	case errors.Is(err, ErrDiskFull):
+		// The server could not do it, but the message is the user's to act on: no prefix.
+		return kindError{kind: llm.ErrEngineFailure, err: err}
 	default:
 		return fmt.Errorf("%w: pull: %v", llm.ErrEngineFailure, err)
 	}
 }
+
+// kindError is err, reading as it does, that is also of kind (an llm sentinel).
+type kindError struct{ kind, err error }
+
+func (e kindError) Error() string   { return e.err.Error() }
+func (e kindError) Unwrap() []error { return []error{e.kind, e.err} }
