@@ -154,9 +154,9 @@ func (t *App) runningWork() []string {
 	}
 	switch {
 	case clients == 1:
-		out = append(out, "a reply the server is writing for an API client: the client gets an error")
+		out = append(out, "a reply the server is writing for an API client: it is cut off")
 	case clients > 1:
-		out = append(out, fmt.Sprintf("%d replies the server is writing for API clients: the clients get an error", clients))
+		out = append(out, fmt.Sprintf("%d replies the server is writing for API clients: they are cut off", clients))
 	}
 	return out
 }
