@@ -72,7 +72,7 @@ func runDesktop(cmd *cobra.Command, cfg Config, hidden bool) error {
 	}
 	host := watchTray(cmd.ErrOrStderr())
 	defer host.Close()
-	c := newController(a, func(d *desktop.Deps) { d.Tray, d.LoginArgs = host, []string{"--hidden"} })
+	c := newController(a, func(d *desktop.Deps) { d.Tray, d.LoginArgs = host, loginArgs(cmd.Flags(), cfg) })
 	defer c.Close()
 	if wl != nil {
 		web, err := a.startWeb(wl, c)

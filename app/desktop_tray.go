@@ -3,10 +3,40 @@ package app
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"runtime"
+	"strconv"
+
+	"github.com/spf13/pflag"
 
 	"github.com/superfluid/superfluid/app/trayhost"
 )
+
+// loginArgs are the flags the start-at-login entry runs the app with: --hidden, and the ones
+// this run was given that say which app it is (its data, its models, its address), so that
+// login starts this app and not one on the defaults. Paths are made absolute, as login does
+// not start from this folder. Keys and other settings stay out of a file others can read.
+func loginArgs(fs *pflag.FlagSet, cfg Config) []string {
+	args := []string{"--hidden"}
+	dir := func(name, path string) {
+		if !fs.Changed(name) || path == "" {
+			return
+		}
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		args = append(args, "--"+name+"="+path)
+	}
+	dir("data-dir", cfg.DataDir)
+	dir("models-dir", cfg.ModelsDir)
+	if fs.Changed("host") {
+		args = append(args, "--host="+cfg.Host)
+	}
+	if fs.Changed("port") {
+		args = append(args, "--port="+strconv.Itoa(cfg.Port))
+	}
+	return args
+}
 
 // watchTray follows the desktop's tray host: on macOS and Windows there always is one; on
 // Linux and the BSDs a panel owns the StatusNotifier watcher on the session bus, or the

@@ -115,7 +115,7 @@ sleep 1
 xdotool mousemove 144 442 click 1 # Start superfluid when I log in
 entry="$XDG_CONFIG_HOME/autostart/io.superfluid.app.desktop"
 wait_for 5 "the autostart entry $entry" test -s "$entry"
-grep -qx "Exec=$(readlink -f bin/superfluid) --hidden" "$entry" || fail "autostart entry: $(cat "$entry")"
+grep -qx "Exec=$(readlink -f bin/superfluid) --hidden --data-dir=$work/data --port=$port" "$entry" || fail "autostart entry (the flags the app was started with carried): $(cat "$entry")"
 sleep 0.5
 /usr/bin/import -window root "$out/tray-start-at-login.png"
 step "start at login wrote $entry"

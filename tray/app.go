@@ -3,6 +3,7 @@ package tray
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -42,15 +43,20 @@ type App struct {
 
 	icon      IconState
 	hasTray   bool
+	trayMenu  *fyne.Menu // the one menu the tray is ever given (setTray)
 	onQuit    func()
 	stopWatch func()
 	stopOnce  sync.Once
+	confirm   dialog.Dialog // the quit confirmation while it is open (desktop_view.go)
+	// quitting is set by Quit: UI updates already queued by a goroutine (an event, a tray
+	// host that left) are dropped, so that nothing shows the window again as the app ends.
+	quitting atomic.Bool
 }
 
 // New builds the window over the controller. onQuit runs after the app stopped the server (it
 // typically closes the rest of the program); nil does nothing more.
 func New(a fyne.App, c Controller, icons Icons, onQuit func()) *App {
-	t := &App{fyne: a, c: c, icons: icons, onQuit: onQuit, icon: -1}
+	t := &App{fyne: a, c: c, icons: icons, onQuit: onQuit, icon: -1, trayMenu: fyne.NewMenu("superfluid")}
 	if icons.App != nil {
 		a.SetIcon(icons.App)
 	}
@@ -122,21 +128,25 @@ func New(a fyne.App, c Controller, icons Icons, onQuit func()) *App {
 // caches between apps, hence one lock for the package).
 var uiMu sync.Mutex
 
-// do runs fn on the UI thread (fyne.Do), one update at a time.
+// do runs fn on the UI thread (fyne.Do), one update at a time; not once the app quit.
 func (t *App) do(fn func()) {
 	fyne.Do(func() {
 		uiMu.Lock()
 		defer uiMu.Unlock()
-		fn()
+		if !t.quitting.Load() {
+			fn()
+		}
 	})
 }
 
-// doAndWait is do, waiting for fn to have run.
+// doAndWait is do, waiting for fn to have run (or been dropped, once the app quit).
 func (t *App) doAndWait(fn func()) {
 	fyne.DoAndWait(func() {
 		uiMu.Lock()
 		defer uiMu.Unlock()
-		fn()
+		if !t.quitting.Load() {
+			fn()
+		}
 	})
 }
 
@@ -172,6 +182,9 @@ func (t *App) stop() {
 
 // Quit stops the server (unloading its workers) and ends the app.
 func (t *App) Quit() {
+	if t.quitting.Swap(true) {
+		return // a second Quit (the tray's and a signal's) would stop the server twice
+	}
 	t.stop()
 	t.win.Hide()
 	_ = t.c.StopServer()
@@ -201,14 +214,11 @@ func (t *App) watch() {
 	go func() {
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
-		for ticks := 1; ; ticks++ {
+		for {
 			select {
 			case <-done:
 				return
 			case <-tick.C:
-			}
-			if ticks <= trayResyncs {
-				t.do(t.resyncTray)
 			}
 			showing, sub := false, ""
 			t.doAndWait(func() { showing, sub = t.tabs.Selected() == t.serverTab, t.team.shown() })
@@ -248,7 +258,10 @@ func (t *App) setTray(st ServerStatus, models []Model) {
 	if !ok {
 		return
 	}
-	d.SetSystemTrayMenu(fyne.NewMenu("superfluid", t.fyneItems(MenuItems(st, models))...))
+	// The items change in place: fyne 2.7 sets the menu it was first given again once the tray
+	// registers on the bus (driver_desktop.go's onReady), so that one menu must stay current.
+	t.trayMenu.Items = t.fyneItems(MenuItems(st, models))
+	d.SetSystemTrayMenu(t.trayMenu)
 	if icon := IconFor(st, models, t.c.Generating()); icon != t.icon {
 		t.icon = icon
 		if res := t.icons.State[icon]; res != nil {

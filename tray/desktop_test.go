@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
@@ -17,13 +18,25 @@ type trayTestApp struct {
 	fyne.App
 	mu    sync.Mutex
 	menu  *fyne.Menu
-	icons []string // the names of the icons set, in order
+	first *fyne.Menu // the menu given first, which fyne 2.7 sets again when the tray registers
+	icons []string   // the names of the icons set, in order
 }
 
 func (a *trayTestApp) SetSystemTrayMenu(m *fyne.Menu) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.menu = m
+	if a.first == nil {
+		a.first = m
+	}
+}
+
+// register is what fyne 2.7's driver does once the tray registers on the bus (onReady): it
+// shows the first menu it was given again, whatever was set since.
+func (a *trayTestApp) register() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.menu = a.first
 }
 
 func (a *trayTestApp) SetSystemTrayIcon(r fyne.Resource) {
@@ -190,15 +203,108 @@ func TestDesktopTrayIcon(t *testing.T) {
 	}
 }
 
-// TestDesktopTrayMenuResync: a menu put back on the tray after start (fyne 2.7 restores the
-// first menu it was given once the tray registers on the bus) is replaced by the current one
-// within the first seconds.
-func TestDesktopTrayMenuResync(t *testing.T) {
-	app, _, ta, _ := newDesktopApp(t, &fakeDesktop{host: true})
-	ta.SetSystemTrayMenu(fyne.NewMenu("", fyne.NewMenuItem("Stopped", nil)))
-	eventually(t, app, "the current menu back on the tray", func() bool {
-		ta.mu.Lock()
-		defer ta.mu.Unlock()
-		return len(ta.menu.Items) > 0 && ta.menu.Items[0].Label == "Running on 127.0.0.1:8453"
+// TestDesktopTrayMenuAfterRegister: the tray registering late (fyne 2.7 then shows the first
+// menu it was given) or again after a panel restart still shows the current server state, at
+// any time after start (a timer that set the menu again only covered the first seconds).
+func TestDesktopTrayMenuAfterRegister(t *testing.T) {
+	app, f, ta, _ := newDesktopApp(t, &fakeDesktop{host: true})
+	for _, running := range []bool{false, true} {
+		f.mu.Lock()
+		f.status.Running = running
+		f.mu.Unlock()
+		f.send(Event{Kind: EventServer})
+		want := map[bool]string{false: "Stopped", true: "Running on 127.0.0.1:8453"}[running]
+		eventually(t, app, want+" in the menu", func() bool {
+			ta.register()
+			ta.mu.Lock()
+			defer ta.mu.Unlock()
+			return len(ta.menu.Items) > 0 && ta.menu.Items[0].Label == want
+		})
+	}
+}
+
+// buttonIn finds the button labelled text in o.
+func buttonIn(o fyne.CanvasObject, text string) *widget.Button {
+	if b, ok := o.(*widget.Button); ok && b.Text == text {
+		return b
+	}
+	var children []fyne.CanvasObject
+	switch w := o.(type) {
+	case *fyne.Container:
+		children = w.Objects
+	case fyne.Widget:
+		children = test.WidgetRenderer(w).Objects()
+	}
+	for _, c := range children {
+		if b := buttonIn(c, text); b != nil {
+			return b
+		}
+	}
+	return nil
+}
+
+// TestDesktopCloseAsksWhileWorkRuns: with no tray, closing the window while a download runs
+// asks first, naming the download and saying it resumes at the next start; Keep running keeps
+// the app and the download; closing again and Quit quits once. A reply streaming in the
+// Playground and replies for API clients are named the same way.
+func TestDesktopCloseAsksWhileWorkRuns(t *testing.T) {
+	d := &fakeDesktop{}
+	app, f, _, quits := newDesktopApp(t, d)
+	ui(app, func() {
+		app.models.pull("hf.co/owner/repo:Q4_K_M")
+		app.closeWindow()
+		app.closeWindow() // a second click does not stack a second dialog
+	})
+	top := app.win.Canvas().Overlays().Top()
+	if *quits != 0 || f.stopped != 0 || top == nil {
+		t.Fatalf("closing during a download: quits %d, stopped %d, dialog %v", *quits, f.stopped, top)
+	}
+	if findLabel(top, "the download of hf.co/owner/repo:Q4_K_M") == nil || findLabel(top, "resume where they stopped the next time superfluid starts") == nil {
+		t.Fatal("the dialog does not name the download and that it resumes")
+	}
+	if n := len(app.win.Canvas().Overlays().List()); n != 1 {
+		t.Fatalf("%d dialogs after two clicks", n)
+	}
+	ui(app, func() { test.Tap(buttonIn(top, "Keep running")) })
+	if *quits != 0 || app.win.Canvas().Overlays().Top() != nil {
+		t.Fatalf("Keep running: quits %d, dialog %v", *quits, app.win.Canvas().Overlays().Top())
+	}
+
+	f.gate = make(chan struct{}) // the reply hangs after its first word
+	d.mu.Lock()
+	d.generating = 3 // the Playground's and two for API clients
+	d.mu.Unlock()
+	ui(app, func() { app.Show("playground") })
+	ui(app, func() { test.Type(app.playground.input, "Tell me a story") })
+	ui(app, func() { test.Tap(app.playground.send) })
+	eventually(t, app, "streaming", func() bool { return app.playground.reply != nil && app.playground.reply.Len() > 0 })
+	ui(app, app.closeWindow)
+	top = app.win.Canvas().Overlays().Top()
+	if top == nil || findLabel(top, "the reply being written in the Playground") == nil || findLabel(top, "2 replies the server is writing for API clients") == nil {
+		t.Fatal("the dialog does not name the Playground's reply and the API clients' replies")
+	}
+	ui(app, func() { test.Tap(buttonIn(top, "Quit")) })
+	if *quits != 1 || f.stopped != 1 {
+		t.Fatalf("Quit in the dialog: quits %d, stopped %d", *quits, f.stopped)
+	}
+	close(f.gate)
+}
+
+// TestDesktopHostLeavesAsAppQuits: a tray host that goes away just as the app quits (the
+// change already taken by the app, its UI update queued behind Quit) does not bring the
+// window or its banner back once Quit ran.
+func TestDesktopHostLeavesAsAppQuits(t *testing.T) {
+	d := &fakeDesktop{host: true, hosts: make(chan bool)}
+	app, _, _, quits := newDesktopApp(t, d)
+	uiMu.Lock()      // the UI thread is busy (running Quit)
+	d.hosts <- false // taken: its update waits for the UI
+	app.Quit()
+	uiMu.Unlock()
+	// Give the queued update its chance to run; with none queued this passes at once.
+	time.Sleep(300 * time.Millisecond)
+	ui(app, func() {
+		if app.desk.banner.Visible() || *quits != 1 {
+			t.Fatalf("after Quit: banner shown %v, quits %d", app.desk.banner.Visible(), *quits)
+		}
 	})
 }

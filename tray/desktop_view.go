@@ -1,11 +1,13 @@
 package tray
 
 import (
+	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
-	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
@@ -105,23 +107,56 @@ func (t *App) hidesIntoTray() bool { return t.hasTray && t.desk.host.Load() }
 func (t *App) HasTray() bool { return t.hidesIntoTray() }
 
 // closeWindow is the window's close button: hidden into the tray while a tray icon can bring
-// it back, else it quits (hidden with no icon, the app would run on out of reach).
+// it back, else it quits (hidden with no icon, the app would run on out of reach), asking
+// first while that would stop a download or a reply.
 func (t *App) closeWindow() {
 	if t.hidesIntoTray() {
 		t.win.Hide()
 		return
 	}
-	t.Quit()
+	running := t.runningWork()
+	if len(running) == 0 {
+		t.Quit()
+		return
+	}
+	if t.confirm != nil {
+		return // already asking
+	}
+	text := widget.NewLabel("There is no system tray to keep superfluid running, so closing this window quits it. That stops:\n\n• " +
+		strings.Join(running, "\n• "))
+	text.Wrapping = fyne.TextWrapWord
+	t.confirm = dialog.NewCustomConfirm("Quit superfluid?", "Quit", "Keep running", text, func(quit bool) {
+		t.confirm = nil
+		if quit {
+			t.Quit()
+		}
+	}, t.win)
+	t.confirm.Resize(fyne.NewSize(520, 0))
+	t.confirm.Show()
 }
 
-// trayResyncs is how many seconds after start the tray menu is set again. fyne 2.7 sets the
-// menu it was first given once the tray registers on the bus (driver_desktop.go's onReady),
-// undoing any set in between: seen on xfce4-panel as "Stopped" in the menu of a running server.
-const trayResyncs = 3
-
-// resyncTray sets the tray menu again from the controller's state.
-func (t *App) resyncTray() {
-	if d, ok := t.fyne.(desktop.App); ok {
-		d.SetSystemTrayMenu(fyne.NewMenu("superfluid", t.fyneItems(MenuItems(t.c.Server(), t.c.Models()))...))
+// runningWork names what quitting would stop, as the quit confirmation says it: the Models
+// tab's download (its record stays, so the next start resumes it from the partial file), the
+// Playground's reply and the replies the server is writing for API clients.
+func (t *App) runningWork() []string {
+	var out []string
+	if t.models.pulling != nil {
+		line := "the download of " + strings.TrimSpace(t.models.ref.Text)
+		if n := len(t.models.queued); n > 0 {
+			line += fmt.Sprintf(" and %d waiting after it", n)
+		}
+		out = append(out, line+": downloads resume where they stopped the next time superfluid starts")
 	}
+	clients := t.c.Generating()
+	if t.playground.cancel != nil {
+		out = append(out, "the reply being written in the Playground: it ends where it is now")
+		clients-- // the Playground's own generation is one of those the server counts
+	}
+	switch {
+	case clients == 1:
+		out = append(out, "a reply the server is writing for an API client: it is cut off")
+	case clients > 1:
+		out = append(out, fmt.Sprintf("%d replies the server is writing for API clients: they are cut off", clients))
+	}
+	return out
 }

@@ -9,18 +9,24 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // ID names the entry on every platform (the file, the launchd label, the registry value).
 const ID = "io.superfluid.app"
 
 // Command is the running binary's absolute path (links resolved, so that the entry survives
-// a symlink being moved) followed by args.
+// a symlink being moved) followed by args. A binary that `go run` or `go test` built is
+// refused: it is deleted when that command ends, and login would run nothing.
 func Command(args ...string) ([]string, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("autostart: where is this program: %w", err)
 	}
+	return command(exe, os.TempDir(), args)
+}
+
+func command(exe, tmp string, args []string) ([]string, error) {
 	if real, err := filepath.EvalSymlinks(exe); err == nil {
 		exe = real
 	}
@@ -28,7 +34,28 @@ func Command(args ...string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("autostart: where is this program: %w", err)
 	}
+	if temporary(abs, tmp) {
+		return nil, fmt.Errorf("autostart: this superfluid is a temporary build (%s) that goes away when go run or go test ends; install it (make build, or a package) and turn this on from the installed one", abs)
+	}
 	return append([]string{abs}, args...), nil
+}
+
+// temporary reports whether exe lies in the temporary folder tmp or in a go-build folder
+// (go run's and go test's work directories, the build cache).
+func temporary(exe, tmp string) bool {
+	for _, part := range strings.Split(filepath.ToSlash(exe), "/") {
+		if strings.HasPrefix(part, "go-build") {
+			return true
+		}
+	}
+	if tmp == "" {
+		return false
+	}
+	if real, err := filepath.EvalSymlinks(tmp); err == nil {
+		tmp = real // macOS: /var/folders/... is /private/var/folders/...
+	}
+	rel, err := filepath.Rel(tmp, exe)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // Enabled reports whether the entry is there (and not disabled by the desktop's own settings
@@ -42,6 +69,10 @@ func Enable(argv []string) error {
 	}
 	return enable(argv)
 }
+
+// ErrNotOurs is the error of Enable and Disable for an entry of ID that superfluid did not write
+// (it lacks the mark): the user's own, left as it is.
+var ErrNotOurs = errors.New("autostart: not superfluid's own entry")
 
 // Disable removes the entry; no entry is not an error.
 func Disable() error { return disable() }

@@ -8,6 +8,13 @@ import (
 	"strings"
 )
 
+// markName marks the LaunchAgent as superfluid's: an XML comment, since launchd reads only
+// the keys it knows; only a marked agent is rewritten or removed.
+const markName = "<!-- X-Superfluid-Managed: written by superfluid, which rewrites or removes it -->"
+
+// marked reports whether the plist's text has the mark.
+func marked(text string) bool { return strings.Contains(text, markName) }
+
 // Path is the LaunchAgent that launchd runs at login: ~/Library/LaunchAgents/<ID>.plist.
 func Path() (string, error) {
 	home, err := os.UserHomeDir()
@@ -40,6 +47,7 @@ func enable(argv []string) error {
 	}
 	plist := `<?xml version="1.0" encoding="UTF-8"?>
 <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+` + markName + `
 <plist version="1.0">
 <dict>
 	<key>Label</key>

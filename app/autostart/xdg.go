@@ -11,6 +11,20 @@ import (
 	"strings"
 )
 
+// markName is the key that marks the entry as superfluid's (the spec lets X- keys be
+// anything; desktops ignore them): only a marked entry is rewritten or removed.
+const markName = "X-Superfluid-Managed=true"
+
+// marked reports whether the entry's text has the mark on a line of its own.
+func marked(text string) bool {
+	for _, line := range strings.Split(text, "\n") {
+		if strings.TrimSpace(line) == markName {
+			return true
+		}
+	}
+	return false
+}
+
 // Path is the XDG autostart entry: $XDG_CONFIG_HOME/autostart (else ~/.config/autostart).
 func Path() (string, error) {
 	dir := os.Getenv("XDG_CONFIG_HOME")
@@ -61,7 +75,8 @@ func enable(argv []string) error {
 	}
 	entry := "[Desktop Entry]\nType=Application\nName=superfluid\n" +
 		"Comment=Local models over the OpenAI, Anthropic and Ollama APIs\n" +
-		"Exec=" + execLine(argv) + "\nIcon=superfluid\nTerminal=false\nX-GNOME-Autostart-enabled=true\n"
+		"Exec=" + execLine(argv) + "\nIcon=superfluid\nTerminal=false\nX-GNOME-Autostart-enabled=true\n" +
+		markName + "\n"
 	// Written beside and renamed, so that a desktop reading the folder never sees half a file.
 	return writeAtomic(p, entry)
 }

@@ -3,6 +3,7 @@
 package autostart
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,11 +19,7 @@ func TestXDGEntry(t *testing.T) {
 	if Enabled() {
 		t.Fatal("enabled before any entry")
 	}
-	argv, err := Command("--hidden")
-	if err != nil || !filepath.IsAbs(argv[0]) || argv[1] != "--hidden" {
-		t.Fatalf("Command: %q %v", argv, err)
-	}
-	argv[0] = "/opt/super fluid/superfluid" // a space: the Exec key quotes it
+	argv := []string{"/opt/super fluid/superfluid", "--hidden"} // a space: the Exec key quotes it
 	if err := Enable(argv); err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +28,8 @@ func TestXDGEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(b), "\nExec=\"/opt/super fluid/superfluid\" --hidden\n") || !strings.HasPrefix(string(b), "[Desktop Entry]\nType=Application\n") {
+	if !strings.Contains(string(b), "\nExec=\"/opt/super fluid/superfluid\" --hidden\n") || !strings.HasPrefix(string(b), "[Desktop Entry]\nType=Application\n") ||
+		!strings.Contains(string(b), "\nX-Superfluid-Managed=true\n") {
 		t.Fatalf("entry:\n%s", b)
 	}
 	if !Enabled() {
@@ -117,5 +115,35 @@ func TestXDGExecEscaping(t *testing.T) {
 		if got != tt.want || strings.ContainsAny(got, "\n\t\r") {
 			t.Errorf("execLine(%q) = %s, want %s", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestXDGLeavesUsersEntry: an entry of the same name that the user wrote (no
+// X-Superfluid-Managed mark) is neither overwritten by Enable nor removed by Disable; both
+// say so and name the file. It still reads as on, as the desktop will run it.
+func TestXDGLeavesUsersEntry(t *testing.T) {
+	cfg := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", cfg)
+	p := filepath.Join(cfg, "autostart", "io.superfluid.app.desktop")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	own := "[Desktop Entry]\nType=Application\nName=my superfluid\nExec=/home/me/bin/superfluid --port 9000 --data-dir /srv/llm\n"
+	if err := os.WriteFile(p, []byte(own), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{"Enable": Enable([]string{"/usr/bin/superfluid", "--hidden"}), "Disable": Disable()} {
+		if !errors.Is(err, ErrNotOurs) || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "yourself") {
+			t.Fatalf("%s over the user's entry: %v", name, err)
+		}
+	}
+	if b, err := os.ReadFile(p); err != nil || string(b) != own {
+		t.Fatalf("the user's entry changed: %q %v", b, err)
+	}
+	if !Enabled() {
+		t.Fatal("the user's entry reads as off")
+	}
+	if _, err := os.Stat(p + ".tmp"); err == nil {
+		t.Fatal("a temporary file was left beside the entry")
 	}
 }

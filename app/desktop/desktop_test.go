@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/superfluid/superfluid/app/autostart"
 	"github.com/superfluid/superfluid/app/desktop"
 	"github.com/superfluid/superfluid/app/trayhost"
 	"github.com/superfluid/superfluid/runtime/models"
@@ -14,8 +15,11 @@ import (
 )
 
 // TestStartAtLoginEntry: the controller's setting is the XDG autostart entry in
-// $XDG_CONFIG_HOME: this binary's absolute path with --hidden; removed by hand it reads off;
-// an autostart folder that cannot be written is an error naming it.
+// $XDG_CONFIG_HOME. Turned on from a go test binary (gone by the next login) it is refused,
+// saying so, and nothing is written; an entry superfluid wrote reads on and turning off
+// removes it (twice is fine); the user's own entry of the same name is left, with an error
+// naming it. (Exec's path and quoting: app/autostart's tests; the flags: app's
+// TestLoginEntryCarriesFlags.)
 func TestStartAtLoginEntry(t *testing.T) {
 	c, _, _ := newController(t)
 	cfg := t.TempDir()
@@ -23,30 +27,31 @@ func TestStartAtLoginEntry(t *testing.T) {
 	if c.StartAtLogin() {
 		t.Fatal("on before any entry")
 	}
-	if err := c.SetStartAtLogin(true); err != nil {
+	p := filepath.Join(cfg, "autostart", "io.superfluid.app.desktop")
+	if err := c.SetStartAtLogin(true); err == nil || !strings.Contains(err.Error(), "temporary build") {
+		t.Fatalf("turning on from a test binary: %v", err)
+	}
+	if _, err := os.Stat(p); err == nil || c.StartAtLogin() {
+		t.Fatal("an entry was written for a temporary binary")
+	}
+	if err := autostart.Enable([]string{"/usr/bin/superfluid", "--hidden"}); err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(cfg, "autostart", "io.superfluid.app.desktop")
-	b, err := os.ReadFile(p)
-	exe, _ := os.Executable()
-	exe, _ = filepath.EvalSymlinks(exe)
-	if err != nil || !strings.Contains(string(b), "Exec="+exe) || !c.StartAtLogin() {
-		t.Fatalf("entry %s (%v), want Exec=%s", b, err, exe)
+	if !c.StartAtLogin() {
+		t.Fatal("off with superfluid's entry there")
 	}
-	os.Remove(p)
-	if c.StartAtLogin() {
-		t.Fatal("on after the entry was removed by hand")
+	if err := c.SetStartAtLogin(false); err != nil || c.StartAtLogin() {
+		t.Fatalf("turning off: %v, on %v", err, c.StartAtLogin())
 	}
 	if err := c.SetStartAtLogin(false); err != nil {
 		t.Fatalf("turning off with no entry: %v", err)
 	}
-	ro := t.TempDir()
-	if err := os.WriteFile(filepath.Join(ro, "autostart"), nil, 0o444); err != nil {
+	own := "[Desktop Entry]\nType=Application\nName=mine\nExec=/home/me/superfluid\n"
+	if err := os.WriteFile(p, []byte(own), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("XDG_CONFIG_HOME", ro)
-	if err := c.SetStartAtLogin(true); err == nil || !strings.Contains(err.Error(), filepath.Join(ro, "autostart")) {
-		t.Fatalf("unwritable folder: %v", err)
+	if err := c.SetStartAtLogin(false); err == nil || !strings.Contains(err.Error(), p) || !c.StartAtLogin() {
+		t.Fatalf("turning off the user's own entry: %v, on %v", err, c.StartAtLogin())
 	}
 }
 

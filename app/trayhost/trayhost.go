@@ -22,6 +22,7 @@ type Watcher struct {
 	present atomic.Bool
 	changes chan bool
 	once    sync.Once
+	closed  atomic.Bool // Close ran: the end of the signals is ours, not a lost bus
 }
 
 // Watch connects to the session bus (DBUS_SESSION_BUS_ADDRESS) and starts following the
@@ -69,23 +70,40 @@ func (w *Watcher) Changes() <-chan bool { return w.changes }
 // Close ends the connection and closes Changes.
 func (w *Watcher) Close() {
 	w.once.Do(func() {
+		w.closed.Store(true)
 		if w.conn != nil {
 			w.conn.Close()
 		}
 	})
 }
 
-// follow turns the bus's signals into changes until the connection closes its channel.
+// follow turns the bus's signals into changes until the connection closes its channel. A
+// connection that ends without Close is a session bus gone, and every tray host with it.
 func (w *Watcher) follow(signals <-chan *dbus.Signal) {
 	defer close(w.changes)
 	for s := range signals {
 		present, ok := ownerChange(s)
-		if !ok || w.present.Swap(present) == present {
-			continue
+		if ok && w.present.Swap(present) != present {
+			w.send(present)
 		}
+	}
+	if !w.closed.Load() && w.present.Swap(false) {
+		w.send(false)
+	}
+}
+
+// send queues a change without waiting for a reader; when the queue is full the oldest
+// change goes, never the newest, so that the last one read is the state now.
+func (w *Watcher) send(present bool) {
+	for {
 		select {
 		case w.changes <- present:
-		default: // nobody reads: Present still says the truth
+			return
+		default:
+		}
+		select {
+		case <-w.changes:
+		default:
 		}
 	}
 }

@@ -15,8 +15,8 @@ func ownerSignal(name, old, owner string) *dbus.Signal {
 }
 
 // TestFollowFakeSignals: the host going away and coming back, over a fake bus's signals;
-// other names, other signals and repeats change nothing; the end of the signals closes
-// Changes.
+// other names, other signals and repeats change nothing; the end of the signals after Close
+// closes Changes and changes nothing more.
 func TestFollowFakeSignals(t *testing.T) {
 	w := &Watcher{changes: make(chan bool, 8)}
 	w.present.Store(true)
@@ -27,6 +27,7 @@ func TestFollowFakeSignals(t *testing.T) {
 	signals <- ownerSignal(WatcherName, ":1.4", "") // said twice
 	signals <- ownerSignal(WatcherName, "", ":1.7") // a panel started
 	close(signals)
+	w.Close()
 	w.follow(signals)
 	var got []bool
 	for c := range w.changes {
@@ -34,6 +35,48 @@ func TestFollowFakeSignals(t *testing.T) {
 	}
 	if len(got) != 2 || got[0] || !got[1] || !w.Present() {
 		t.Fatalf("changes %v, present %v", got, w.Present())
+	}
+}
+
+// TestFollowNobodyReading: a host that comes and goes more often than anybody reads leaves
+// the state now as the last change queued (the newest is never the one dropped).
+func TestFollowNobodyReading(t *testing.T) {
+	for _, last := range []bool{false, true} {
+		w := &Watcher{changes: make(chan bool, 8)}
+		w.present.Store(!last)
+		signals := make(chan *dbus.Signal, 32)
+		for i := 0; i < 21; i++ { // an odd count ends on last
+			owner := ""
+			if (i%2 == 0) == last {
+				owner = ":1.7"
+			}
+			signals <- ownerSignal(WatcherName, "", owner)
+		}
+		close(signals)
+		w.Close()
+		w.follow(signals)
+		var got []bool
+		for c := range w.changes {
+			got = append(got, c)
+		}
+		if len(got) == 0 || got[len(got)-1] != last || w.Present() != last {
+			t.Fatalf("last %v: changes %v, present %v", last, got, w.Present())
+		}
+	}
+}
+
+// TestFollowBusLost: signals that end without Close (the session bus went away, and every
+// tray host with it) report the host gone, so closing the window quits instead of hiding it
+// into a tray that is not there.
+func TestFollowBusLost(t *testing.T) {
+	w := &Watcher{changes: make(chan bool, 8)}
+	w.present.Store(true)
+	signals := make(chan *dbus.Signal)
+	close(signals)
+	w.follow(signals)
+	got, open := <-w.changes
+	if !open || got || w.Present() {
+		t.Fatalf("change %v (open %v), present %v after the bus went away", got, open, w.Present())
 	}
 }
 
@@ -96,6 +139,44 @@ func TestRealBus(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Changes still open after Close")
 	}
+}
+
+// TestRealBusDies: a dbus-daemon killed while a host owns the name (the session ending under
+// the app) is seen as the host gone.
+func TestRealBusDies(t *testing.T) {
+	daemon, err := exec.LookPath("dbus-daemon")
+	if err != nil {
+		t.Skip("dbus-daemon is not installed (apt-get install dbus)")
+	}
+	cmd := exec.Command(daemon, "--session", "--nofork", "--print-address=1")
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", strings.TrimSpace(addr))
+	host, err := dbus.ConnectSessionBus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	if _, err := host.RequestName(WatcherName, dbus.NameFlagDoNotQueue); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Watch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if !w.Present() {
+		t.Fatal("the host is not seen")
+	}
+	cmd.Process.Kill()
+	expect(t, w, false)
 }
 
 func expect(t *testing.T, w *Watcher, present bool) {

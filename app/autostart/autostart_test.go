@@ -1,0 +1,36 @@
+package autostart
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCommandRefusesTemporaryBuild: the binary go test (or go run) built is deleted when it
+// ends, so the entry would run nothing at login: Command refuses it, saying what to do; a
+// binary in the temporary folder or a go-build folder is refused, an installed one is not.
+func TestCommandRefusesTemporaryBuild(t *testing.T) {
+	_, err := Command("--hidden") // this test binary: $TMPDIR/go-build…/autostart.test
+	if err == nil || !strings.Contains(err.Error(), "temporary build") || !strings.Contains(err.Error(), "install it") {
+		t.Fatalf("Command from a test binary: %v", err)
+	}
+	tmp := t.TempDir()
+	for _, tt := range []struct {
+		exe string
+		ok  bool
+	}{
+		{filepath.Join(tmp, "superfluid"), false},
+		{filepath.Join(tmp, "go-build123", "b001", "exe", "superfluid"), false},
+		{"/home/me/.cache/go-build/ab/superfluid", false},
+		{"/usr/local/bin/superfluid", true},
+		{tmp + "-not-tmp/superfluid", true}, // a sibling whose name starts like it
+	} {
+		argv, err := command(tt.exe, tmp, []string{"--hidden"})
+		if tt.ok != (err == nil) {
+			t.Errorf("%s: %q %v", tt.exe, argv, err)
+		}
+		if err == nil && (argv[0] != tt.exe || argv[1] != "--hidden") {
+			t.Errorf("%s: argv %q", tt.exe, argv)
+		}
+	}
+}

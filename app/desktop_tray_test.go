@@ -1,0 +1,46 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/superfluid/superfluid/app/autostart"
+)
+
+// TestLoginEntryCarriesFlags: the start-at-login entry of an app started with --data-dir
+// (relative, with a space), --models-dir and --port runs the same app at login: the entry's
+// Exec line has them, absolute and quoted per the Desktop Entry spec; started with no flags,
+// it has --hidden alone.
+func TestLoginEntryCarriesFlags(t *testing.T) {
+	cfgHome := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", cfgHome)
+	work := t.TempDir()
+	t.Chdir(work)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "Exec=/usr/bin/superfluid --hidden\n"},
+		{[]string{"--data-dir", "my data", "--models-dir=/srv/models", "--port", "9000", "--hidden"},
+			`Exec=/usr/bin/superfluid --hidden "--data-dir=` + filepath.Join(work, "my data") + `" --models-dir=/srv/models --port=9000` + "\n"},
+	} {
+		cfg, hidden := DefaultConfig(), false
+		cmd := &cobra.Command{Use: "superfluid"}
+		desktopFlags(cmd, &cfg, &hidden)
+		if err := cmd.ParseFlags(tt.args); err != nil {
+			t.Fatal(err)
+		}
+		argv := append([]string{"/usr/bin/superfluid"}, loginArgs(cmd.Flags(), cfg)...)
+		if err := autostart.Enable(argv); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(cfgHome, "autostart", autostart.ID+".desktop"))
+		if err != nil || !strings.Contains(string(b), "\n"+tt.want) {
+			t.Fatalf("flags %q: entry\n%s\nwant %s (%v)", tt.args, b, tt.want, err)
+		}
+	}
+}
