@@ -36,7 +36,7 @@ var cases = []struct {
 
 // hostileModel and hostileKey2 hold what breaks a shell ($(), backticks, quotes, \, newlines,
 // ;, &, #, !, a leading -), TOML and YAML (#, [, ], =, :, {, }, - and * first, tabs, control
-// characters, line separators) and JavaScript or Python (U+2028, ${}, ”' and """).
+// characters, line separators) and JavaScript or Python (U+2028, ${}, triple quotes).
 const (
 	hostileModel = "$(touch /tmp/pwned)`id`;&|<>!#'m\"\\\n\t[x]=y: {z} - *a ${b} </script>\u2028\u2029\u0085\x7f\x01 é 🦊"
 	hostileKey2  = "-k' \"$(id)\" \\\\ \r\n# [t] = 'x' ''' \"\"\" ${{ a }} %s %n \u00a0\ufeff"
