@@ -91,7 +91,22 @@ func (v *playgroundView) newTurnRow(i int, m Message, live bool) *turnRow {
 		box.Add(r.text)
 	}
 	r.obj = box
+	r.enableActions(v.turn == nil)
 	return r
+}
+
+// enableActions turns the turn's Edit, Regenerate and Branch on or off (off while a reply
+// streams: they would change the history it is answering).
+func (r *turnRow) enableActions(on bool) {
+	for _, b := range []*widget.Button{r.edit, r.regen, r.branch} {
+		switch {
+		case b == nil:
+		case on:
+			b.Enable()
+		default:
+			b.Disable()
+		}
+	}
 }
 
 // thoughtTitle is the folded thought's title: how long it was, when known.
