@@ -1,11 +1,13 @@
 package tray
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 )
 
@@ -152,4 +154,67 @@ func TestChatActionsWaitForTheReply(t *testing.T) {
 			t.Error("actions disabled after the regenerated reply")
 		}
 	})
+}
+
+// TestChatHugeReply: a saved reply with a 2,000 × 50 table and a 5 MB code block, and a 5 MB
+// question, open drawing a bounded part of each, with notes saying what was left out; Copy
+// still copies the whole code.
+func TestChatHugeReply(t *testing.T) {
+	var table, code strings.Builder
+	for r := 0; r <= 2000; r++ {
+		for c := 0; c < 50; c++ {
+			switch {
+			case r == 0:
+				fmt.Fprintf(&table, "| h%d ", c)
+			default:
+				fmt.Fprintf(&table, "| r%dc%d ", r, c)
+			}
+		}
+		table.WriteString("|\n")
+		if r == 0 {
+			table.WriteString(strings.Repeat("|---", 50) + "|\n")
+		}
+	}
+	for i := 0; code.Len() < 5<<20; i++ {
+		fmt.Fprintf(&code, "x%d = %d  # a line of generated code\n", i, i)
+	}
+	src := code.String()
+	app, f := newTestApp(t)
+	f.convs = []Conversation{{ID: "big", Title: "Big", Model: "stories260K", Messages: []Message{
+		{Role: "user", Content: strings.Repeat("a long question ", 330000)},
+		{Role: "assistant", Content: table.String() + "\n```python\n" + src + "```\nThe end."},
+		{Role: "assistant", Content: strings.Repeat("Step:\n```\nx\n```\n", 5000)},
+	}}}
+	v := app.playground
+	ui(app, func() { app.Show("playground"); v.open("big") })
+	row := v.rows[1]
+	var grid *fyne.Container
+	walkObjects(row.text, func(o fyne.CanvasObject) bool {
+		if c, ok := o.(*fyne.Container); ok && len(c.Objects) > 50 && grid == nil {
+			grid = c
+		}
+		return true
+	})
+	text := row.plainText()
+	if grid == nil || len(grid.Objects) != (maxTableRows+1)*maxTableCols {
+		t.Fatalf("the table drew %v cells", grid)
+	}
+	last, next := fmt.Sprintf("r%dc%d\n", maxTableRows, maxTableCols-1), fmt.Sprintf("r%dc0\n", maxTableRows+1)
+	if !strings.Contains(text, fmt.Sprintf("Showing %d of 2000 rows and %d of 50 columns", maxTableRows, maxTableCols)) ||
+		!strings.Contains(text, last) || strings.Contains(text, next) || strings.Contains(text, fmt.Sprintf("c%d\n", maxTableCols)) {
+		t.Errorf("the table's note or cells: %.300q", text)
+	}
+	if len(text) > 6*maxTextBytes || !strings.Contains(text, "more lines not shown: Copy copies the whole block") || !strings.Contains(text, "The end.") {
+		t.Errorf("the reply shows %d bytes: %.200q … %.300q", len(text), text, text[max(0, len(text)-300):])
+	}
+	ui(app, func() { test.Tap(row.copies[0]) })
+	if got := app.fyne.Clipboard().Content(); got != strings.TrimSuffix(src, "\n") {
+		t.Errorf("Copy copied %d bytes of %d", len(got), len(src))
+	}
+	if blocks := v.rows[2].plainText(); !strings.Contains(blocks, "more blocks not shown") || len(v.rows[2].copies) > maxReplyBlock {
+		t.Errorf("10,000 blocks drew %d code blocks", len(v.rows[2].copies))
+	}
+	if q := v.rows[0].plainText(); len(q) > 2*maxTextBytes || !strings.Contains(q, "export the conversation to read it all") {
+		t.Errorf("the question shows %d bytes", len(q))
+	}
 }
