@@ -218,3 +218,18 @@ func TestChatHugeReply(t *testing.T) {
 		t.Errorf("the question shows %d bytes", len(q))
 	}
 }
+
+// TestChatMeterSaysFilesAreNotCounted: the context count is of text only, so with images in
+// the conversation the meter says how many files it left out.
+func TestChatMeterSaysFilesAreNotCounted(t *testing.T) {
+	app, f := newTestApp(t)
+	f.convs = []Conversation{{ID: "p", Title: "Pics", Model: "stories260K", Messages: []Message{
+		{Role: "user", Content: "What is this?", Attachments: []Attachment{{Name: "a.png", MIME: "image/png"}, {Name: "b.png", MIME: "image/png"}}},
+		{Role: "assistant", Content: "Two foxes."},
+	}}}
+	v := app.playground
+	ui(app, func() { app.Show("playground"); v.open("p") })
+	eventually(t, app, "the meter counts", func() bool { return v.tools.meterText() == "Context: 13 of 2048 tokens + 2 files not counted" })
+	ui(app, func() { v.reset() })
+	eventually(t, app, "no files, no note", func() bool { return v.tools.meterText() == "Context: 0 of 2048 tokens" })
+}
