@@ -33,7 +33,10 @@ type chatTools struct {
 	used        int
 	window      int
 	note        string // why there is no count ("" when there is)
-	warning     dialog.Dialog
+	// media is how many images and audio clips the count leaves out: the core counts text
+	// only (a file's positions are its projector's to say, once encoded), so the meter says so.
+	media   int
+	warning dialog.Dialog
 }
 
 func newChatTools(v *playgroundView) *chatTools {
@@ -51,13 +54,26 @@ func newChatTools(v *playgroundView) *chatTools {
 }
 
 func (t *chatTools) meterText() string {
+	files := ""
+	if t.media > 0 {
+		files = fmt.Sprintf(" + %d files not counted", t.media)
+	}
 	switch {
 	case t.note != "":
 		return t.note
 	case t.window == 0:
-		return fmt.Sprintf("Context: %d tokens", t.used)
+		return fmt.Sprintf("Context: %d tokens%s", t.used, files)
 	}
-	return fmt.Sprintf("Context: %d of %d tokens", t.used, t.window)
+	return fmt.Sprintf("Context: %d of %d tokens%s", t.used, t.window, files)
+}
+
+// mediaCount is how many attachments msgs carry.
+func mediaCount(msgs []Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Attachments)
+	}
+	return n
 }
 
 // after runs fn on the UI goroutine once chatDebounce has passed without another call.
@@ -98,6 +114,7 @@ func (t *chatTools) measure() {
 	t.seq++
 	seq := t.seq
 	t.mu.Unlock()
+	media := mediaCount(msgs)
 	go func() {
 		used, window, err := t.v.app.c.ContextUse(model, msgs)
 		t.v.app.do(func() {
@@ -107,6 +124,7 @@ func (t *chatTools) measure() {
 			if stale {
 				return
 			}
+			t.media = media
 			if err != nil {
 				t.show(0, 0, "Context: cannot count ("+err.Error()+")")
 				return
@@ -131,6 +149,7 @@ func (t *chatTools) show(used, window int, note string) {
 func (t *chatTools) confirmFits(msgs []Message, send func()) {
 	used, window, err := t.v.app.c.ContextUse(t.v.modelID(), msgs)
 	if err == nil {
+		t.media = mediaCount(msgs)
 		t.show(used, window, "")
 	}
 	if err != nil || window == 0 || used < window {

@@ -38,6 +38,7 @@ type discoverView struct {
 	download *widget.Button
 	card     *widget.Button
 	cardText *widget.RichText // the open card (tests)
+	cardCut  *widget.Label    // its note when it was cut short (tests)
 
 	content fyne.CanvasObject
 }
@@ -298,14 +299,24 @@ func (v *discoverView) showCard() {
 				v.note.SetText("Cannot read the model card: " + err.Error())
 				return
 			}
-			v.cardText = safeMarkdown(md)
+			// A card is one RichText, laid out whole: past maxCardBytes it would freeze the window.
+			shown, _ := capText(md, 0, maxCardBytes)
+			v.cardText = safeMarkdown(shown)
 			v.cardText.Wrapping = fyne.TextWrapWord
-			scroll := container.NewVScroll(v.cardText)
+			body := container.NewVBox(v.cardText)
+			if shown != md {
+				v.cardCut = noteLabel(fmt.Sprintf("The card goes on for %d KB more: read it all at https://huggingface.co/%s.", (len(md)-len(shown))>>10, repo))
+				body.Add(v.cardCut)
+			}
+			scroll := container.NewVScroll(body)
 			scroll.SetMinSize(fyne.NewSize(640, 480))
 			dialog.ShowCustom(repo+" — model card", "Close", scroll, v.app.win)
 		})
 	}()
 }
+
+// maxCardBytes is how much of a model card is shown.
+const maxCardBytes = 16 << 10
 
 var (
 	scriptRe = regexp.MustCompile(`(?is)<(script|style|iframe|object|embed)\b.*?(</\s*(script|style|iframe|object|embed)\s*>|\z)`)

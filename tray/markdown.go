@@ -1,6 +1,7 @@
 package tray
 
 import (
+	"fmt"
 	"net/url"
 	"regexp"
 	"strings"
@@ -103,14 +104,30 @@ func tableCells(line string) []string {
 // text: a reply is the model's, and nothing in it may run, open a file or fetch from the net.
 func markdownView(src string, copyCode func(string)) fyne.CanvasObject {
 	box := container.NewVBox()
-	for _, b := range splitMarkdown(src) {
+	blocks := splitMarkdown(src)
+	left := maxReplyBytes
+	for i, b := range blocks {
+		if i == maxReplyBlock || left <= 0 {
+			box.Add(noteLabel(fmt.Sprintf("%d more blocks not shown: export the conversation to read it all.", len(blocks)-i)))
+			break
+		}
+		limit := min(maxTextBytes, left)
 		switch b.kind {
 		case mdCode:
-			box.Add(codeBlockView(b, copyCode))
+			view, drawn := codeBlockView(b, copyCode, limit)
+			box.Add(view)
+			left -= drawn
 		case mdTable:
-			box.Add(tableView(b.rows))
+			view, cells := tableView(b.rows)
+			box.Add(view)
+			left -= cells * cellCost
 		default:
-			box.Add(proseView(b.text))
+			shown, more := capText(b.text, 0, limit)
+			left -= len(shown)
+			box.Add(proseView(shown))
+			if shown != b.text {
+				box.Add(cutNote(more, "export the conversation to read it all"))
+			}
 		}
 	}
 	return box
@@ -169,14 +186,16 @@ func webLink(u *url.URL) bool {
 	return u != nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
-// tableView is a markdown table as a grid, its header bold; short rows are padded.
-func tableView(rows [][]string) fyne.CanvasObject {
-	cols := 0
+// tableView is a markdown table as a grid, its header bold; short rows are padded. Past
+// maxTableRows rows or maxTableCols columns it draws the first ones and says so.
+func tableView(rows [][]string) (fyne.CanvasObject, int) {
+	all := 0
 	for _, r := range rows {
-		cols = max(cols, len(r))
+		all = max(all, len(r))
 	}
+	cols, shown := min(all, maxTableCols), rows[:min(len(rows), maxTableRows+1)]
 	grid := container.NewGridWithColumns(cols)
-	for i, r := range rows {
+	for i, r := range shown {
 		for c := 0; c < cols; c++ {
 			cell := ""
 			if c < len(r) {
@@ -191,7 +210,13 @@ func tableView(rows [][]string) fyne.CanvasObject {
 			grid.Add(rt)
 		}
 	}
-	return container.NewVBox(grid, widget.NewSeparator())
+	out := container.NewVBox(grid)
+	if len(shown) < len(rows) || cols < all {
+		out.Add(noteLabel(fmt.Sprintf("Showing %d of %d rows and %d of %d columns: export the conversation for the whole table.",
+			len(shown)-1, len(rows)-1, cols, all)))
+	}
+	out.Add(widget.NewSeparator())
+	return out, len(grid.Objects)
 }
 
 // boldSegments makes a header cell's text bold.

@@ -13,9 +13,10 @@ import (
 )
 
 // codeBlockView is a fenced code block: its language and a Copy button over the code,
-// highlighted, on the input background.
-func codeBlockView(b mdBlock, copyCode func(string)) fyne.CanvasObject {
-	code := widget.NewRichText(highlight(b.lang, b.text)...)
+// highlighted, on the input background; it draws at most limit bytes of it, and says how many.
+func codeBlockView(b mdBlock, copyCode func(string), limit int) (fyne.CanvasObject, int) {
+	shown, more := capText(b.text, maxCodeLines, limit)
+	code := widget.NewRichText(highlight(b.lang, shown)...)
 	code.Wrapping = fyne.TextWrapBreak // long lines wrap instead of widening the window
 	copyButton := widget.NewButtonWithIcon("Copy", theme.ContentCopyIcon(), nil)
 	copyButton.Importance = widget.LowImportance
@@ -31,7 +32,11 @@ func codeBlockView(b mdBlock, copyCode func(string)) fyne.CanvasObject {
 		widget.NewLabelWithStyle(lang, fyne.TextAlignLeading, fyne.TextStyle{Italic: true}), copyButton)
 	bg := canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))
 	bg.CornerRadius = theme.Size(theme.SizeNameInputRadius)
-	return container.NewStack(bg, container.NewBorder(header, nil, nil, nil, code))
+	var note fyne.CanvasObject
+	if shown != b.text {
+		note = cutNote(more, "Copy copies the whole block")
+	}
+	return container.NewStack(bg, container.NewBorder(header, note, nil, nil, code)), len(shown)
 }
 
 // highlight colours code by its language's lexer (chroma's; guessed from the code when the

@@ -22,9 +22,8 @@ func (v *playgroundView) render() {
 		v.rows = append(v.rows, r)
 		v.turns.Add(r.obj)
 	}
-	if v.reply != nil {
-		m := Message{Role: "assistant", Content: v.reply.String(), Reasoning: v.thought.String(), ReasoningTokens: v.thoughtTokens}
-		v.live = v.newTurnRow(len(v.history), m, true)
+	if v.turn != nil {
+		v.live = v.newTurnRow(len(v.history), v.turn.message(), true)
 		v.turns.Add(v.live.obj)
 	}
 	v.scroll.ScrollToBottom()

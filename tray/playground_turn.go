@@ -81,17 +81,36 @@ func (v *playgroundView) newTurnRow(i int, m Message, live bool) *turnRow {
 		box.Add(toolResultCard(m))
 	case m.Role == "user":
 		// A user's words are shown as typed: markdown is for the model's replies.
-		rt := widget.NewRichText(&widget.TextSegment{Text: text, Style: widget.RichTextStyleParagraph})
-		rt.Wrapping = fyne.TextWrapWord
+		rt, note := plainTurnText(text, func(s string) widget.RichTextSegment {
+			return &widget.TextSegment{Text: s, Style: widget.RichTextStyleParagraph}
+		}, fyne.TextWrapWord)
 		r.text = rt
 		box.Add(rt)
+		if note != nil {
+			box.Add(note)
+		}
 	case text != "":
 		r.text = markdownView(text, v.copyCode)
 		r.copies = copyButtons(r.text)
 		box.Add(r.text)
 	}
 	r.obj = box
+	r.enableActions(v.turn == nil)
 	return r
+}
+
+// enableActions turns the turn's Edit, Regenerate and Branch on or off (off while a reply
+// streams: they would change the history it is answering).
+func (r *turnRow) enableActions(on bool) {
+	for _, b := range []*widget.Button{r.edit, r.regen, r.branch} {
+		switch {
+		case b == nil:
+		case on:
+			b.Enable()
+		default:
+			b.Disable()
+		}
+	}
 }
 
 // thoughtTitle is the folded thought's title: how long it was, when known.
@@ -106,10 +125,13 @@ func thoughtTitle(m Message, live bool) string {
 }
 
 func thoughtView(text string) fyne.CanvasObject {
-	rt := widget.NewRichText(&widget.TextSegment{Text: strings.TrimSpace(text),
-		Style: widget.RichTextStyle{ColorName: theme.ColorNamePlaceHolder, TextStyle: fyne.TextStyle{Italic: true}}})
-	rt.Wrapping = fyne.TextWrapWord
-	return rt
+	rt, note := plainTurnText(strings.TrimSpace(text), func(s string) widget.RichTextSegment {
+		return &widget.TextSegment{Text: s, Style: widget.RichTextStyle{ColorName: theme.ColorNamePlaceHolder, TextStyle: fyne.TextStyle{Italic: true}}}
+	}, fyne.TextWrapWord)
+	if note == nil {
+		return rt
+	}
+	return container.NewVBox(rt, note)
 }
 
 // toolCallCard is a compact card for one call: the tool's name and id, then its arguments,
@@ -143,9 +165,11 @@ func card(title string, icon fyne.Resource, body string) fyne.CanvasObject {
 	head := container.NewHBox(widget.NewIcon(icon), widget.NewLabelWithStyle(title, fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
 	content := container.NewVBox(head)
 	if body != "" {
-		rt := widget.NewRichText(codeSegment(body, theme.ColorNameForeground))
-		rt.Wrapping = fyne.TextWrapBreak
+		rt, note := plainTurnText(body, func(s string) widget.RichTextSegment { return codeSegment(s, theme.ColorNameForeground) }, fyne.TextWrapBreak)
 		content.Add(rt)
+		if note != nil {
+			content.Add(note)
+		}
 	}
 	bg := canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))
 	bg.StrokeColor = theme.Color(theme.ColorNameSeparator)

@@ -38,12 +38,12 @@ type playgroundView struct {
 	models  map[string]Model
 	convID  string // the conversation being shown ("" until its first reply)
 	history []Message
+	// turn is the reply streaming into the conversation on screen (nil: none); reply is its
+	// text and cancel stops it, both nil with it.
+	turn    *replyTurn
 	reply   *strings.Builder
-	thought strings.Builder // the reasoning of the reply being streamed
-	// thoughtTokens counts the reasoning pieces streamed (the core sends one a token).
-	thoughtTokens int
-	cancel        context.CancelFunc
-	content       fyne.CanvasObject
+	cancel  context.CancelFunc
+	content fyne.CanvasObject
 
 	// rows are the drawn turns of history[first:], then the live reply's row while one streams;
 	// rowsBuilt counts every row ever made (tests: a long chat draws a window of it).
@@ -55,6 +55,31 @@ type playgroundView struct {
 	// drops the turns after it.
 	editing int
 	tools   *chatTools // chat_tools: the context meter, search and export
+}
+
+// replyTurn is one reply being streamed and the conversation it answers, as it was asked.
+// Leaving that conversation (New chat, opening or importing another) detaches the turn: it is
+// stopped, and what it streamed is saved into its own conversation, never drawn into the one
+// on screen.
+type replyTurn struct {
+	cancel        context.CancelFunc
+	reply         strings.Builder
+	thought       strings.Builder // its reasoning
+	thoughtTokens int             // the reasoning pieces streamed (the core sends one a token)
+	conv          Conversation
+}
+
+func (t *replyTurn) add(p Piece) {
+	if p.Reasoning != "" {
+		t.thoughtTokens++
+	}
+	t.thought.WriteString(p.Reasoning)
+	t.reply.WriteString(p.Text)
+}
+
+// message is the reply as a turn of the history.
+func (t *replyTurn) message() Message {
+	return Message{Role: "assistant", Content: t.reply.String(), Reasoning: t.thought.String(), ReasoningTokens: t.thoughtTokens}
 }
 
 // transcriptWindow is how many of the latest turns the transcript draws; "Show earlier" draws
@@ -159,11 +184,9 @@ func (v *playgroundView) refreshSaved() {
 	v.saved.Refresh()
 }
 
-// open shows a saved conversation, ready to continue.
+// open shows a saved conversation, ready to continue (a reply still streaming is stopped and
+// kept in its own conversation).
 func (v *playgroundView) open(id string) {
-	if v.cancel != nil {
-		return
-	}
 	c, err := v.app.c.OpenConversation(id)
 	if err != nil {
 		v.stats.SetText("Cannot open it: " + err.Error())
@@ -174,7 +197,8 @@ func (v *playgroundView) open(id string) {
 
 // show puts a conversation on screen.
 func (v *playgroundView) show(c Conversation) {
-	v.convID, v.history, v.reply, v.editing = c.ID, c.Messages, nil, -1
+	v.detach()
+	v.convID, v.history, v.editing = c.ID, c.Messages, -1
 	v.system.SetText(c.System)
 	if c.Model != "" {
 		v.selectModel(c.Model)
@@ -242,6 +266,9 @@ func (v *playgroundView) ask() {
 	}
 	next := append(append([]Message(nil), history...), Message{Role: "user", Content: text, Attachments: v.attach.pending})
 	v.tools.confirmFits(v.prompt(next), func() {
+		if v.turn != nil { // a second Send while the warning was up
+			return
+		}
 		if v.editing >= 0 {
 			v.history, v.editing = history, -1
 			v.redraw()
@@ -264,28 +291,70 @@ func (v *playgroundView) prompt(history []Message) []Message {
 // stream asks for the reply to the history and shows it as it arrives.
 func (v *playgroundView) stream(settings ChatSettings) {
 	msgs := v.prompt(v.history)
-	v.reply = &strings.Builder{}
-	v.thought.Reset()
-	v.thoughtTokens = 0
 	ctx, cancel := context.WithCancel(context.Background())
-	v.cancel = cancel
-	v.send.Disable()
-	v.stop.Enable()
+	t := &replyTurn{cancel: cancel, conv: v.conversation()}
+	v.turn, v.reply, v.cancel = t, &t.reply, cancel
+	v.busy(true)
 	v.stats.SetText("Generating…")
 	v.render()
 	go func() {
+		defer cancel()
 		stats, err := v.app.c.Chat(ctx, settings, msgs, func(piece Piece) {
 			v.app.do(func() {
-				if piece.Reasoning != "" {
-					v.thoughtTokens++
+				t.add(piece)
+				if v.turn == t {
+					v.render()
 				}
-				v.thought.WriteString(piece.Reasoning)
-				v.reply.WriteString(piece.Text)
-				v.render()
 			})
 		})
-		v.app.do(func() { v.finish(stats, err, ctx.Err() != nil) })
+		// Stopped is decided here, not when the UI gets to it: a Stop clicked after the reply
+		// ended would otherwise write "Stopped." over its stats.
+		stopped := err != nil && ctx.Err() != nil
+		v.app.do(func() { v.finish(t, stats, err, stopped) })
 	}()
+}
+
+// busy turns the controls for a reply streaming (on) or not: Send, Stop, and each turn's Edit,
+// Regenerate and Branch, which wait for the reply.
+func (v *playgroundView) busy(on bool) {
+	if on {
+		v.send.Disable()
+		v.stop.Enable()
+	} else {
+		v.send.Enable()
+		v.stop.Disable()
+	}
+	for _, r := range v.rows {
+		r.enableActions(!on)
+	}
+}
+
+// detach lets go of the reply streaming into the conversation on screen: it is stopped, and
+// its finish saves what came into the conversation it answers.
+func (v *playgroundView) detach() {
+	if v.turn == nil {
+		return
+	}
+	v.turn.cancel()
+	v.turn, v.reply, v.cancel = nil, nil, nil
+	v.busy(false)
+}
+
+// saveDetached saves a detached reply's text into the conversation it answers.
+func (v *playgroundView) saveDetached(t *replyTurn) {
+	if t.reply.Len() == 0 {
+		return
+	}
+	c := t.conv
+	if c.ID == "" {
+		c.ID = fmt.Sprintf("conv-%d", time.Now().UnixNano())
+	}
+	c.Messages = append(c.Messages, t.message())
+	c.Title = titleOf(c.Messages)
+	if err := v.app.c.SaveConversation(c); err != nil {
+		v.stats.SetText("The stopped reply was not saved: " + err.Error())
+	}
+	v.refreshSaved()
 }
 
 func (v *playgroundView) settings() (ChatSettings, error) {
@@ -302,12 +371,16 @@ func (v *playgroundView) settings() (ChatSettings, error) {
 	return s, nil
 }
 
-// finish ends a reply: it joins the history, or shows why it stopped.
-func (v *playgroundView) finish(stats ChatStats, err error, stopped bool) {
-	text := v.reply.String()
-	v.cancel = nil
-	v.send.Enable()
-	v.stop.Disable()
+// finish ends a reply: it joins the history, or shows why it stopped. A detached one is only
+// saved where it belongs.
+func (v *playgroundView) finish(t *replyTurn, stats ChatStats, err error, stopped bool) {
+	if v.turn != t {
+		v.saveDetached(t)
+		return
+	}
+	text := t.reply.String()
+	v.turn, v.reply, v.cancel = nil, nil, nil
+	v.busy(false)
 	switch {
 	case stopped:
 		v.stats.SetText("Stopped.")
@@ -318,7 +391,7 @@ func (v *playgroundView) finish(stats ChatStats, err error, stopped bool) {
 			stats.CompletionTokens, stats.TokensPerSecond, stats.CachedTokens, stats.PromptTokens, stats.FinishReason))
 	}
 	if text != "" {
-		v.history = append(v.history, Message{Role: "assistant", Content: text, Reasoning: v.thought.String(), ReasoningTokens: v.thoughtTokens})
+		v.history = append(v.history, t.message())
 	} else if (err != nil || stopped) && len(v.history) > 0 && v.history[len(v.history)-1].Role == "user" {
 		// The question got no answer: let it be asked again, its text and files back in place.
 		asked := v.history[len(v.history)-1]
@@ -328,7 +401,6 @@ func (v *playgroundView) finish(stats ChatStats, err error, stopped bool) {
 		}
 		v.attach.restore(asked.Attachments)
 	}
-	v.reply = nil
 	v.render()
 	if text != "" {
 		v.save()
@@ -336,11 +408,10 @@ func (v *playgroundView) finish(stats ChatStats, err error, stopped bool) {
 	v.tools.measureSoon()
 }
 
+// reset starts a new chat (a reply still streaming is stopped and kept in its own conversation).
 func (v *playgroundView) reset() {
-	if v.cancel != nil {
-		v.cancel()
-	}
-	v.convID, v.history, v.reply, v.editing = "", nil, nil, -1
+	v.detach()
+	v.convID, v.history, v.editing = "", nil, -1
 	v.attach.thumbs = map[*byte]image.Image{}
 	v.saved.ClearSelected()
 	v.stats.SetText("")

@@ -158,7 +158,9 @@ func quote(s string) string {
 			b.WriteString(`\n`)
 		case r == '\t':
 			b.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f || r == 0x2028 || r == 0x2029:
+		case r < 0x20 || r >= 0x7f && r <= 0x9f || r == 0x2028 || r == 0x2029 || r == 0xfeff || r >= 0xfffe && r <= 0xffff:
+			// Control characters, and what YAML reads as a line break (U+0085) or refuses (C1
+			// controls, a BOM, U+FFFE/U+FFFF) and JavaScript once read as one (U+2028/9).
 			b.WriteString(`\u`)
 			h := strconv.FormatInt(int64(r), 16)
 			b.WriteString(strings.Repeat("0", 4-len(h)) + h)

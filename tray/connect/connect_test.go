@@ -28,7 +28,19 @@ var cases = []struct {
 	{"ipv6", Params{Address: "[::1]:8453", Key: "k", Model: "m"}, "http://[::1]:8453", "k"},
 	{"ipv6 wildcard", Params{Address: "[::]:8453", Model: "m"}, "http://[::1]:8453", ""},
 	{"from env", Params{Address: "127.0.0.1:8453", Key: Placeholder, Model: "m"}, "http://127.0.0.1:8453", "from-the-environment"},
+	{"hostile model", Params{Address: "127.0.0.1:8453", Key: "k", Model: hostileModel}, "http://127.0.0.1:8453", "k"},
+	{"hostile both", Params{Address: "127.0.0.1:8453", Key: hostileKey2, Model: hostileModel}, "http://127.0.0.1:8453", hostileKey2},
+	{"url model", Params{Address: "127.0.0.1:8453", Key: "$HOME/not-a-var",
+		Model: "https://hf.co/owner/repo/resolve/main/x.gguf?download=true&a=1#frag"}, "http://127.0.0.1:8453", "$HOME/not-a-var"},
 }
+
+// hostileModel and hostileKey2 hold what breaks a shell ($(), backticks, quotes, \, newlines,
+// ;, &, #, !, a leading -), TOML and YAML (#, [, ], =, :, {, }, - and * first, tabs, control
+// characters, line separators) and JavaScript or Python (U+2028, ${}, triple quotes).
+const (
+	hostileModel = "$(touch /tmp/pwned)`id`;&|<>!#'m\"\\\n\t[x]=y: {z} - *a ${b} </script>\u2028\u2029\u0085\x7f\x01 é 🦊"
+	hostileKey2  = "-k' \"$(id)\" \\\\ \r\n# [t] = 'x' ''' \"\"\" ${{ a }} %s %n \u00a0\ufeff"
+)
 
 func snippet(t *testing.T, p Params, id string) Snippet {
 	t.Helper()
