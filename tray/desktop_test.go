@@ -2,14 +2,12 @@ package tray
 
 import (
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
-	"fyne.io/fyne/v2/widget"
 )
 
 // trayTestApp is fyne's test app with a system tray (desktop.App), recording what the app
@@ -75,26 +73,6 @@ func newDesktopApp(t *testing.T, d *fakeDesktop) (*App, *fakeController, *trayTe
 	uiMu.Unlock()
 	t.Cleanup(app.stop)
 	return app, f, ta, &quits
-}
-
-// findLabel looks for a label whose text contains text in o and what it contains.
-func findLabel(o fyne.CanvasObject, text string) *widget.Label {
-	if l, ok := o.(*widget.Label); ok && strings.Contains(l.Text, text) {
-		return l
-	}
-	var children []fyne.CanvasObject
-	switch w := o.(type) {
-	case *fyne.Container:
-		children = w.Objects
-	case fyne.Widget:
-		children = test.WidgetRenderer(w).Objects()
-	}
-	for _, c := range children {
-		if l := findLabel(c, text); l != nil {
-			return l
-		}
-	}
-	return nil
 }
 
 // TestDesktopTrayHostBanner: with a tray host the banner is hidden and closing the window
@@ -223,26 +201,6 @@ func TestDesktopTrayMenuAfterRegister(t *testing.T) {
 	}
 }
 
-// buttonIn finds the button labelled text in o.
-func buttonIn(o fyne.CanvasObject, text string) *widget.Button {
-	if b, ok := o.(*widget.Button); ok && b.Text == text {
-		return b
-	}
-	var children []fyne.CanvasObject
-	switch w := o.(type) {
-	case *fyne.Container:
-		children = w.Objects
-	case fyne.Widget:
-		children = test.WidgetRenderer(w).Objects()
-	}
-	for _, c := range children {
-		if b := buttonIn(c, text); b != nil {
-			return b
-		}
-	}
-	return nil
-}
-
 // TestDesktopCloseAsksWhileWorkRuns: with no tray, closing the window while a download runs
 // asks first, naming the download and saying it resumes at the next start; Keep running keeps
 // the app and the download; closing again and Quit quits once. A reply streaming in the
@@ -265,7 +223,7 @@ func TestDesktopCloseAsksWhileWorkRuns(t *testing.T) {
 	if n := len(app.win.Canvas().Overlays().List()); n != 1 {
 		t.Fatalf("%d dialogs after two clicks", n)
 	}
-	ui(app, func() { test.Tap(buttonIn(top, "Keep running")) })
+	ui(app, func() { test.Tap(findButton(top, "Keep running")) })
 	if *quits != 0 || app.win.Canvas().Overlays().Top() != nil {
 		t.Fatalf("Keep running: quits %d, dialog %v", *quits, app.win.Canvas().Overlays().Top())
 	}
@@ -283,7 +241,7 @@ func TestDesktopCloseAsksWhileWorkRuns(t *testing.T) {
 	if top == nil || findLabel(top, "the reply being written in the Playground") == nil || findLabel(top, "2 replies the server is writing for API clients") == nil {
 		t.Fatal("the dialog does not name the Playground's reply and the API clients' replies")
 	}
-	ui(app, func() { test.Tap(buttonIn(top, "Quit")) })
+	ui(app, func() { test.Tap(findButton(top, "Quit")) })
 	if *quits != 1 || f.stopped != 1 {
 		t.Fatalf("Quit in the dialog: quits %d, stopped %d", *quits, f.stopped)
 	}

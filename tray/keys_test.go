@@ -5,31 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
-	"fyne.io/fyne/v2/widget"
 )
-
-// findButton looks for the button labelled text in o and what it contains (containers and
-// widgets' renderers: dialogs live in the canvas's overlays).
-func findButton(o fyne.CanvasObject, text string) *widget.Button {
-	if b, ok := o.(*widget.Button); ok && b.Text == text {
-		return b
-	}
-	var children []fyne.CanvasObject
-	switch w := o.(type) {
-	case *fyne.Container:
-		children = w.Objects
-	case fyne.Widget:
-		children = test.WidgetRenderer(w).Objects()
-	}
-	for _, c := range children {
-		if b := findButton(c, text); b != nil {
-			return b
-		}
-	}
-	return nil
-}
 
 // TestKeysTab: a key is created from the form and shown once in a dialog whose Copy button
 // puts it on the clipboard; the list shows it (never the key itself) and Revoke, after a
