@@ -96,21 +96,7 @@ func TestNoSessionBus(t *testing.T) {
 // TestRealBus: over a real dbus-daemon, a connection taking the watcher name and releasing it
 // is seen as a host coming and going.
 func TestRealBus(t *testing.T) {
-	daemon, err := exec.LookPath("dbus-daemon")
-	if err != nil {
-		t.Skip("dbus-daemon is not installed (apt-get install dbus)")
-	}
-	cmd := exec.Command(daemon, "--session", "--nofork", "--print-address=1")
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("DBUS_SESSION_BUS_ADDRESS", strings.TrimSpace(addr))
+	startSessionBus(t)
 
 	w, err := Watch()
 	if err != nil {
@@ -144,21 +130,7 @@ func TestRealBus(t *testing.T) {
 // TestRealBusDies: a dbus-daemon killed while a host owns the name (the session ending under
 // the app) is seen as the host gone.
 func TestRealBusDies(t *testing.T) {
-	daemon, err := exec.LookPath("dbus-daemon")
-	if err != nil {
-		t.Skip("dbus-daemon is not installed (apt-get install dbus)")
-	}
-	cmd := exec.Command(daemon, "--session", "--nofork", "--print-address=1")
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("DBUS_SESSION_BUS_ADDRESS", strings.TrimSpace(addr))
+	cmd := startSessionBus(t)
 	host, err := dbus.ConnectSessionBus()
 	if err != nil {
 		t.Fatal(err)
@@ -189,4 +161,26 @@ func expect(t *testing.T, w *Watcher, present bool) {
 	case <-time.After(5 * time.Second):
 		t.Fatalf("no change to %v", present)
 	}
+}
+
+// startSessionBus starts a private dbus-daemon for the test, as the session bus (skips when
+// dbus-daemon is not installed); the daemon is killed at the end.
+func startSessionBus(t *testing.T) *exec.Cmd {
+	t.Helper()
+	daemon, err := exec.LookPath("dbus-daemon")
+	if err != nil {
+		t.Skip("dbus-daemon is not installed (apt-get install dbus)")
+	}
+	cmd := exec.Command(daemon, "--session", "--nofork", "--print-address=1")
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", strings.TrimSpace(addr))
+	return cmd
 }
