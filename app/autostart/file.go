@@ -7,13 +7,17 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 )
 
-// writeAtomic writes the login entry at p through a temporary file and a rename, so that a
-// failed write never leaves half an entry for the desktop to run.
+// writeAtomic writes the login entry at p (making its folder) through a temporary file and a
+// rename, so that a failed write never leaves half an entry for the desktop to run.
 func writeAtomic(p, text string) error {
 	if err := mayReplace(p); err != nil {
 		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("autostart: cannot make %s: %w", filepath.Dir(p), cause(err))
 	}
 	tmp := p + ".tmp"
 	if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {

@@ -38,9 +38,6 @@ func enable(argv []string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return fmt.Errorf("autostart: cannot make %s: %w", filepath.Dir(p), cause(err))
-	}
 	var args strings.Builder
 	for _, a := range argv {
 		args.WriteString("\t\t<string>" + html.EscapeString(a) + "</string>\n")

@@ -70,9 +70,6 @@ func enable(argv []string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return fmt.Errorf("autostart: cannot make %s: %w", filepath.Dir(p), cause(err))
-	}
 	entry := "[Desktop Entry]\nType=Application\nName=superfluid\n" +
 		"Comment=Local models over the OpenAI, Anthropic and Ollama APIs\n" +
 		"Exec=" + execLine(argv) + "\nIcon=superfluid\nTerminal=false\nX-GNOME-Autostart-enabled=true\n" +
