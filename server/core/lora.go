@@ -187,6 +187,12 @@ func (s *Service) LoadAdapter(ctx context.Context, model, ref, id string, scale 
 	if err := checkScale(scale, "scale"); err != nil {
 		return Adapter{}, err
 	}
+	// A catalog adapter's file moves with the models folder: its path would be stale.
+	done, err := s.guardModels("the load of the adapter "+ref, "load the adapter")
+	if err != nil {
+		return Adapter{}, err
+	}
+	defer done()
 	path, catalogID, err := s.adapterFile(m, ref)
 	if err != nil {
 		return Adapter{}, err
