@@ -112,8 +112,8 @@ func TestModelsMoveRefusesEveryClient(t *testing.T) {
 }
 
 // TestModelsMoveWaitsForEveryClient: a move does not start while a download started over the
-// HTTP API runs, naming it, nor while a model that a request loaded is loaded; it starts once
-// they are over.
+// HTTP API runs, naming it, nor while a model that a request loaded is loaded, nor while an
+// adapter loaded over the API is; it starts once they are over.
 func TestModelsMoveWaitsForEveryClient(t *testing.T) {
 	cat := servertest.NewCatalog(t, models.Config{KeepAlive: time.Hour})
 	cat.AddModel(t, "tiny", gguftest.TinyLlamaOptions{})
@@ -158,6 +158,18 @@ func TestModelsMoveWaitsForEveryClient(t *testing.T) {
 	// The refused move left no mark: requests still load models.
 	if resp, body := servertest.Do(t, "POST", srv.URL+"/v1/models/unload", `{"model": "tiny"}`); resp.StatusCode != http.StatusOK {
 		t.Fatalf("unload: %d %s", resp.StatusCode, body)
+	}
+	// An adapter loaded over the API would be left naming its old file.
+	lora := servertest.WriteLoRAFiles(t, "tone")
+	if resp, body := servertest.Do(t, "POST", srv.URL+"/v1/lora/load", `{"model": "tiny", "adapter": "`+lora.Adapters["tone"]+`"}`); resp.StatusCode != http.StatusOK {
+		t.Fatalf("lora load: %d %s", resp.StatusCode, body)
+	}
+	_, err = cat.Svc.BeginModelsMove()
+	if err == nil || err.Error() != "the adapter tone is loaded for tiny; unload it (POST /v1/lora/unload), then move the models" {
+		t.Fatalf("move with an adapter loaded: %v", err)
+	}
+	if resp, body := servertest.Do(t, "POST", srv.URL+"/v1/lora/unload", `{"model": "tiny"}`); resp.StatusCode != http.StatusOK {
+		t.Fatalf("lora unload: %d %s", resp.StatusCode, body)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {

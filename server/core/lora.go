@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -136,6 +137,19 @@ func (r *loraRegistry) put(m *Model, a Adapter) (replaced *Adapter, err error) {
 	}
 	r.byModel[m.ID], r.files[m.ID] = append(list, a), modelFileOf(m.Path)
 	return nil, nil
+}
+
+// any is one loaded adapter, the first by model id; ok is false when none is loaded.
+func (r *loraRegistry) any() (a Adapter, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := slices.Sorted(maps.Keys(r.byModel))
+	for _, id := range ids {
+		if list := r.byModel[id]; len(list) > 0 {
+			return list[0], true
+		}
+	}
+	return Adapter{}, false
 }
 
 // remove unloads m's adapter id ("" unloads them all) and returns what it removed.

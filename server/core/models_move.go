@@ -114,6 +114,12 @@ func (s *Service) BeginModelsMove() (end func(), err error) {
 		end()
 		return nil, fmt.Errorf("%s is loaded; unload it first, then move the models", busy)
 	}
+	// An adapter loaded over /v1/lora/load names its file by the path it had: moved, the
+	// model's adapters would be dropped (or name a file no longer there).
+	if a, ok := s.lora.any(); ok {
+		end()
+		return nil, fmt.Errorf("the adapter %s is loaded for %s; unload it (POST /v1/lora/unload), then move the models", a.ID, a.Model)
+	}
 	return end, nil
 }
 
