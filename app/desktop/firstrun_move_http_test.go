@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/superfluid/superfluid/app/desktop"
 	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
@@ -52,6 +53,19 @@ func TestMoveModelsGuardsHTTPClients(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "the download of hf.co/owner/slow:Q8_0 is running; wait for it to finish or cancel it") {
 		t.Fatalf("move during an API pull: %v", err)
 	}
+	// The server ends the cancelled pull after its client left: wait for the guard to free.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		end, err := cat.Svc.BeginModelsMove()
+		if err == nil {
+			end()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cancelled pull still stops a move: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	copying, release := make(chan struct{}), make(chan struct{})
 	var once bool
@@ -67,7 +81,11 @@ func TestMoveModelsGuardsHTTPClients(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "new")
 	done := make(chan error, 1)
 	go func() { done <- c.MoveModels(context.Background(), dir, nil) }()
-	<-copying
+	select {
+	case <-copying:
+	case err := <-done:
+		t.Fatalf("the move ended before it copied: %v", err)
+	}
 	for _, r := range []struct{ method, path, body string }{
 		{"POST", "/v1/models/load", `{"model": "` + ids[1] + `"}`},
 		{"DELETE", "/api/delete", `{"model": "` + ids[1] + `"}`},
