@@ -41,9 +41,12 @@ type HubModel struct {
 
 // HubQuant is one quantization of a repository and whether it fits.
 type HubQuant struct {
-	Name       string
-	Size       int64
-	Need, Free int64 // estimated RAM loaded; RAM free now (0: unknown)
+	Name string
+	// File is its (first) file in the repository; Reference is what pulls exactly it ("":
+	// no reference can name it, so Discover does not offer its download).
+	File, Reference string
+	Size            int64
+	Need, Free      int64 // estimated RAM loaded; RAM free now (0: unknown)
 	// Estimated says Need came from the file's size, not its header (which could not be read).
 	Estimated bool
 }

@@ -18,9 +18,13 @@ func discoverFixture(f *fakeController) {
 		{Repo: "zed/tiny-chat-GGUF", Author: "zed", Downloads: 90},
 	}
 	d.quants = map[string][]HubQuant{"acme/Tiny-GGUF": {
-		{Name: "Q4_K_M", Size: 1 << 30, Need: 2 << 30, Free: 4 << 30},
-		{Name: "Q8_0", Size: 2 << 30, Need: 3<<30 + 1<<29, Free: 4 << 30},
-		{Name: "F16", Size: 4 << 30, Need: 6 << 30, Free: 4 << 30, Estimated: true},
+		{Name: "Q4_K_M", File: "Tiny-Q4_K_M.gguf", Reference: "hf.co/acme/Tiny-GGUF:Q4_K_M", Size: 1 << 30, Need: 2 << 30, Free: 4 << 30},
+		{Name: "Q8_0", File: "Tiny-Q8_0.gguf", Reference: "hf.co/acme/Tiny-GGUF:Q8_0", Size: 2 << 30, Need: 3<<30 + 1<<29, Free: 4 << 30},
+		{Name: "F16", File: "Tiny-F16.gguf", Reference: "hf.co/acme/Tiny-GGUF:F16", Size: 4 << 30, Need: 6 << 30, Free: 4 << 30, Estimated: true},
+	}, "acme/Mixed-GGUF": {
+		{Name: "Q4_K_M", File: "Q4_K_M/model.gguf", Reference: "hf.co/acme/Mixed-GGUF/Q4_K_M/model.gguf", Size: 1 << 30, Need: 2 << 30, Free: 8 << 30},
+		{Name: "Q4_K_M", File: "other/model-Q4_K_M.gguf", Reference: "hf.co/acme/Mixed-GGUF/other/model-Q4_K_M.gguf", Size: 1 << 30, Need: 2 << 30, Free: 8 << 30},
+		{Name: "Q2_K", File: "d e/m-Q2_K.gguf", Size: 1 << 29, Need: 1 << 30, Free: 8 << 30},
 	}}
 	d.cards = map[string]string{"acme/Tiny-GGUF": "# Tiny\n\nA small model. <script>alert('x')</script>\n\n" +
 		"![logo](https://evil.example/track.png)\n\n[docs](https://acme.example/docs) and [click](javascript:alert(1))\n"}
@@ -80,6 +84,39 @@ func TestDiscoverFindsSizesAndDownloads(t *testing.T) {
 	ui(app, func() { test.Tap(v.download) })
 	eventually(t, app, "downloaded on the Models tab", func() bool {
 		return app.Tabs().Selected().Text == "Models" && strings.HasPrefix(app.models.progress.Text, "Downloaded hf.co/acme/Tiny-GGUF:Q4_K_M")
+	})
+}
+
+// TestDiscoverSameNamedQuants: same-named quantizations in different folders of a repository
+// are listed apart, by file, and each downloads by its own reference (the file it names); one
+// that no reference can name is not downloaded, and the note says why.
+func TestDiscoverSameNamedQuants(t *testing.T) {
+	app, f := newTestApp(t)
+	discoverFixture(f)
+	v := app.discover
+	ui(app, func() { v.open("acme/Mixed-GGUF") })
+	eventually(t, app, "three quants", func() bool { return len(v.quants.Options) == 3 })
+	var opts []string
+	ui(app, func() { opts = append(opts, v.quants.Options...) })
+	if !strings.HasPrefix(opts[0], "Q4_K_M/model.gguf · Q4_K_M · ") || !strings.HasPrefix(opts[1], "other/model-Q4_K_M.gguf · Q4_K_M · ") ||
+		!strings.HasPrefix(opts[2], "Q2_K · ") {
+		t.Fatalf("options %q", opts)
+	}
+	ui(app, func() { v.quants.SetSelected(opts[2]); test.Tap(v.download) })
+	ui(app, func() {
+		if !strings.Contains(v.note.Text, "No model reference can name d e/m-Q2_K.gguf") {
+			t.Errorf("an unnameable quant: note %q", v.note.Text)
+		}
+	})
+	f.mu.Lock()
+	pulls := f.pulls
+	f.mu.Unlock()
+	if pulls != 0 {
+		t.Fatalf("%d pulls of a quant no reference names", pulls)
+	}
+	ui(app, func() { v.quants.SetSelected(opts[1]); test.Tap(v.download) })
+	eventually(t, app, "the second folder's file downloaded", func() bool {
+		return app.Tabs().Selected().Text == "Models" && strings.HasPrefix(app.models.progress.Text, "Downloaded hf.co/acme/Mixed-GGUF/other/model-Q4_K_M.gguf")
 	})
 }
 

@@ -200,8 +200,18 @@ func (v *discoverView) loadQuants() {
 func (v *discoverView) showQuants(qs []HubQuant, err error) {
 	v.byLabel = map[string]HubQuant{}
 	var labels []string
+	names := map[string]int{}
 	for _, q := range qs {
-		l := quantLabel(q)
+		names[strings.ToLower(q.Name)]++
+	}
+	label := func(q HubQuant) string {
+		if names[strings.ToLower(q.Name)] > 1 { // same-named quants in several folders: say which file
+			return q.File + " · " + quantLabel(q)
+		}
+		return quantLabel(q)
+	}
+	for _, q := range qs {
+		l := label(q)
 		v.byLabel[l] = q
 		labels = append(labels, l)
 	}
@@ -215,7 +225,7 @@ func (v *discoverView) showQuants(qs []HubQuant, err error) {
 	default:
 		v.note.SetText("")
 		if best, ok := BestFit(qs); ok {
-			v.quants.Selected = quantLabel(best)
+			v.quants.Selected = label(best)
 		}
 		for _, q := range qs {
 			if q.Estimated {
@@ -276,8 +286,11 @@ func (v *discoverView) startDownload() {
 	if !ok || v.repo == "" {
 		return
 	}
-	ref := "hf.co/" + v.repo + ":" + q.Name
-	if !v.app.models.pull(ref) {
+	if q.Reference == "" {
+		v.note.SetText("No model reference can name " + q.File + " (its path holds characters a reference cannot); download it from the Hub's page and add the file.")
+		return
+	}
+	if !v.app.models.pull(q.Reference) {
 		v.note.SetText("A download is already running; wait for it or cancel it on the Models tab.")
 		return
 	}

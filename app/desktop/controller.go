@@ -90,8 +90,7 @@ type Controller struct {
 	stopEvents func()
 	closed     chan struct{} // closed by Close: ends the event relay
 	closeOnce  sync.Once
-	pulls      pullTracker // the downloads running and the move that stops them (pulls.go)
-	move       mover       // the file work of MoveModels (firstrun_move.go)
+	move       mover // the file work of MoveModels (firstrun_move.go)
 }
 
 var _ tray.Controller = (*Controller)(nil)

@@ -78,7 +78,7 @@ func (c *Controller) HubQuants(ctx context.Context, repo string, contextLen, lan
 		if kv == 0 {
 			facts.KVBytesPerToken = guessKVPerToken(q.Size)
 		}
-		out = append(out, tray.HubQuant{Name: q.Name, Size: q.Size, Need: models.Estimate(facts, contextLen, lanes),
+		out = append(out, tray.HubQuant{Name: q.Name, File: q.First, Reference: q.Ref, Size: q.Size, Need: models.Estimate(facts, contextLen, lanes),
 			Free: max(free, 0), Estimated: kv == 0})
 	}
 	return out, nil

@@ -167,8 +167,8 @@ func (s discoverSizer) HubQuants(ctx context.Context, repo string, ctxLen, lanes
 	best, found := tray.BestFit(quants)
 	out := make([]HubQuant, 0, len(quants))
 	for _, q := range quants {
-		out = append(out, HubQuant{Quant: q.Name, Reference: "hf.co/" + repo + ":" + q.Name, Size: q.Size, Need: q.Need,
-			Free: q.Free, Fits: q.Fit() != tray.FitTooBig, Best: found && q.Name == best.Name})
+		out = append(out, HubQuant{Quant: q.Name, Reference: q.Reference, Size: q.Size, Need: q.Need,
+			Free: q.Free, Fits: q.Fit() != tray.FitTooBig, Best: found && q.File == best.File})
 	}
 	return out, nil
 }

@@ -61,13 +61,13 @@ func (c *Controller) MoveModels(ctx context.Context, dir string, progress func(d
 	if err != nil {
 		return err
 	}
-	if err := c.pulls.startMove(); err != nil {
+	// The core's guard, which every client's pulls, deletes and loads go through, not the
+	// desktop's own: a download started over the HTTP API stops the move as one from here does.
+	end, err := c.svc.BeginModelsMove()
+	if err != nil {
 		return err
 	}
-	defer c.pulls.endMove()
-	if busy := c.busyModels(); busy != "" {
-		return fmt.Errorf("%s is loaded; unload it first, then move the models", busy)
-	}
+	defer end()
 	groups, total := c.moveGroups()
 	m := c.move.withDefaults()
 	var done int64
@@ -148,18 +148,6 @@ func errReason(err error) error {
 		return pe.Err
 	}
 	return err
-}
-
-// busyModels names a model that is not unloaded (loaded, loading, unloading), "" for none.
-func (c *Controller) busyModels() string {
-	for _, e := range c.mgr.Catalog().List() {
-		switch c.mgr.Status(e).State {
-		case models.StateUnloaded, models.StateFailed, models.StateMissing:
-		default:
-			return e.ID
-		}
-	}
-	return ""
 }
 
 // moveGroups groups the catalog's entries by the files they use inside the models folder

@@ -41,9 +41,6 @@ func (c *Controller) Models() []tray.Model {
 
 // Load loads a model through the core, as POST /v1/models/load does.
 func (c *Controller) Load(id string) error {
-	if err := c.pulls.loadable(); err != nil {
-		return err
-	}
 	_, err := c.svc.LoadModel(context.Background(), id)
 	return err
 }
@@ -55,9 +52,6 @@ func (c *Controller) Unload(id string) error {
 }
 
 func (c *Controller) Delete(id string) error {
-	if err := c.pulls.deletable(); err != nil {
-		return err
-	}
 	_, err := c.svc.DeleteModel(context.Background(), id)
 	c.publish(tray.Event{Kind: tray.EventModels})
 	return err

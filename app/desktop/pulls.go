@@ -3,103 +3,21 @@ package desktop
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/superfluid/superfluid/runtime/llm"
 	"github.com/superfluid/superfluid/runtime/models/source"
+	"github.com/superfluid/superfluid/server/core"
 	"github.com/superfluid/superfluid/tray"
 )
-
-// pullTracker is the desktop's downloads: the ones running (a move of the models folder waits
-// for none and refuses while any runs) and whether a move runs (a pull waits for none either).
-type pullTracker struct {
-	mu      sync.Mutex
-	running map[string]int
-	moving  bool
-}
-
-// start registers a pull of ref, or refuses while the models are being moved.
-func (p *pullTracker) start(ref string) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.moving {
-		return errors.New("the models folder is being moved; download again once the move is done")
-	}
-	if p.running == nil {
-		p.running = map[string]int{}
-	}
-	p.running[ref]++
-	return nil
-}
-
-func (p *pullTracker) end(ref string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.running[ref]--; p.running[ref] <= 0 {
-		delete(p.running, ref)
-	}
-}
-
-// startMove marks a move, or says which downloads stop it.
-func (p *pullTracker) startMove() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.moving {
-		return errors.New("the models folder is already being moved")
-	}
-	if len(p.running) > 0 {
-		refs := make([]string, 0, len(p.running))
-		for r := range p.running {
-			refs = append(refs, r)
-		}
-		sort.Strings(refs)
-		return fmt.Errorf("the download of %s is running; wait for it to finish or cancel it, then move the models", strings.Join(refs, ", "))
-	}
-	p.moving = true
-	return nil
-}
-
-// loadable says why a model may not load now: its file may be on its way to the new folder.
-func (p *pullTracker) loadable() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.moving {
-		return errors.New("the models folder is being moved; load the model once the move is done")
-	}
-	return nil
-}
-
-// deletable says why a model may not be deleted now: its file may be half-way to the new
-// folder, and the move would relocate an entry that is gone (or leave its copy behind).
-func (p *pullTracker) deletable() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.moving {
-		return errors.New("the models folder is being moved; delete the model once the move is done")
-	}
-	return nil
-}
-
-func (p *pullTracker) endMove() {
-	p.mu.Lock()
-	p.moving = false
-	p.mu.Unlock()
-}
 
 // Pull downloads reference through the core. It is recorded in the store while it runs, so
 // that quitting the app mid-way resumes it at the next start (ResumePulls); the record goes
 // when the pull ends: done, failed, or cancelled by the user. A pull cut by Close (the app
 // quitting) keeps its record.
 func (c *Controller) Pull(ctx context.Context, reference string) error {
-	if err := c.pulls.start(reference); err != nil {
-		return err
-	}
-	defer c.pulls.end(reference)
 	if err := c.d.Store.AddPendingPull(context.Background(), reference, time.Now()); err != nil {
 		slog.Warn("the download will not resume after a restart", "reference", reference, "err", err)
 	}
@@ -121,7 +39,8 @@ func (c *Controller) Pull(ctx context.Context, reference string) error {
 // that is wrong or names nothing, and an answer that is not safe to use are forgotten.
 func unreachable(err error) bool {
 	switch {
-	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+	case err == nil, core.IsModelsMoving(err), // refused before it began: nothing to resume
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, llm.ErrInvalidInput), errors.Is(err, llm.ErrModelNotFound),
 		strings.Contains(err.Error(), source.ErrUnsafe.Error()), // wrapped with %v by the Hub source
 		strings.Contains(err.Error(), "not safe to use"):

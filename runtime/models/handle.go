@@ -110,6 +110,10 @@ func (h *Handle) tokenize(ctx context.Context, text string, addSpecial, parseSpe
 	}
 	if s.state != StateLoaded {
 		if s.vocab == nil {
+			if err := m.gate.check(h.entry.ID); err != nil { // it would open the model file
+				m.mu.Unlock()
+				return nil, false, err
+			}
 			s.vocab = m.cfg.NewRunner(h.entry, true)
 		}
 		r := s.vocab

@@ -127,6 +127,7 @@ type Manager struct {
 	settings map[string]Settings
 
 	fetch fetcher // brings back a missing file before a load (SetFetch)
+	gate  loadGate
 }
 
 // slot is one model file's runtime state; fields below mu are guarded by Manager.mu.
@@ -340,6 +341,10 @@ func (m *Manager) acquire(ctx context.Context, name string, s *slot, explicit bo
 			wait := time.Until(s.retryAt).Round(time.Second)
 			m.mu.Unlock()
 			return nil, nil, fmt.Errorf("%w (the load failed %d times; the next try is in %s, or load it explicitly)", err, s.failures, max(wait, time.Second))
+		}
+		if err := m.gate.check(name); err != nil {
+			m.mu.Unlock()
+			return nil, nil, err
 		}
 		victims, err := m.makeRoom(name, s)
 		if err != nil {

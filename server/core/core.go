@@ -154,6 +154,8 @@ type Service struct {
 	mediaHeld atomic.Int64
 	// mediaCache keeps recently decoded media, so a re-sent image is not decoded again.
 	mediaCache *mediaCache
+	// move refuses catalog changes and loads while the models folder is moved (models_move.go).
+	move moveGuard
 }
 
 // Wait blocks until every generation request has been recorded, or ctx ends.

@@ -61,6 +61,7 @@ func NewCatalog(cfg Config, st *store.Store, mgr *models.Manager, src models.Sou
 	lib := &catalogLibrary{mgr: mgr, built: map[*models.Entry]*Model{}, scheds: map[string]*workerSched{}}
 	s := &Service{cfg: cfg, store: st, lib: lib, mgr: mgr, source: src, media: newResolver(cfg), mediaCache: newMediaCache(mediaCacheBytes, mediaCacheEntries)}
 	lib.settle = func(id string) { s.settle(context.Background(), id) }
+	mgr.SetLoadGate(s.move.loadGate)
 	s.handOverSettings(context.Background())
 	return s
 }
@@ -78,6 +79,11 @@ func (s *Service) PullModelInto(ctx context.Context, reference, dir string, prog
 	if s.mgr == nil || s.source == nil {
 		return nil, errNoCatalog
 	}
+	done, err := s.guardModels("the download of "+reference, "download again")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	e, err := s.mgr.PullInto(ctx, s.source, reference, dir, progress)
 	if err != nil {
 		return nil, err
@@ -218,6 +224,11 @@ func (s *Service) DeleteModel(ctx context.Context, name string) (*Model, error) 
 	if s.mgr == nil {
 		return nil, errNoCatalog
 	}
+	done, err := s.guardModels("the deletion of "+m.ID, "delete the model")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	e, deleteFile, err := s.mgr.Remove(ctx, m.Entry.ID)
 	if err != nil {
 		return nil, err
@@ -246,7 +257,12 @@ func (s *Service) CopyModel(ctx context.Context, src, dst string) error {
 	if err := models.CheckName(src); err != nil {
 		return err
 	}
-	_, err := s.mgr.Catalog().Copy(ctx, src, dst)
+	done, err := s.guardModels("the copy of "+src, "copy the model")
+	if err != nil {
+		return err
+	}
+	defer done()
+	_, err = s.mgr.Catalog().Copy(ctx, src, dst)
 	return err
 }
 

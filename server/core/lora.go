@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -138,6 +139,19 @@ func (r *loraRegistry) put(m *Model, a Adapter) (replaced *Adapter, err error) {
 	return nil, nil
 }
 
+// any is one loaded adapter, the first by model id; ok is false when none is loaded.
+func (r *loraRegistry) any() (a Adapter, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := slices.Sorted(maps.Keys(r.byModel))
+	for _, id := range ids {
+		if list := r.byModel[id]; len(list) > 0 {
+			return list[0], true
+		}
+	}
+	return Adapter{}, false
+}
+
 // remove unloads m's adapter id ("" unloads them all) and returns what it removed.
 func (r *loraRegistry) remove(m *Model, id string) []Adapter {
 	r.mu.Lock()
@@ -187,6 +201,12 @@ func (s *Service) LoadAdapter(ctx context.Context, model, ref, id string, scale 
 	if err := checkScale(scale, "scale"); err != nil {
 		return Adapter{}, err
 	}
+	// A catalog adapter's file moves with the models folder: its path would be stale.
+	done, err := s.guardModels("the load of the adapter "+ref, "load the adapter")
+	if err != nil {
+		return Adapter{}, err
+	}
+	defer done()
 	path, catalogID, err := s.adapterFile(m, ref)
 	if err != nil {
 		return Adapter{}, err

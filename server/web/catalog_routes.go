@@ -164,6 +164,9 @@ func (a *API) startPull(ctx context.Context, pulls *pullTracker, body PullReques
 	if err := a.cfg.Core.CheckReference(ref); err != nil {
 		return Pull{}, Errorf(http.StatusBadRequest, "invalid_body", "model", "model: %v", err)
 	}
+	if err := a.cfg.Core.CheckModelsMove("pull again"); err != nil {
+		return Pull{}, err // said now, not as a failed pull later (the pull itself checks again)
+	}
 	dir, upload, err := a.pullTarget(ctx, strings.TrimSpace(body.Storage))
 	if err != nil {
 		return Pull{}, err

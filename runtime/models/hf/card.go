@@ -60,19 +60,13 @@ func (c *Client) Quants(ctx context.Context, repo string) ([]source.Quant, error
 	if err != nil {
 		return nil, err
 	}
-	var ggufs []RemoteFile
-	for _, e := range entries {
-		if e.Type == "file" && strings.HasSuffix(strings.ToLower(e.Path), ".gguf") && safeRepoPath(e.Path) {
-			ggufs = append(ggufs, e.remoteFile())
-		}
-	}
-	models, err := groupModels(ref, ggufs)
+	models, err := groupModels(ref, repoGGUFs(entries))
 	if err != nil {
 		return nil, err
 	}
 	var out []source.Quant
 	for _, m := range models {
-		q := source.Quant{Name: m.quant, Parts: len(m.parts), First: m.parts[0].Path}
+		q := source.Quant{Name: m.quant, Parts: len(m.parts), First: m.parts[0].Path, Ref: refFor(ref, models, m)}
 		for _, p := range m.parts {
 			q.Size += p.Size
 		}

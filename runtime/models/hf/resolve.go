@@ -32,6 +32,9 @@ type Resolved struct {
 	// Projector is the repository's multimodal projector for the model (pickProjector), nil
 	// for none.
 	Projector *RemoteFile
+	// name is the reference (without revision) that names exactly the resolved model
+	// (refFor); "" when it is no model of the repository's (a projector asked for by file).
+	name string
 }
 
 // treeEntry is one entry of the Hub's tree listing.
@@ -65,6 +68,13 @@ func (c *Client) Resolve(ctx context.Context, ref Ref) (*Resolved, error) {
 		return nil, err
 	}
 	res := &Resolved{Ref: ref, Revision: ref.revision(), Files: files, Projector: pickProjector(files, entries)}
+	if models, err := groupModels(ref, repoGGUFs(entries)); err == nil {
+		for _, m := range models {
+			if m.parts[0].Path == files[0].Path {
+				res.name = refFor(Ref{Repo: ref.Repo}, models, m)
+			}
+		}
+	}
 	// Pin the revision to a commit, so every part (and every resume) comes
 	// from the same snapshot.
 	commit, err := c.headCommit(ctx, ref, files[0].Path)
@@ -252,14 +262,7 @@ func (e treeEntry) remoteFile() RemoteFile {
 
 // pick chooses the files ref names among entries.
 func pick(ref Ref, entries []treeEntry) ([]RemoteFile, error) {
-	var ggufs []RemoteFile
-	for _, e := range entries {
-		if e.Type != "file" || !strings.HasSuffix(strings.ToLower(e.Path), ".gguf") || !safeRepoPath(e.Path) {
-			continue
-		}
-		f := e.remoteFile()
-		ggufs = append(ggufs, f)
-	}
+	ggufs := repoGGUFs(entries)
 	models, err := groupModels(ref, ggufs)
 	if err != nil {
 		return nil, err
@@ -481,4 +484,35 @@ func (r *Resolved) Quant() string {
 		stem = sm[1]
 	}
 	return quantLabel(stem, strings.TrimSuffix(dir, "/"))
+}
+
+// repoGGUFs are the listing's GGUF files at safe paths.
+func repoGGUFs(entries []treeEntry) []RemoteFile {
+	var ggufs []RemoteFile
+	for _, e := range entries {
+		if e.Type == "file" && strings.HasSuffix(strings.ToLower(e.Path), ".gguf") && safeRepoPath(e.Path) {
+			ggufs = append(ggufs, e.remoteFile())
+		}
+	}
+	return ggufs
+}
+
+// refFor is the reference that resolves to exactly m among the repository's models: ref with
+// m's quant when that quant picks m alone (the same rule pick follows), else ref with m's first
+// file (same-named quants in several folders: "Q4_K_M/model.gguf" and
+// "other/model-Q4_K_M.gguf"); "" when neither reads back as a reference naming m.
+func refFor(ref Ref, models []*model, m *model) string {
+	q := ref
+	q.Quant, q.File = m.quant, ""
+	if validName(m.quant) && !strings.EqualFold(m.quant, "latest") {
+		if got, err := matchQuant(q, models, m.quant); err == nil && got == m {
+			return q.String()
+		}
+	}
+	f := ref
+	f.Quant, f.File = "", m.parts[0].Path
+	if back, err := ParseRef(f.String()); err == nil && back == f {
+		return f.String()
+	}
+	return ""
 }

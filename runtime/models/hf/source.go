@@ -90,8 +90,12 @@ func (s *Source) Download(ctx context.Context, r *source.Resolved, dir string, p
 }
 
 // pulledID is the catalog id of a pull, as Ollama names Hugging Face models:
-// hf.co/OWNER/REPO:QUANT.
+// hf.co/OWNER/REPO:QUANT; hf.co/OWNER/REPO/PATH.gguf when that quant names several of the
+// repository's models (two pulls of them would otherwise share one id).
 func pulledID(res *Resolved) string {
+	if res.name != "" {
+		return res.name
+	}
 	quant := res.Quant()
 	if quant == "" {
 		quant = strings.TrimSuffix(filepath.Base(res.Files[0].Path), ".gguf")

@@ -53,4 +53,8 @@ type Quant struct {
 	Parts int
 	// First is the path of its first part (whose header holds the model's metadata).
 	First string
+	// Ref is the reference that pulls exactly this model: OWNER/REPO:QUANT when QUANT names
+	// no other model of the repository, else the file form (OWNER/REPO/PATH.gguf); "" when no
+	// reference can name it (a path a reference cannot spell).
+	Ref string
 }

@@ -1,0 +1,27 @@
+package models
+
+import "sync/atomic"
+
+// loadGate is the Manager's say on starting a worker on a model file (SetLoadGate).
+type loadGate struct {
+	fn atomic.Pointer[func(id string) error]
+}
+
+// SetLoadGate makes the manager ask gate before it starts a worker on a model's file (a load,
+// from any caller, or a tokenizer-only worker); an error refuses it and is the caller's answer.
+// The core refuses while the models folder is being moved, as a file may be half-way there.
+// gate is called with the manager's lock held: it must not call the manager. nil unsets it.
+func (m *Manager) SetLoadGate(gate func(id string) error) {
+	if gate == nil {
+		m.gate.fn.Store(nil)
+		return
+	}
+	m.gate.fn.Store(&gate)
+}
+
+func (g *loadGate) check(id string) error {
+	if fn := g.fn.Load(); fn != nil {
+		return (*fn)(id)
+	}
+	return nil
+}
