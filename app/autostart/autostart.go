@@ -23,10 +23,10 @@ func Command(args ...string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("autostart: where is this program: %w", err)
 	}
-	return command(exe, os.TempDir(), args)
+	return command(exe, args)
 }
 
-func command(exe, tmp string, args []string) ([]string, error) {
+func command(exe string, args []string) ([]string, error) {
 	if real, err := filepath.EvalSymlinks(exe); err == nil {
 		exe = real
 	}
@@ -34,28 +34,23 @@ func command(exe, tmp string, args []string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("autostart: where is this program: %w", err)
 	}
-	if temporary(abs, tmp) {
+	if temporary(abs) {
 		return nil, fmt.Errorf("autostart: this superfluid is a temporary build (%s) that goes away when go run or go test ends; install it (make build, or a package) and turn this on from the installed one", abs)
 	}
 	return append([]string{abs}, args...), nil
 }
 
-// temporary reports whether exe lies in the temporary folder tmp or in a go-build folder
-// (go run's and go test's work directories, the build cache).
-func temporary(exe, tmp string) bool {
+// temporary reports whether exe lies in a go-build folder: go run's and go test's work
+// directories (deleted when they end) and the build cache. Any other folder, the temporary
+// one included (an unpacked tarball, a CI checkout), is the user's choice.
+func temporary(exe string) bool {
 	for _, part := range strings.Split(filepath.ToSlash(exe), "/") {
-		if strings.HasPrefix(part, "go-build") {
+		// go-build is the cache; go-build<digits> a go command's work directory.
+		if n, ok := strings.CutPrefix(part, "go-build"); ok && strings.Trim(n, "0123456789") == "" {
 			return true
 		}
 	}
-	if tmp == "" {
-		return false
-	}
-	if real, err := filepath.EvalSymlinks(tmp); err == nil {
-		tmp = real // macOS: /var/folders/... is /private/var/folders/...
-	}
-	rel, err := filepath.Rel(tmp, exe)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+	return false
 }
 
 // Enabled reports whether the entry is there (and not disabled by the desktop's own settings

@@ -8,7 +8,8 @@ import (
 
 // TestCommandRefusesTemporaryBuild: the binary go test (or go run) built is deleted when it
 // ends, so the entry would run nothing at login: Command refuses it, saying what to do; a
-// binary in the temporary folder or a go-build folder is refused, an installed one is not.
+// binary in a go-build folder is refused; an installed one, or one in the temporary folder
+// that no go command made (a CI checkout under /tmp, an unpacked tarball), is not.
 func TestCommandRefusesTemporaryBuild(t *testing.T) {
 	_, err := Command("--hidden") // this test binary: $TMPDIR/go-build…/autostart.test
 	if err == nil || !strings.Contains(err.Error(), "temporary build") || !strings.Contains(err.Error(), "install it") {
@@ -19,13 +20,13 @@ func TestCommandRefusesTemporaryBuild(t *testing.T) {
 		exe string
 		ok  bool
 	}{
-		{filepath.Join(tmp, "superfluid"), false},
+		{filepath.Join(tmp, "ci", "main", "bin", "superfluid"), true},
 		{filepath.Join(tmp, "go-build123", "b001", "exe", "superfluid"), false},
 		{"/home/me/.cache/go-build/ab/superfluid", false},
 		{"/usr/local/bin/superfluid", true},
-		{tmp + "-not-tmp/superfluid", true}, // a sibling whose name starts like it
+		{"/opt/go-builder/superfluid", true}, // only go-build and go-build<digits> are go's
 	} {
-		argv, err := command(tt.exe, tmp, []string{"--hidden"})
+		argv, err := command(tt.exe, []string{"--hidden"})
 		if tt.ok != (err == nil) {
 			t.Errorf("%s: %q %v", tt.exe, argv, err)
 		}
