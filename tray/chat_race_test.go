@@ -233,3 +233,34 @@ func TestChatMeterSaysFilesAreNotCounted(t *testing.T) {
 	ui(app, func() { v.reset() })
 	eventually(t, app, "no files, no note", func() bool { return v.tools.meterText() == "Context: 0 of 2048 tokens" })
 }
+
+// TestChatReopenWhileStopping: New chat during a reply, then the same conversation opened again
+// before the stopped reply was saved: the conversation on screen gets the stopped reply too, so
+// the next question is asked after it and saving that one keeps it (it was written over).
+func TestChatReopenWhileStopping(t *testing.T) {
+	app, f, v := twoTurns(t)
+	ui(app, func() { v.refreshSaved() })
+	streamHeld(t, app, f, v, "And badgers?")
+	ui(app, func() {
+		test.Tap(v.clear) // the reply is stopped; its end waits for the UI, held here
+		for label, id := range v.savedID {
+			if id == "c" {
+				v.saved.SetSelected(label)
+			}
+		}
+	})
+	eventually(t, app, "the stopped reply is saved", func() bool { return len(savedConv(f, "c").Messages) == 6 })
+	eventually(t, app, "the stopped reply on screen", func() bool {
+		return v.convID == "c" && strings.Contains(v.transcriptText(), "Once") && strings.Contains(v.transcriptText(), "And badgers?")
+	})
+	close(f.gate)
+	f.gate = nil
+	f.reply = "Badgers dig."
+	ui(app, func() { test.Type(v.input, "More?") })
+	ui(app, func() { test.Tap(v.send) })
+	eventually(t, app, "the next reply", func() bool { return v.cancel == nil && strings.Contains(v.stats.Text, "tokens/s") })
+	want := []string{"Tell me about foxes", "Foxes are quick.", "And owls?", "Owls are wise.", "And badgers?", "Once ", "More?", "Badgers dig."}
+	if got := contents(savedConv(f, "c").Messages); !reflect.DeepEqual(got, want) {
+		t.Fatalf("saved c: %q", got)
+	}
+}
