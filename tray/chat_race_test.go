@@ -264,3 +264,22 @@ func TestChatReopenWhileStopping(t *testing.T) {
 		t.Fatalf("saved c: %q", got)
 	}
 }
+
+// TestChatHugeTableCell: a table whose one cell holds a megabyte (a model's runaway row) draws
+// that cell cut, with the table's note saying so; the export keeps the whole cell.
+func TestChatHugeTableCell(t *testing.T) {
+	huge := strings.Repeat("word ", 200000)
+	reply := "| name | notes |\n|---|---|\n| fox | " + huge + "|\n| owl | wise |\n"
+	app, f := newTestApp(t)
+	f.convs = []Conversation{{ID: "t", Title: "Table", Model: "stories260K", Messages: []Message{
+		{Role: "user", Content: "A table"}, {Role: "assistant", Content: reply}}}}
+	v := app.playground
+	ui(app, func() { app.Show("playground"); v.open("t") })
+	text := v.rows[1].plainText()
+	if len(text) > 4*maxCellBytes || !strings.Contains(text, "long cells cut") || !strings.Contains(text, "wise") {
+		t.Fatalf("the table shows %d bytes: %.300q", len(text), text)
+	}
+	if md := conversationMarkdown(v.conversation()); !strings.Contains(md, strings.TrimSpace(huge)) {
+		t.Fatal("the export lost the long cell")
+	}
+}
