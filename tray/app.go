@@ -51,6 +51,7 @@ type App struct {
 	// quitting is set by Quit: UI updates already queued by a goroutine (an event, a tray
 	// host that left) are dropped, so that nothing shows the window again as the app ends.
 	quitting atomic.Bool
+	dropped  atomic.Int64 // do's updates dropped after Quit (tests wait on it, not on a sleep)
 }
 
 // New builds the window over the controller. onQuit runs after the app stopped the server (it
@@ -133,9 +134,11 @@ func (t *App) do(fn func()) {
 	fyne.Do(func() {
 		uiMu.Lock()
 		defer uiMu.Unlock()
-		if !t.quitting.Load() {
-			fn()
+		if t.quitting.Load() {
+			t.dropped.Add(1)
+			return
 		}
+		fn()
 	})
 }
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
@@ -258,8 +257,8 @@ func TestDesktopHostLeavesAsAppQuits(t *testing.T) {
 	d.hosts <- false // taken: its update waits for the UI
 	app.Quit()
 	uiMu.Unlock()
-	// Give the queued update its chance to run; with none queued this passes at once.
-	time.Sleep(300 * time.Millisecond)
+	// The queued update ends dropped (not a sleep, which passed whenever it came late).
+	eventually(t, app, "the host's update dropped", func() bool { return app.dropped.Load() == 1 })
 	ui(app, func() {
 		if app.desk.banner.Visible() || *quits != 1 {
 			t.Fatalf("after Quit: banner shown %v, quits %d", app.desk.banner.Visible(), *quits)
