@@ -188,6 +188,9 @@ func (t *App) Quit() {
 	if t.quitting.Swap(true) {
 		return // a second Quit (the tray's and a signal's) would stop the server twice
 	}
+	// A reply streaming in the Playground is kept as far as it came (the quit confirmation says
+	// it ends where it is): its own end is one of the updates dropped from here on.
+	t.playground.keepReply()
 	t.stop()
 	t.win.Hide()
 	_ = t.c.StopServer()

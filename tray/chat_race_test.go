@@ -283,3 +283,15 @@ func TestChatHugeTableCell(t *testing.T) {
 		t.Fatal("the export lost the long cell")
 	}
 }
+
+// TestChatQuitWhileStreaming: quitting during a reply (the confirmation says it ends where it
+// is) saves the question and the reply as far as it came; its end, dropped after Quit, did not.
+func TestChatQuitWhileStreaming(t *testing.T) {
+	app, f, v := twoTurns(t)
+	streamHeld(t, app, f, v, "And badgers?")
+	ui(app, app.Quit)
+	if got := contents(savedConv(f, "c").Messages); !reflect.DeepEqual(got[min(4, len(got)):], []string{"And badgers?", "Once "}) {
+		t.Fatalf("saved at Quit: %q", got)
+	}
+	close(f.gate)
+}

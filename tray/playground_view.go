@@ -340,6 +340,14 @@ func (v *playgroundView) detach() {
 	v.busy(false)
 }
 
+// keepReply stops the reply streaming, if one is, and saves what came of it now.
+func (v *playgroundView) keepReply() {
+	if t := v.turn; t != nil {
+		v.detach()
+		v.saveDetached(t)
+	}
+}
+
 // saveDetached saves a detached reply's text into the conversation it answers.
 func (v *playgroundView) saveDetached(t *replyTurn) {
 	if t.reply.Len() == 0 {
