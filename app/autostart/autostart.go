@@ -41,10 +41,11 @@ func command(exe, tmp string, args []string) ([]string, error) {
 }
 
 // temporary reports whether exe lies in the temporary folder tmp or in a go-build folder
-// (go run's and go test's work directories, the build cache).
+// (go run's and go test's work directories, go-build and digits, and the build cache,
+// go-build): a folder of the user's that only starts so (go-builder) is not one.
 func temporary(exe, tmp string) bool {
 	for _, part := range strings.Split(filepath.ToSlash(exe), "/") {
-		if strings.HasPrefix(part, "go-build") {
+		if n, ok := strings.CutPrefix(part, "go-build"); ok && strings.Trim(n, "0123456789") == "" {
 			return true
 		}
 	}

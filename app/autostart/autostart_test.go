@@ -24,6 +24,8 @@ func TestCommandRefusesTemporaryBuild(t *testing.T) {
 		{"/home/me/.cache/go-build/ab/superfluid", false},
 		{"/usr/local/bin/superfluid", true},
 		{tmp + "-not-tmp/superfluid", true}, // a sibling whose name starts like it
+		{"/opt/go-builder/bin/superfluid", true},
+		{"/home/me/go-build-tools/superfluid", true},
 	} {
 		argv, err := command(tt.exe, tmp, []string{"--hidden"})
 		if tt.ok != (err == nil) {
