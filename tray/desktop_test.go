@@ -247,6 +247,27 @@ func TestDesktopCloseAsksWhileWorkRuns(t *testing.T) {
 	close(f.gate)
 }
 
+// TestDesktopHostComesWhileAsking: a tray host that starts while the quit question is up
+// takes the question away (it said there is no tray), without quitting; closing then hides
+// the window into the tray.
+func TestDesktopHostComesWhileAsking(t *testing.T) {
+	d := &fakeDesktop{hosts: make(chan bool)}
+	app, f, _, quits := newDesktopApp(t, d)
+	ui(app, func() {
+		app.models.pull("hf.co/owner/repo:Q4_K_M")
+		app.closeWindow()
+	})
+	if app.win.Canvas().Overlays().Top() == nil {
+		t.Fatal("no quit question during a download")
+	}
+	d.hosts <- true
+	eventually(t, app, "the question gone", func() bool { return app.win.Canvas().Overlays().Top() == nil })
+	ui(app, app.closeWindow)
+	if *quits != 0 || f.stopped != 0 || app.win.Canvas().Overlays().Top() != nil {
+		t.Fatalf("quits %d, stopped %d, dialog %v", *quits, f.stopped, app.win.Canvas().Overlays().Top())
+	}
+}
+
 // TestDesktopHostLeavesAsAppQuits: a tray host that goes away just as the app quits (the
 // change already taken by the app, its UI update queued behind Quit) does not bring the
 // window or its banner back once Quit ran.
