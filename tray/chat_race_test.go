@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
@@ -101,7 +100,7 @@ func TestChatStopAfterTheReply(t *testing.T) {
 	app, f := newTestApp(t)
 	v := app.playground
 	ui(app, func() { app.Show("playground") })
-	f.gate = make(chan struct{})
+	f.gate, f.returned = make(chan struct{}), make(chan struct{})
 	f.reply = "Done."
 	ui(app, func() { test.Type(v.input, "Quick") })
 	ui(app, func() { test.Tap(v.send) })
@@ -109,8 +108,8 @@ func TestChatStopAfterTheReply(t *testing.T) {
 	ui(app, func() {
 		close(f.gate)
 		// Holding the UI, the fake's Chat returns and its end waits for the UI: a Stop click
-		// now comes after the reply's end.
-		time.Sleep(200 * time.Millisecond)
+		// now comes after the reply's end (waited for, not slept on).
+		<-f.returned
 		test.Tap(v.stop)
 	})
 	eventually(t, app, "the reply ends", func() bool { return v.cancel == nil })
