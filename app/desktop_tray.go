@@ -5,7 +5,6 @@ import (
 	"io"
 	"path/filepath"
 	"runtime"
-	"strconv"
 
 	"github.com/spf13/pflag"
 
@@ -13,9 +12,12 @@ import (
 )
 
 // loginArgs are the flags the start-at-login entry runs the app with: --hidden, and the ones
-// this run was given that say which app it is (its data, its models, its address), so that
-// login starts this app and not one on the defaults. Paths are made absolute, as login does
-// not start from this folder. Keys and other settings stay out of a file others can read.
+// this run was given that say which app it is (its data, its models, its address, team mode and
+// who may use it), so that login starts this app and not one on the defaults: without --team a
+// team's server came up out of team mode, and without --key-policy or --insecure-open one on a
+// non-loopback --host refused to serve. Paths are made absolute, as login does not start from
+// this folder. --api-key stays out of a file others can read (keys in the store or a
+// --key-policy file do the same), as do the other settings.
 func loginArgs(fs *pflag.FlagSet, cfg Config) []string {
 	args := []string{"--hidden"}
 	dir := func(name, path string) {
@@ -29,11 +31,11 @@ func loginArgs(fs *pflag.FlagSet, cfg Config) []string {
 	}
 	dir("data-dir", cfg.DataDir)
 	dir("models-dir", cfg.ModelsDir)
-	if fs.Changed("host") {
-		args = append(args, "--host="+cfg.Host)
-	}
-	if fs.Changed("port") {
-		args = append(args, "--port="+strconv.Itoa(cfg.Port))
+	dir("key-policy", cfg.KeyPolicy)
+	for _, name := range []string{"host", "port", "insecure-open", "team", "booking-approval", "booking-max-length", "booking-hours-per-week"} {
+		if f := fs.Lookup(name); f != nil && f.Changed {
+			args = append(args, "--"+name+"="+f.Value.String())
+		}
 	}
 	return args
 }

@@ -14,7 +14,7 @@ import (
 // TestLoginEntryCarriesFlags: the start-at-login entry of an app started with --data-dir
 // (relative, with a space), --models-dir and --port runs the same app at login: the entry's
 // Exec line has them, absolute and quoted per the Desktop Entry spec; started with no flags,
-// it has --hidden alone.
+// it has --hidden alone; a team's has team mode and its key policy, never an --api-key.
 func TestLoginEntryCarriesFlags(t *testing.T) {
 	cfgHome := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", cfgHome)
@@ -27,6 +27,10 @@ func TestLoginEntryCarriesFlags(t *testing.T) {
 		{nil, "Exec=/usr/bin/superfluid --hidden\n"},
 		{[]string{"--data-dir", "my data", "--models-dir=/srv/models", "--port", "9000", "--hidden"},
 			`Exec=/usr/bin/superfluid --hidden "--data-dir=` + filepath.Join(work, "my data") + `" --models-dir=/srv/models --port=9000` + "\n"},
+		// A team's server on the network: team mode and its keys' file come along (without them
+		// login started it out of team mode, or it refused to serve); the --api-key never does.
+		{[]string{"--team", "--host", "0.0.0.0", "--key-policy", "keys.json", "--booking-max-length", "8h", "--api-key", "sk-secret"},
+			"Exec=/usr/bin/superfluid --hidden --key-policy=" + filepath.Join(work, "keys.json") + " --host=0.0.0.0 --team=true --booking-max-length=8h0m0s\n"},
 	} {
 		cfg, hidden := DefaultConfig(), false
 		cmd := &cobra.Command{Use: "superfluid"}
@@ -39,7 +43,7 @@ func TestLoginEntryCarriesFlags(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, err := os.ReadFile(filepath.Join(cfgHome, "autostart", autostart.ID+".desktop"))
-		if err != nil || !strings.Contains(string(b), "\n"+tt.want) {
+		if err != nil || !strings.Contains(string(b), "\n"+tt.want) || strings.Contains(string(b), "sk-secret") {
 			t.Fatalf("flags %q: entry\n%s\nwant %s (%v)", tt.args, b, tt.want, err)
 		}
 	}

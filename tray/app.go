@@ -51,6 +51,7 @@ type App struct {
 	// quitting is set by Quit: UI updates already queued by a goroutine (an event, a tray
 	// host that left) are dropped, so that nothing shows the window again as the app ends.
 	quitting atomic.Bool
+	dropped  atomic.Int64 // do's updates dropped after Quit (tests wait on it, not on a sleep)
 }
 
 // New builds the window over the controller. onQuit runs after the app stopped the server (it
@@ -133,9 +134,11 @@ func (t *App) do(fn func()) {
 	fyne.Do(func() {
 		uiMu.Lock()
 		defer uiMu.Unlock()
-		if !t.quitting.Load() {
-			fn()
+		if t.quitting.Load() {
+			t.dropped.Add(1)
+			return
 		}
+		fn()
 	})
 }
 
@@ -185,6 +188,9 @@ func (t *App) Quit() {
 	if t.quitting.Swap(true) {
 		return // a second Quit (the tray's and a signal's) would stop the server twice
 	}
+	// A reply streaming in the Playground is kept as far as it came (the quit confirmation says
+	// it ends where it is): its own end is one of the updates dropped from here on.
+	t.playground.keepReply()
 	t.stop()
 	t.win.Hide()
 	_ = t.c.StopServer()

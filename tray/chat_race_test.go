@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
@@ -101,7 +100,7 @@ func TestChatStopAfterTheReply(t *testing.T) {
 	app, f := newTestApp(t)
 	v := app.playground
 	ui(app, func() { app.Show("playground") })
-	f.gate = make(chan struct{})
+	f.gate, f.returned = make(chan struct{}), make(chan struct{})
 	f.reply = "Done."
 	ui(app, func() { test.Type(v.input, "Quick") })
 	ui(app, func() { test.Tap(v.send) })
@@ -109,8 +108,8 @@ func TestChatStopAfterTheReply(t *testing.T) {
 	ui(app, func() {
 		close(f.gate)
 		// Holding the UI, the fake's Chat returns and its end waits for the UI: a Stop click
-		// now comes after the reply's end.
-		time.Sleep(200 * time.Millisecond)
+		// now comes after the reply's end (waited for, not slept on).
+		<-f.returned
 		test.Tap(v.stop)
 	})
 	eventually(t, app, "the reply ends", func() bool { return v.cancel == nil })
@@ -232,4 +231,66 @@ func TestChatMeterSaysFilesAreNotCounted(t *testing.T) {
 	eventually(t, app, "the meter counts", func() bool { return v.tools.meterText() == "Context: 13 of 2048 tokens + 2 files not counted" })
 	ui(app, func() { v.reset() })
 	eventually(t, app, "no files, no note", func() bool { return v.tools.meterText() == "Context: 0 of 2048 tokens" })
+}
+
+// TestChatReopenWhileStopping: New chat during a reply, then the same conversation opened again
+// before the stopped reply was saved: the conversation on screen gets the stopped reply too, so
+// the next question is asked after it and saving that one keeps it (it was written over).
+func TestChatReopenWhileStopping(t *testing.T) {
+	app, f, v := twoTurns(t)
+	ui(app, func() { v.refreshSaved() })
+	streamHeld(t, app, f, v, "And badgers?")
+	ui(app, func() {
+		test.Tap(v.clear) // the reply is stopped; its end waits for the UI, held here
+		for label, id := range v.savedID {
+			if id == "c" {
+				v.saved.SetSelected(label)
+			}
+		}
+	})
+	eventually(t, app, "the stopped reply is saved", func() bool { return len(savedConv(f, "c").Messages) == 6 })
+	eventually(t, app, "the stopped reply on screen", func() bool {
+		return v.convID == "c" && strings.Contains(v.transcriptText(), "Once") && strings.Contains(v.transcriptText(), "And badgers?")
+	})
+	close(f.gate)
+	f.gate = nil
+	f.reply = "Badgers dig."
+	ui(app, func() { test.Type(v.input, "More?") })
+	ui(app, func() { test.Tap(v.send) })
+	eventually(t, app, "the next reply", func() bool { return v.cancel == nil && strings.Contains(v.stats.Text, "tokens/s") })
+	want := []string{"Tell me about foxes", "Foxes are quick.", "And owls?", "Owls are wise.", "And badgers?", "Once ", "More?", "Badgers dig."}
+	if got := contents(savedConv(f, "c").Messages); !reflect.DeepEqual(got, want) {
+		t.Fatalf("saved c: %q", got)
+	}
+}
+
+// TestChatHugeTableCell: a table whose one cell holds a megabyte (a model's runaway row) draws
+// that cell cut, with the table's note saying so; the export keeps the whole cell.
+func TestChatHugeTableCell(t *testing.T) {
+	huge := strings.Repeat("word ", 200000)
+	reply := "| name | notes |\n|---|---|\n| fox | " + huge + "|\n| owl | wise |\n"
+	app, f := newTestApp(t)
+	f.convs = []Conversation{{ID: "t", Title: "Table", Model: "stories260K", Messages: []Message{
+		{Role: "user", Content: "A table"}, {Role: "assistant", Content: reply}}}}
+	v := app.playground
+	ui(app, func() { app.Show("playground"); v.open("t") })
+	text := v.rows[1].plainText()
+	if len(text) > 4*maxCellBytes || !strings.Contains(text, "long cells cut") || !strings.Contains(text, "wise") {
+		t.Fatalf("the table shows %d bytes: %.300q", len(text), text)
+	}
+	if md := conversationMarkdown(v.conversation()); !strings.Contains(md, strings.TrimSpace(huge)) {
+		t.Fatal("the export lost the long cell")
+	}
+}
+
+// TestChatQuitWhileStreaming: quitting during a reply (the confirmation says it ends where it
+// is) saves the question and the reply as far as it came; its end, dropped after Quit, did not.
+func TestChatQuitWhileStreaming(t *testing.T) {
+	app, f, v := twoTurns(t)
+	streamHeld(t, app, f, v, "And badgers?")
+	ui(app, app.Quit)
+	if got := contents(savedConv(f, "c").Messages); !reflect.DeepEqual(got[min(4, len(got)):], []string{"And badgers?", "Once "}) {
+		t.Fatalf("saved at Quit: %q", got)
+	}
+	close(f.gate)
 }

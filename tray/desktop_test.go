@@ -4,7 +4,6 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
@@ -248,6 +247,27 @@ func TestDesktopCloseAsksWhileWorkRuns(t *testing.T) {
 	close(f.gate)
 }
 
+// TestDesktopHostComesWhileAsking: a tray host that starts while the quit question is up
+// takes the question away (it said there is no tray), without quitting; closing then hides
+// the window into the tray.
+func TestDesktopHostComesWhileAsking(t *testing.T) {
+	d := &fakeDesktop{hosts: make(chan bool)}
+	app, f, _, quits := newDesktopApp(t, d)
+	ui(app, func() {
+		app.models.pull("hf.co/owner/repo:Q4_K_M")
+		app.closeWindow()
+	})
+	if app.win.Canvas().Overlays().Top() == nil {
+		t.Fatal("no quit question during a download")
+	}
+	d.hosts <- true
+	eventually(t, app, "the question gone", func() bool { return app.win.Canvas().Overlays().Top() == nil })
+	ui(app, app.closeWindow)
+	if *quits != 0 || f.stopped != 0 || app.win.Canvas().Overlays().Top() != nil {
+		t.Fatalf("quits %d, stopped %d, dialog %v", *quits, f.stopped, app.win.Canvas().Overlays().Top())
+	}
+}
+
 // TestDesktopHostLeavesAsAppQuits: a tray host that goes away just as the app quits (the
 // change already taken by the app, its UI update queued behind Quit) does not bring the
 // window or its banner back once Quit ran.
@@ -258,8 +278,8 @@ func TestDesktopHostLeavesAsAppQuits(t *testing.T) {
 	d.hosts <- false // taken: its update waits for the UI
 	app.Quit()
 	uiMu.Unlock()
-	// Give the queued update its chance to run; with none queued this passes at once.
-	time.Sleep(300 * time.Millisecond)
+	// The queued update ends dropped (not a sleep, which passed whenever it came late).
+	eventually(t, app, "the host's update dropped", func() bool { return app.dropped.Load() == 1 })
 	ui(app, func() {
 		if app.desk.banner.Visible() || *quits != 1 {
 			t.Fatalf("after Quit: banner shown %v, quits %d", app.desk.banner.Visible(), *quits)

@@ -92,6 +92,10 @@ func (v *desktopView) watchHost(done <-chan struct{}) {
 					if !host {
 						v.a.win.Show()
 					}
+					if host && v.a.confirm != nil {
+						// The quit question no longer holds: closing now hides into the tray.
+						v.a.confirm.Hide()
+					}
 				})
 			}
 		}

@@ -34,3 +34,22 @@ func TestModelCardHuge(t *testing.T) {
 		}
 	})
 }
+
+// TestModelCardJustPastTheCap: a card a few bytes past the cap says 1 KB more, not "0 KB more".
+func TestModelCardJustPastTheCap(t *testing.T) {
+	app, f := newTestApp(t)
+	discoverFixture(f)
+	line := strings.Repeat("a", 99) + "\n"
+	d := f.disc()
+	f.mu.Lock()
+	d.cards["acme/Tiny-GGUF"] = strings.Repeat(line, maxCardBytes/len(line)+1) + "The last line.\n"
+	f.mu.Unlock()
+	v := app.discover
+	ui(app, func() { v.open("acme/Tiny-GGUF"); test.Tap(v.card) })
+	eventually(t, app, "the card shows", func() bool { return v.cardText != nil })
+	ui(app, func() {
+		if v.cardCut == nil || !strings.Contains(v.cardCut.Text, "goes on for 1 KB more") {
+			t.Errorf("the note: %v", v.cardCut)
+		}
+	})
+}

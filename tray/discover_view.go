@@ -318,7 +318,7 @@ func (v *discoverView) showCard() {
 			v.cardText.Wrapping = fyne.TextWrapWord
 			body := container.NewVBox(v.cardText)
 			if shown != md {
-				v.cardCut = noteLabel(fmt.Sprintf("The card goes on for %d KB more: read it all at https://huggingface.co/%s.", (len(md)-len(shown))>>10, repo))
+				v.cardCut = noteLabel(fmt.Sprintf("The card goes on for %d KB more: read it all at https://huggingface.co/%s.", (len(md)-len(shown)+1023)>>10, repo)) // 1 KB, not 0, for a few bytes
 				body.Add(v.cardCut)
 			}
 			scroll := container.NewVScroll(body)

@@ -19,6 +19,7 @@ type fakeController struct {
 	reply    string
 	thinking string        // reasoning streamed before the reply
 	gate     chan struct{} // when set, Chat waits for it after the first piece
+	returned chan struct{} // when set, Chat closes it as it returns
 	pullErr  error
 	chatErr  error
 	asked    [][]Message // the messages of each Chat, in order
@@ -176,6 +177,9 @@ func (f *fakeController) Pull(ctx context.Context, ref string) error {
 // Chat streams the reply word by word.
 func (f *fakeController) Chat(ctx context.Context, s ChatSettings, msgs []Message, onPiece func(Piece)) (ChatStats, error) {
 	onText := func(text string) { onPiece(Piece{Text: text}) }
+	if f.returned != nil {
+		defer close(f.returned)
+	}
 	f.mu.Lock()
 	f.asked = append(f.asked, msgs)
 	refuse := f.refuse

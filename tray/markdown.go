@@ -195,11 +195,15 @@ func tableView(rows [][]string) (fyne.CanvasObject, int) {
 	}
 	cols, shown := min(all, maxTableCols), rows[:min(len(rows), maxTableRows+1)]
 	grid := container.NewGridWithColumns(cols)
+	long := false // a cell was cut: one of a megabyte, wrapped, would take the window minutes
 	for i, r := range shown {
 		for c := 0; c < cols; c++ {
 			cell := ""
 			if c < len(r) {
 				cell = r[c]
+			}
+			if cut, _ := capText(cell, 0, maxCellBytes); cut != cell {
+				cell, long = cut+"…", true
 			}
 			segs := proseSegments(cell)
 			if i == 0 {
@@ -211,9 +215,13 @@ func tableView(rows [][]string) (fyne.CanvasObject, int) {
 		}
 	}
 	out := container.NewVBox(grid)
-	if len(shown) < len(rows) || cols < all {
-		out.Add(noteLabel(fmt.Sprintf("Showing %d of %d rows and %d of %d columns: export the conversation for the whole table.",
-			len(shown)-1, len(rows)-1, cols, all)))
+	if len(shown) < len(rows) || cols < all || long {
+		cells := ""
+		if long {
+			cells = ", long cells cut"
+		}
+		out.Add(noteLabel(fmt.Sprintf("Showing %d of %d rows and %d of %d columns%s: export the conversation for the whole table.",
+			len(shown)-1, len(rows)-1, cols, all, cells)))
 	}
 	out.Add(widget.NewSeparator())
 	return out, len(grid.Objects)

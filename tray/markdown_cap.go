@@ -21,6 +21,7 @@ const (
 	maxReplyBytes = 32 << 10 // all of a reply's blocks, a table's cells cellCost each
 	maxReplyBlock = 100      // blocks (prose, code, tables) of one reply
 	cellCost      = 32
+	maxCellBytes  = 256 // a table cell's text
 )
 
 // capText is s cut to at most maxLines lines (0: any) and maxBytes bytes, on a rune boundary,

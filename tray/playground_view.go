@@ -340,6 +340,14 @@ func (v *playgroundView) detach() {
 	v.busy(false)
 }
 
+// keepReply stops the reply streaming, if one is, and saves what came of it now.
+func (v *playgroundView) keepReply() {
+	if t := v.turn; t != nil {
+		v.detach()
+		v.saveDetached(t)
+	}
+}
+
 // saveDetached saves a detached reply's text into the conversation it answers.
 func (v *playgroundView) saveDetached(t *replyTurn) {
 	if t.reply.Len() == 0 {
@@ -354,7 +362,26 @@ func (v *playgroundView) saveDetached(t *replyTurn) {
 	if err := v.app.c.SaveConversation(c); err != nil {
 		v.stats.SetText("The stopped reply was not saved: " + err.Error())
 	}
+	// The same conversation opened again before the reply stopped shows it without the reply,
+	// and its next save would write over it: while nothing was added there, it takes it too.
+	if v.convID == c.ID && v.turn == nil && v.editing < 0 && isPrefix(v.history, c.Messages) {
+		v.history = c.Messages
+		v.redraw()
+	}
 	v.refreshSaved()
+}
+
+// isPrefix reports whether the turns of a begin the turns of b (by role and text).
+func isPrefix(a, b []Message) bool {
+	if len(a) > len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Role != b[i].Role || a[i].Content != b[i].Content {
+			return false
+		}
+	}
+	return true
 }
 
 func (v *playgroundView) settings() (ChatSettings, error) {

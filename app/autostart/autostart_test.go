@@ -25,6 +25,8 @@ func TestCommandRefusesTemporaryBuild(t *testing.T) {
 		{"/home/me/.cache/go-build/ab/superfluid", false},
 		{"/usr/local/bin/superfluid", true},
 		{"/opt/go-builder/superfluid", true}, // only go-build and go-build<digits> are go's
+		{"/opt/go-builder/bin/superfluid", true},
+		{"/home/me/go-build-tools/superfluid", true},
 	} {
 		argv, err := command(tt.exe, []string{"--hidden"})
 		if tt.ok != (err == nil) {

@@ -46,13 +46,14 @@ apt_install_optional() {
     fi
     sudo_cmd="sudo -n"
   fi
-  local failed="${XDG_CACHE_HOME:-$HOME/.cache}/superfluid/$label.failed"
+  # No HOME (a bare environment) or a cache folder that cannot be made is no reason to fail.
+  local failed="${XDG_CACHE_HOME:-${HOME:-${TMPDIR:-/tmp}}/.cache}/superfluid/$label.failed"
+  mkdir -p "${failed%/*}" 2>/dev/null || failed="${TMPDIR:-/tmp}/superfluid-$label.failed"
   if [ -n "$(find "$failed" -mmin -60 2>/dev/null)" ]; then
     echo "$label: installing $missing failed less than an hour ago (log: $failed); $who will skip (rm $failed to retry now)"
     return 0
   fi
   echo "$label: installing $missing for $who (once)"
-  mkdir -p "${failed%/*}"
   # shellcheck disable=SC2086
   if { $sudo_cmd apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends $missing; } >"$failed" 2>&1; then
     rm -f "$failed"
