@@ -294,3 +294,20 @@ func TestChatQuitWhileStreaming(t *testing.T) {
 	}
 	close(f.gate)
 }
+
+// TestChatNewChatBeforeTheFirstPiece: New chat while the model still reads the prompt (no
+// text yet) keeps the question in its conversation; nothing the user sent is lost.
+func TestChatNewChatBeforeTheFirstPiece(t *testing.T) {
+	app, f, v := twoTurns(t)
+	f.prefill = make(chan struct{})
+	defer close(f.prefill)
+	f.reply = "Once upon a time."
+	ui(app, func() { test.Type(v.input, "And badgers?") })
+	ui(app, func() { test.Tap(v.send) })
+	eventually(t, app, "the reply under way", func() bool { return v.turn != nil })
+	ui(app, func() { test.Tap(v.clear) })
+	eventually(t, app, "the question saved in its conversation", func() bool { return len(savedConv(f, "c").Messages) == 5 })
+	if got := contents(savedConv(f, "c").Messages[4:]); !reflect.DeepEqual(got, []string{"And badgers?"}) {
+		t.Fatalf("the first conversation ends %q", got)
+	}
+}

@@ -19,6 +19,7 @@ type fakeController struct {
 	reply    string
 	thinking string        // reasoning streamed before the reply
 	gate     chan struct{} // when set, Chat waits for it after the first piece
+	prefill  chan struct{} // when set, Chat waits for it before any piece (reading the prompt)
 	returned chan struct{} // when set, Chat closes it as it returns
 	pullErr  error
 	chatErr  error
@@ -190,6 +191,13 @@ func (f *fakeController) Chat(ctx context.Context, s ChatSettings, msgs []Messag
 	if f.chatErr != nil {
 		onText("Once ")
 		return ChatStats{}, f.chatErr
+	}
+	if f.prefill != nil {
+		select {
+		case <-f.prefill:
+		case <-ctx.Done():
+			return ChatStats{}, ctx.Err()
+		}
 	}
 	for _, w := range strings.SplitAfter(f.thinking, " ") {
 		if w != "" {

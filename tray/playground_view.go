@@ -350,14 +350,14 @@ func (v *playgroundView) keepReply() {
 
 // saveDetached saves a detached reply's text into the conversation it answers.
 func (v *playgroundView) saveDetached(t *replyTurn) {
-	if t.reply.Len() == 0 {
-		return
-	}
 	c := t.conv
 	if c.ID == "" {
 		c.ID = fmt.Sprintf("conv-%d", time.Now().UnixNano())
 	}
-	c.Messages = append(c.Messages, t.message())
+	// No text yet (the prompt still being read): the question is kept, without an empty reply.
+	if t.reply.Len() > 0 || t.thought.Len() > 0 {
+		c.Messages = append(c.Messages, t.message())
+	}
 	c.Title = titleOf(c.Messages)
 	if err := v.app.c.SaveConversation(c); err != nil {
 		v.stats.SetText("The stopped reply was not saved: " + err.Error())
