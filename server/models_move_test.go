@@ -197,3 +197,36 @@ func TestModelsMoveWaitsForEveryClient(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestModelsMoveStopsTokenizers: a count of tokens on an unloaded model before the move left a
+// tokenizer-only worker with the model's file open; the move stops it (a file kept open is not
+// freed when its copy's original is removed, nor renamed on Windows), and during the move a
+// count is a 409 like a load, not answered from the file being moved.
+func TestModelsMoveStopsTokenizers(t *testing.T) {
+	cat := servertest.NewCatalog(t, models.Config{KeepAlive: time.Hour})
+	cat.AddModel(t, "tiny", gguftest.TinyLlamaOptions{})
+	srv := httptest.NewServer(server.New(server.Config{}, cat.Svc))
+	t.Cleanup(srv.Close)
+	count := `{"model": "tiny", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}`
+	if resp, body := servertest.Do(t, "POST", srv.URL+"/v1/messages/count_tokens", count); resp.StatusCode != http.StatusOK {
+		t.Fatalf("count before the move: %d %s", resp.StatusCode, body)
+	}
+	end, err := cat.Svc.BeginModelsMove()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct{ path, body string }{
+		{"/v1/messages/count_tokens", count},
+		{"/v1/tokenize", `{"model": "tiny", "input": "hi"}`},
+		{"/api/tokenize", `{"model": "tiny", "text": "hi"}`},
+	} {
+		resp, body := servertest.Do(t, "POST", srv.URL+r.path, r.body)
+		if resp.StatusCode != http.StatusConflict || !strings.Contains(string(body), "the models folder is being moved; load the model once the move is done") {
+			t.Errorf("%s during the move: %d %s", r.path, resp.StatusCode, body)
+		}
+	}
+	end()
+	if resp, body := servertest.Do(t, "POST", srv.URL+"/v1/messages/count_tokens", count); resp.StatusCode != http.StatusOK {
+		t.Fatalf("count after the move: %d %s", resp.StatusCode, body)
+	}
+}

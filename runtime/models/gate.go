@@ -25,3 +25,21 @@ func (g *loadGate) check(id string) error {
 	}
 	return nil
 }
+
+// CloseTokenizers stops every tokenizer-only worker (after the counts on it) and waits for
+// it: it keeps its model's file open. Under a refusing gate none starts again, and a count
+// that was on one asks the gate (Tokenize's retry).
+func (m *Manager) CloseTokenizers() {
+	m.mu.Lock()
+	var vocabs []Runner
+	for _, s := range m.slots {
+		if s.vocab != nil {
+			vocabs = append(vocabs, s.vocab)
+			s.vocab = nil
+		}
+	}
+	m.mu.Unlock()
+	for _, r := range vocabs {
+		retire(r)
+	}
+}

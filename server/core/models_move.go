@@ -120,6 +120,9 @@ func (s *Service) BeginModelsMove() (end func(), err error) {
 		end()
 		return nil, fmt.Errorf("the adapter %s is loaded for %s; unload it (POST /v1/lora/unload), then move the models", a.ID, a.Model)
 	}
+	// A count of tokens on an unloaded model left a tokenizer-only worker with its file open:
+	// not a loaded model to the user, so stopped rather than refused (the gate keeps it so).
+	s.mgr.CloseTokenizers()
 	return end, nil
 }
 
