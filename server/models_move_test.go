@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -228,5 +230,42 @@ func TestModelsMoveStopsTokenizers(t *testing.T) {
 	end()
 	if resp, body := servertest.Do(t, "POST", srv.URL+"/v1/messages/count_tokens", count); resp.StatusCode != http.StatusOK {
 		t.Fatalf("count after the move: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestModelsMoveFetchesNothing: a load during the move of a model whose file is kept in a
+// storage (fetched back before a load) is the move's 409, and fetches nothing: a download of
+// many GB would be refused only once it was done.
+func TestModelsMoveFetchesNothing(t *testing.T) {
+	cat := servertest.NewCatalog(t, models.Config{KeepAlive: time.Hour})
+	e := cat.AddModel(t, "tiny", gguftest.TinyLlamaOptions{})
+	srv := httptest.NewServer(server.New(server.Config{}, cat.Svc))
+	t.Cleanup(srv.Close)
+	data, err := os.ReadFile(e.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fetches atomic.Int32
+	cat.Mgr.SetFetch(func(_ context.Context, path string) error {
+		fetches.Add(1)
+		return os.WriteFile(path, data, 0o644)
+	})
+	if err := os.Remove(e.Path); err != nil {
+		t.Fatal(err)
+	}
+	end, err := cat.Svc.BeginModelsMove()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := servertest.Do(t, "POST", srv.URL+"/v1/models/load", `{"model": "tiny"}`)
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(string(body), "the models folder is being moved") {
+		t.Errorf("load during the move: %d %s", resp.StatusCode, body)
+	}
+	if n := fetches.Load(); n != 0 {
+		t.Errorf("the load during the move fetched the file %d times", n)
+	}
+	end()
+	if resp, body := servertest.Do(t, "POST", srv.URL+"/v1/models/load", `{"model": "tiny"}`); resp.StatusCode != http.StatusOK || fetches.Load() != 1 {
+		t.Fatalf("load after the move: %d %s; %d fetches", resp.StatusCode, body, fetches.Load())
 	}
 }

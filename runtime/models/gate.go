@@ -10,7 +10,8 @@ type loadGate struct {
 // SetLoadGate makes the manager ask gate before it starts a worker on a model's file (a load,
 // from any caller, or a tokenizer-only worker); an error refuses it and is the caller's answer.
 // The core refuses while the models folder is being moved, as a file may be half-way there.
-// gate is called with the manager's lock held: it must not call the manager. nil unsets it.
+// gate is called with the manager's lock held (and before a fetch, without): it must not
+// call the manager. nil unsets it.
 func (m *Manager) SetLoadGate(gate func(id string) error) {
 	if gate == nil {
 		m.gate.fn.Store(nil)
