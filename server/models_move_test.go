@@ -269,3 +269,26 @@ func TestModelsMoveFetchesNothing(t *testing.T) {
 		t.Fatalf("load after the move: %d %s; %d fetches", resp.StatusCode, body, fetches.Load())
 	}
 }
+
+// TestModelsMoveEndOnce: a move's end called again (a deferred end after an explicit one) does
+// not end the move that began since: its loads are still refused.
+func TestModelsMoveEndOnce(t *testing.T) {
+	cat := servertest.NewCatalog(t, models.Config{KeepAlive: time.Hour})
+	cat.AddModel(t, "tiny", gguftest.TinyLlamaOptions{})
+	srv := httptest.NewServer(server.New(server.Config{}, cat.Svc))
+	t.Cleanup(srv.Close)
+	first, err := cat.Svc.BeginModelsMove()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first()
+	second, err := cat.Svc.BeginModelsMove()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second()
+	first()
+	if resp, body := servertest.Do(t, "POST", srv.URL+"/v1/models/load", `{"model": "tiny"}`); resp.StatusCode != http.StatusConflict {
+		t.Fatalf("load during the second move: %d %s", resp.StatusCode, body)
+	}
+}

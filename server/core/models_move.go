@@ -24,6 +24,7 @@ type moveGuard struct {
 	mu      sync.Mutex
 	moving  bool
 	running map[string]int // what runs, as the move's refusal names it ("the download of X")
+	ended   chan struct{}  // closed when the move ends; nil before the first
 }
 
 // movingError refuses an operation during a move; then says what to do ("load the model").
@@ -100,12 +101,17 @@ func (s *Service) BeginModelsMove() (end func(), err error) {
 		g.mu.Unlock()
 		return nil, fmt.Errorf("%s running; wait for it to finish or cancel it, then move the models", strings.Join(ops, ", ")+isAre(len(ops)))
 	}
-	g.moving = true
+	g.moving, g.ended = true, make(chan struct{})
+	ended := g.ended
 	g.mu.Unlock()
+	var once sync.Once // a second call must not end a later move
 	end = func() {
-		g.mu.Lock()
-		g.moving = false
-		g.mu.Unlock()
+		once.Do(func() {
+			g.mu.Lock()
+			g.moving = false
+			close(ended)
+			g.mu.Unlock()
+		})
 	}
 	// Read after moving is set, without the guard's lock (the manager's gate takes it under
 	// the manager's): a load that passed the gate before is seen loading here, and none
@@ -159,4 +165,21 @@ func (s *Service) CheckModelsMove(then string) error {
 		return movingError(then)
 	}
 	return nil
+}
+
+// closedChan is the end of no move.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// ModelsMoveEnded is closed once no move of the models folder runs (at once when none does):
+// for work that waits out a move rather than fail (a batch's lines).
+func (s *Service) ModelsMoveEnded() <-chan struct{} {
+	if s.mgr == nil {
+		return closedChan
+	}
+	s.move.mu.Lock()
+	defer s.move.mu.Unlock()
+	if !s.move.moving {
+		return closedChan
+	}
+	return s.move.ended
 }
