@@ -79,6 +79,13 @@ func (s *Service) guardModels(what, then string) (done func(), err error) {
 	return s.move.begin(what, then)
 }
 
+// GuardModels counts work on the catalog's files that spans more than one core call (a web
+// pull's download, then its upload to a storage) as what, so that a move waits for it; during
+// a move it is refused (then: what to do after it).
+func (s *Service) GuardModels(what, then string) (done func(), err error) {
+	return s.guardModels(what, then)
+}
+
 // BeginModelsMove marks a move of the models folder, so that every client's pull, delete,
 // copy and load is refused until end is called. It refuses while one of those runs, or a
 // model is loaded or loading, naming it.
