@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -195,5 +197,98 @@ func TestModelsMoveWaitsForEveryClient(t *testing.T) {
 			t.Fatalf("no move once the pull was cancelled and the model unloaded: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestModelsMoveStopsTokenizers: a count of tokens on an unloaded model before the move left a
+// tokenizer-only worker with the model's file open; the move stops it (a file kept open is not
+// freed when its copy's original is removed, nor renamed on Windows), and during the move a
+// count is a 409 like a load, not answered from the file being moved.
+func TestModelsMoveStopsTokenizers(t *testing.T) {
+	cat := servertest.NewCatalog(t, models.Config{KeepAlive: time.Hour})
+	cat.AddModel(t, "tiny", gguftest.TinyLlamaOptions{})
+	srv := httptest.NewServer(server.New(server.Config{}, cat.Svc))
+	t.Cleanup(srv.Close)
+	count := `{"model": "tiny", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}`
+	if resp, body := servertest.Do(t, "POST", srv.URL+"/v1/messages/count_tokens", count); resp.StatusCode != http.StatusOK {
+		t.Fatalf("count before the move: %d %s", resp.StatusCode, body)
+	}
+	end, err := cat.Svc.BeginModelsMove()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct{ path, body string }{
+		{"/v1/messages/count_tokens", count},
+		{"/v1/tokenize", `{"model": "tiny", "input": "hi"}`},
+		{"/api/tokenize", `{"model": "tiny", "text": "hi"}`},
+	} {
+		resp, body := servertest.Do(t, "POST", srv.URL+r.path, r.body)
+		if resp.StatusCode != http.StatusConflict || !strings.Contains(string(body), "the models folder is being moved; load the model once the move is done") {
+			t.Errorf("%s during the move: %d %s", r.path, resp.StatusCode, body)
+		}
+	}
+	end()
+	if resp, body := servertest.Do(t, "POST", srv.URL+"/v1/messages/count_tokens", count); resp.StatusCode != http.StatusOK {
+		t.Fatalf("count after the move: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestModelsMoveFetchesNothing: a load during the move of a model whose file is kept in a
+// storage (fetched back before a load) is the move's 409, and fetches nothing: a download of
+// many GB would be refused only once it was done.
+func TestModelsMoveFetchesNothing(t *testing.T) {
+	cat := servertest.NewCatalog(t, models.Config{KeepAlive: time.Hour})
+	e := cat.AddModel(t, "tiny", gguftest.TinyLlamaOptions{})
+	srv := httptest.NewServer(server.New(server.Config{}, cat.Svc))
+	t.Cleanup(srv.Close)
+	data, err := os.ReadFile(e.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fetches atomic.Int32
+	cat.Mgr.SetFetch(func(_ context.Context, path string) error {
+		fetches.Add(1)
+		return os.WriteFile(path, data, 0o644)
+	})
+	if err := os.Remove(e.Path); err != nil {
+		t.Fatal(err)
+	}
+	end, err := cat.Svc.BeginModelsMove()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := servertest.Do(t, "POST", srv.URL+"/v1/models/load", `{"model": "tiny"}`)
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(string(body), "the models folder is being moved") {
+		t.Errorf("load during the move: %d %s", resp.StatusCode, body)
+	}
+	if n := fetches.Load(); n != 0 {
+		t.Errorf("the load during the move fetched the file %d times", n)
+	}
+	end()
+	if resp, body := servertest.Do(t, "POST", srv.URL+"/v1/models/load", `{"model": "tiny"}`); resp.StatusCode != http.StatusOK || fetches.Load() != 1 {
+		t.Fatalf("load after the move: %d %s; %d fetches", resp.StatusCode, body, fetches.Load())
+	}
+}
+
+// TestModelsMoveEndOnce: a move's end called again (a deferred end after an explicit one) does
+// not end the move that began since: its loads are still refused.
+func TestModelsMoveEndOnce(t *testing.T) {
+	cat := servertest.NewCatalog(t, models.Config{KeepAlive: time.Hour})
+	cat.AddModel(t, "tiny", gguftest.TinyLlamaOptions{})
+	srv := httptest.NewServer(server.New(server.Config{}, cat.Svc))
+	t.Cleanup(srv.Close)
+	first, err := cat.Svc.BeginModelsMove()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first()
+	second, err := cat.Svc.BeginModelsMove()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second()
+	first()
+	if resp, body := servertest.Do(t, "POST", srv.URL+"/v1/models/load", `{"model": "tiny"}`); resp.StatusCode != http.StatusConflict {
+		t.Fatalf("load during the second move: %d %s", resp.StatusCode, body)
 	}
 }

@@ -117,12 +117,12 @@ func (c *Controller) Suggestion(ctx context.Context) (tray.Suggestion, error) {
 }
 
 // pickQuant is the quantization the Hub search preselected when it is roomy, else the largest
-// roomy one; nil when none is.
+// roomy one; nil when none is (or none that a reference can pull).
 func pickQuant(quants []HubQuant) *HubQuant {
 	var pick *HubQuant
 	for i, q := range quants {
 		switch {
-		case !roomy(q):
+		case !roomy(q), q.Reference == "": // "": a file no reference can pull
 		case q.Best:
 			return &quants[i]
 		case pick == nil || q.Size > pick.Size:

@@ -73,7 +73,7 @@ func (c *Controller) MoveModels(ctx context.Context, dir string, progress func(d
 	var done int64
 	for i, g := range groups {
 		to := func(p string) string { return filepath.Join(dir, relTo(old, p)) }
-		copied, err := m.moveFiles(ctx, g.files, to, func(n int64) {
+		copied, renamed, err := m.moveFiles(ctx, g.files, to, func(n int64) {
 			done += n
 			progress(done, total)
 		})
@@ -81,6 +81,10 @@ func (c *Controller) MoveModels(ctx context.Context, dir string, progress func(d
 			err = c.relocate(ctx, g, to)
 		}
 		if err != nil {
+			// The catalog points at the old place (relocate undid its part): so do the files.
+			for _, f := range renamed {
+				_ = m.rename(to(f), f)
+			}
 			for _, f := range copied { // the copies the catalog never pointed at
 				os.Remove(to(f))
 			}
@@ -228,13 +232,23 @@ func splitParts(path string) []string {
 	return parts
 }
 
-// relocate points the group's entries at their files in the new folder.
-func (c *Controller) relocate(ctx context.Context, g moveGroup, to func(string) string) error {
+// relocate points the group's entries at their files in the new folder, or, when one cannot
+// be, the ones it did back at the old place.
+func (c *Controller) relocate(ctx context.Context, g moveGroup, to func(string) string) (err error) {
 	cat := c.mgr.Catalog()
 	moved := map[string]bool{}
 	for _, f := range g.files {
 		moved[f] = true
 	}
+	type place struct{ id, path, proj string }
+	var done []place
+	defer func() {
+		if err != nil {
+			for _, p := range done {
+				_ = c.svc.RelocateModel(context.WithoutCancel(ctx), p.id, p.path, p.proj)
+			}
+		}
+	}()
 	for _, id := range g.ids {
 		e, err := cat.Lookup(id)
 		if err != nil {
@@ -252,6 +266,7 @@ func (c *Controller) relocate(ctx context.Context, g moveGroup, to func(string) 
 		if err := c.svc.RelocateModel(ctx, id, path, proj); err != nil {
 			return err
 		}
+		done = append(done, place{id, e.Path, e.Projector})
 	}
 	return nil
 }
@@ -275,10 +290,10 @@ func relTo(old, p string) string {
 
 // moveFiles moves files to to(file): a rename on one filesystem, else a copy (synced and its
 // size checked) whose original the caller removes once the catalog points at the copy; it
-// returns those originals. moved reports bytes as they move. On an error the files already
-// renamed are renamed back and the copies removed, so the model stays where it was.
-func (m mover) moveFiles(ctx context.Context, files []string, to func(string) string, moved func(int64)) (copied []string, err error) {
-	var renamed []string
+// returns those originals, and the files renamed (for the caller to rename back when the
+// catalog cannot point at them). moved reports bytes as they move. On an error the files
+// already renamed are renamed back and the copies removed, so the model stays where it was.
+func (m mover) moveFiles(ctx context.Context, files []string, to func(string) string, moved func(int64)) (copied, renamed []string, err error) {
 	defer func() {
 		if err != nil {
 			for _, f := range renamed {
@@ -287,12 +302,12 @@ func (m mover) moveFiles(ctx context.Context, files []string, to func(string) st
 			for _, f := range copied {
 				os.Remove(to(f))
 			}
-			copied = nil
+			copied, renamed = nil, nil
 		}
 	}()
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
-			return copied, err
+			return copied, renamed, err
 		}
 		dst := to(f)
 		st, err := os.Stat(f)
@@ -305,13 +320,13 @@ func (m mover) moveFiles(ctx context.Context, files []string, to func(string) st
 			}
 		}
 		if err != nil {
-			return copied, fmt.Errorf("read %s: %w", f, err)
+			return copied, renamed, fmt.Errorf("read %s: %w", f, err)
 		}
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return copied, fmt.Errorf("create %s: %w", filepath.Dir(dst), err)
+			return copied, renamed, fmt.Errorf("create %s: %w", filepath.Dir(dst), err)
 		}
 		if _, err := os.Lstat(dst); err == nil {
-			return copied, fmt.Errorf("%s exists already; move it away or choose another folder", dst)
+			return copied, renamed, fmt.Errorf("%s exists already; move it away or choose another folder", dst)
 		}
 		if lst, err := os.Lstat(f); err == nil && lst.Mode()&os.ModeSymlink != 0 {
 			// A link (perhaps relative, to a file kept elsewhere): renamed it would lead
@@ -322,7 +337,7 @@ func (m mover) moveFiles(ctx context.Context, files []string, to func(string) st
 				err = os.Symlink(target, dst)
 			}
 			if err != nil {
-				return copied, fmt.Errorf("move the link %s: %w", f, err)
+				return copied, renamed, fmt.Errorf("move the link %s: %w", f, err)
 			}
 			copied = append(copied, f)
 			moved(st.Size())
@@ -335,15 +350,15 @@ func (m mover) moveFiles(ctx context.Context, files []string, to func(string) st
 			continue
 		}
 		if !errors.Is(err, syscall.EXDEV) {
-			return copied, fmt.Errorf("move %s: %w", f, err)
+			return copied, renamed, fmt.Errorf("move %s: %w", f, err)
 		}
 		if err := m.copyFile(ctx, f, dst, st.Size(), moved); err != nil {
 			os.Remove(dst)
-			return copied, err
+			return copied, renamed, err
 		}
 		copied = append(copied, f)
 	}
-	return copied, nil
+	return copied, renamed, nil
 }
 
 // copyFile copies src to dst through a temporary name, synced, its size checked, then renamed.

@@ -107,3 +107,30 @@ func TestSuggestion(t *testing.T) {
 		t.Fatalf("without a Hub search: %+v %v", s, err)
 	}
 }
+
+// unspellable is fakeQuants with the quantizations of repo at paths no reference can name
+// (Reference "", as the Hub source lists a file under a folder with a space).
+type unspellable struct {
+	*fakeQuants
+	repo string
+}
+
+func (u unspellable) HubQuants(ctx context.Context, repo string, ctxLen, lanes int) ([]desktop.HubQuant, error) {
+	out, err := u.fakeQuants.HubQuants(ctx, repo, ctxLen, lanes)
+	for i := range out {
+		if repo == u.repo {
+			out[i].Reference = ""
+		}
+	}
+	return out, err
+}
+
+// TestSuggestionSkipsUnpullable: a quantization no reference can pull is never suggested: the
+// next model down is, rather than no suggestion at all ("none fits").
+func TestSuggestionSkipsUnpullable(t *testing.T) {
+	q := &fakeQuants{free: 16e9, params: map[string]int64{"bartowski/Llama-3.2-3B-Instruct-GGUF": 32e8, "unsloth/Qwen3-4B-GGUF": 4e9}}
+	s, err := suggestWith(t, unspellable{q, "unsloth/Qwen3-4B-GGUF"})
+	if err != nil || s.Reference != "hf.co/bartowski/Llama-3.2-3B-Instruct-GGUF:Q8_0" {
+		t.Fatalf("got %+v, %v; want Llama 3.2 3B's Q8_0", s, err)
+	}
+}

@@ -492,6 +492,9 @@ func (m *Manager) Load(ctx context.Context, name string) (*Entry, error) {
 		return nil, err
 	}
 	if e.Missing() {
+		if err := m.gate.check(e.ID); err != nil { // before a download the gate would refuse after
+			return nil, err
+		}
 		if fetched, err := m.fetchMissing(ctx, e.Path); err != nil {
 			return nil, fmt.Errorf("%w: the model %s: fetching its file: %v", llm.ErrEngineFailure, e.ID, err)
 		} else if fetched {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -73,7 +74,7 @@ func (s *Service) runLine(ctx context.Context, b store.Batch, idx int, raw []byt
 		done()
 		out.Error = &batchLineError{Code: "server_error", Message: refused.Error()}
 	default:
-		resp, err := run(lineCtx, in.Body)
+		resp, err := s.runOutsideMoves(lineCtx, run, in.Body)
 		done()
 		if failed := err != nil || resp.Status/100 != 2; failed && (s.stopIfClosed() || ctx.Err() != nil) {
 			return // stopped by the shutdown (a reply that came whole is kept)
@@ -192,4 +193,22 @@ func (s *Service) writeResults(ctx context.Context, b store.Batch, failed bool) 
 	}
 	syncDir(dir)
 	return f, nil
+}
+
+// runOutsideMoves runs a line once no move of the models folder runs, and again when a move
+// that began meanwhile refused it: a move lasts minutes, a batch up to a day, so its lines wait
+// rather than each fail with the move's 409.
+func (s *Service) runOutsideMoves(ctx context.Context, run LineFunc, body json.RawMessage) (LineResponse, error) {
+	for {
+		select {
+		case <-s.core.ModelsMoveEnded():
+		case <-ctx.Done():
+			return LineResponse{}, ctx.Err()
+		}
+		resp, err := run(ctx, body)
+		refused := core.IsModelsMoving(err) || err == nil && resp.Status == http.StatusConflict
+		if !refused || s.core.CheckModelsMove("") == nil {
+			return resp, err
+		}
+	}
 }

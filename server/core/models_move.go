@@ -24,6 +24,7 @@ type moveGuard struct {
 	mu      sync.Mutex
 	moving  bool
 	running map[string]int // what runs, as the move's refusal names it ("the download of X")
+	ended   chan struct{}  // closed when the move ends; nil before the first
 }
 
 // movingError refuses an operation during a move; then says what to do ("load the model").
@@ -78,6 +79,13 @@ func (s *Service) guardModels(what, then string) (done func(), err error) {
 	return s.move.begin(what, then)
 }
 
+// GuardModels counts work on the catalog's files that spans more than one core call (a web
+// pull's download, then its upload to a storage) as what, so that a move waits for it; during
+// a move it is refused (then: what to do after it).
+func (s *Service) GuardModels(what, then string) (done func(), err error) {
+	return s.guardModels(what, then)
+}
+
 // BeginModelsMove marks a move of the models folder, so that every client's pull, delete,
 // copy and load is refused until end is called. It refuses while one of those runs, or a
 // model is loaded or loading, naming it.
@@ -100,12 +108,17 @@ func (s *Service) BeginModelsMove() (end func(), err error) {
 		g.mu.Unlock()
 		return nil, fmt.Errorf("%s running; wait for it to finish or cancel it, then move the models", strings.Join(ops, ", ")+isAre(len(ops)))
 	}
-	g.moving = true
+	g.moving, g.ended = true, make(chan struct{})
+	ended := g.ended
 	g.mu.Unlock()
+	var once sync.Once // a second call must not end a later move
 	end = func() {
-		g.mu.Lock()
-		g.moving = false
-		g.mu.Unlock()
+		once.Do(func() {
+			g.mu.Lock()
+			g.moving = false
+			close(ended)
+			g.mu.Unlock()
+		})
 	}
 	// Read after moving is set, without the guard's lock (the manager's gate takes it under
 	// the manager's): a load that passed the gate before is seen loading here, and none
@@ -120,6 +133,9 @@ func (s *Service) BeginModelsMove() (end func(), err error) {
 		end()
 		return nil, fmt.Errorf("the adapter %s is loaded for %s; unload it (POST /v1/lora/unload), then move the models", a.ID, a.Model)
 	}
+	// A count of tokens on an unloaded model left a tokenizer-only worker with its file open:
+	// not a loaded model to the user, so stopped rather than refused (the gate keeps it so).
+	s.mgr.CloseTokenizers()
 	return end, nil
 }
 
@@ -156,4 +172,21 @@ func (s *Service) CheckModelsMove(then string) error {
 		return movingError(then)
 	}
 	return nil
+}
+
+// closedChan is the end of no move.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// ModelsMoveEnded is closed once no move of the models folder runs (at once when none does):
+// for work that waits out a move rather than fail (a batch's lines).
+func (s *Service) ModelsMoveEnded() <-chan struct{} {
+	if s.mgr == nil {
+		return closedChan
+	}
+	s.move.mu.Lock()
+	defer s.move.mu.Unlock()
+	if !s.move.moving {
+		return closedChan
+	}
+	return s.move.ended
 }

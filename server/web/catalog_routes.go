@@ -181,6 +181,12 @@ func (a *API) startPull(ctx context.Context, pulls *pullTracker, body PullReques
 	}
 	svc := a.cfg.Core
 	return pulls.start(ref, strings.TrimSpace(body.Storage), func(ctx context.Context, progress func(core.PullProgress)) (string, error) {
+		// Held through the upload, which reads the model's files: a move must not take them.
+		done, err := svc.GuardModels("the download of "+ref, "pull again")
+		if err != nil {
+			return "", err
+		}
+		defer done()
 		m, err := svc.PullModelInto(ctx, ref, dir, progress)
 		if err != nil {
 			return "", err
