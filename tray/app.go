@@ -199,10 +199,13 @@ func (t *App) Quit() {
 	}
 	// fyne 2.7 crashes when a pointer event already queued for a window reaches it while the
 	// app is closing it (a nil viewport: seen when quitting right after start, with the pointer
-	// over the window). With the window hidden, let the loop drain those events first.
+	// over the window). With the window hidden, let the loop drain those events first. Then
+	// end the driver's loop, as fyne's own SIGTERM handler does, rather than fyne.App.Quit:
+	// that handler also caught the SIGTERM this Quit came from and may have ended the loop
+	// meanwhile, and App.Quit's window calls on a terminated GLFW panic (exit code 2).
 	go func() {
 		time.Sleep(200 * time.Millisecond)
-		fyne.Do(t.fyne.Quit)
+		fyne.Do(t.fyne.Driver().Quit)
 	}()
 }
 
