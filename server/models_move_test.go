@@ -150,18 +150,7 @@ func TestModelsMoveWaitsForEveryClient(t *testing.T) {
 	cancel()
 	<-done
 	// The server ends the cancelled pull after its client left: wait for the guard to free.
-	freed := time.Now().Add(10 * time.Second)
-	for {
-		end, err := cat.Svc.BeginModelsMove()
-		if err == nil {
-			end()
-			break
-		}
-		if time.Now().After(freed) {
-			t.Fatalf("the cancelled pull still stops a move: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	servertest.WaitMoveAllowed(t, cat.Svc)
 
 	if resp, body := servertest.Do(t, "POST", srv.URL+"/v1/chat/completions", `{"model": "tiny", "messages": [{"role": "user", "content": "hi"}]}`); resp.StatusCode != http.StatusOK {
 		t.Fatalf("chat: %d %s", resp.StatusCode, body)

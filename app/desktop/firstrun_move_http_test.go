@@ -5,14 +5,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
-	"github.com/superfluid/superfluid/app/desktop"
 	"github.com/superfluid/superfluid/runtime/gguf/gguftest"
 	"github.com/superfluid/superfluid/server"
 	"github.com/superfluid/superfluid/server/servertest"
@@ -54,30 +50,9 @@ func TestMoveModelsGuardsHTTPClients(t *testing.T) {
 		t.Fatalf("move during an API pull: %v", err)
 	}
 	// The server ends the cancelled pull after its client left: wait for the guard to free.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		end, err := cat.Svc.BeginModelsMove()
-		if err == nil {
-			end()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the cancelled pull still stops a move: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	servertest.WaitMoveAllowed(t, cat.Svc)
 
-	copying, release := make(chan struct{}), make(chan struct{})
-	var once bool
-	desktop.SetMoveHooks(c, func(string, string) error { return &os.LinkError{Op: "rename", Err: syscall.EXDEV} },
-		func(name string) (desktop.MoveFile, error) {
-			if !once {
-				once = true
-				close(copying)
-				<-release
-			}
-			return os.Create(name)
-		})
+	copying, release := holdCopy(c)
 	dir := filepath.Join(t.TempDir(), "new")
 	done := make(chan error, 1)
 	go func() { done <- c.MoveModels(context.Background(), dir, nil) }()

@@ -53,6 +53,22 @@ func TestMoveModelsSharedProjector(t *testing.T) {
 // xdev is a rename between two disks: the move copies.
 func xdev(string, string) error { return &os.LinkError{Op: "rename", Err: syscall.EXDEV} }
 
+// holdCopy makes c's next move copy (as between two disks) and hold its first file: copying
+// closes when the copy is under way; closing release lets it go on.
+func holdCopy(c *desktop.Controller) (copying, release chan struct{}) {
+	copying, release = make(chan struct{}), make(chan struct{})
+	var once bool
+	desktop.SetMoveHooks(c, xdev, func(name string) (desktop.MoveFile, error) {
+		if !once {
+			once = true
+			close(copying)
+			<-release
+		}
+		return os.Create(name)
+	})
+	return copying, release
+}
+
 // TestMoveModelsTargetByLink: a target that is a link to the models folder, or into it, is the
 // same folder by another spelling: refused, and every model stays where it was.
 func TestMoveModelsTargetByLink(t *testing.T) {
@@ -127,16 +143,7 @@ func TestMoveModelsLinkedFile(t *testing.T) {
 // asked for included, is in the new folder afterwards and still deletable.
 func TestMoveModelsBlocksDeletes(t *testing.T) {
 	c, cat, ids := withPulled(t)
-	copying, release := make(chan struct{}), make(chan struct{})
-	var once bool
-	desktop.SetMoveHooks(c, xdev, func(name string) (desktop.MoveFile, error) {
-		if !once {
-			once = true
-			close(copying)
-			<-release
-		}
-		return os.Create(name)
-	})
+	copying, release := holdCopy(c)
 	dir := filepath.Join(t.TempDir(), "new")
 	done := make(chan error, 1)
 	go func() { done <- c.MoveModels(context.Background(), dir, nil) }()

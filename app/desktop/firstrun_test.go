@@ -316,17 +316,7 @@ func TestMoveModelsToAFullTmpfs(t *testing.T) {
 // a reason (a file may be half-way to the new folder); after it, both work again.
 func TestMoveModelsBlocksLoadsAndPulls(t *testing.T) {
 	c, cat, ids := withPulled(t)
-	copying, release := make(chan struct{}), make(chan struct{})
-	var once bool
-	desktop.SetMoveHooks(c, func(string, string) error { return &os.LinkError{Op: "rename", Err: syscall.EXDEV} },
-		func(name string) (desktop.MoveFile, error) {
-			if !once {
-				once = true
-				close(copying)
-				<-release
-			}
-			return os.Create(name)
-		})
+	copying, release := holdCopy(c)
 	done := make(chan error, 1)
 	go func() { done <- c.MoveModels(context.Background(), filepath.Join(t.TempDir(), "new"), nil) }()
 	<-copying
