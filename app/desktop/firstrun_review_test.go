@@ -30,13 +30,7 @@ func TestMoveModelsSharedProjector(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if copying {
-				desktop.SetMoveHooks(c, xdev, nil)
-			}
-			dir := filepath.Join(t.TempDir(), "new")
-			if err := c.MoveModels(context.Background(), dir, nil); err != nil {
-				t.Fatal(err)
-			}
+			dir := moveAll(t, c, copying)
 			for _, id := range users {
 				e := entry(t, cat, id)
 				if !strings.HasPrefix(e.Projector, dir+string(filepath.Separator)) {
@@ -52,6 +46,20 @@ func TestMoveModelsSharedProjector(t *testing.T) {
 
 // xdev is a rename between two disks: the move copies.
 func xdev(string, string) error { return &os.LinkError{Op: "rename", Err: syscall.EXDEV} }
+
+// moveAll moves c's models into a new folder, copying them (as between two disks) when copying
+// is set, and returns the folder.
+func moveAll(t *testing.T, c *desktop.Controller, copying bool) string {
+	t.Helper()
+	if copying {
+		desktop.SetMoveHooks(c, xdev, nil)
+	}
+	dir := filepath.Join(t.TempDir(), "new")
+	if err := c.MoveModels(context.Background(), dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
 
 // holdCopy makes c's next move copy (as between two disks) and hold its first file: copying
 // closes when the copy is under way; closing release lets it go on.
@@ -117,13 +125,7 @@ func TestMoveModelsLinkedFile(t *testing.T) {
 			if err := os.Symlink(rel, path); err != nil {
 				t.Fatal(err)
 			}
-			if copying {
-				desktop.SetMoveHooks(c, xdev, nil)
-			}
-			dir := filepath.Join(t.TempDir(), "new")
-			if err := c.MoveModels(context.Background(), dir, nil); err != nil {
-				t.Fatal(err)
-			}
+			dir := moveAll(t, c, copying)
 			e := entry(t, cat, ids[1])
 			if !strings.HasPrefix(e.Path, dir) {
 				t.Fatalf("not moved: %s", e.Path)
