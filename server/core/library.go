@@ -79,7 +79,7 @@ func (s *Service) PullModelInto(ctx context.Context, reference, dir string, prog
 	if s.mgr == nil || s.source == nil {
 		return nil, errNoCatalog
 	}
-	done, err := s.guardModels("the download of "+reference, "download again")
+	done, err := s.GuardModels("the download of "+reference, "download again")
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +224,7 @@ func (s *Service) DeleteModel(ctx context.Context, name string) (*Model, error) 
 	if s.mgr == nil {
 		return nil, errNoCatalog
 	}
-	done, err := s.guardModels("the deletion of "+m.ID, "delete the model")
+	done, err := s.GuardModels("the deletion of "+m.ID, "delete the model")
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +257,7 @@ func (s *Service) CopyModel(ctx context.Context, src, dst string) error {
 	if err := models.CheckName(src); err != nil {
 		return err
 	}
-	done, err := s.guardModels("the copy of "+src, "copy the model")
+	done, err := s.GuardModels("the copy of "+src, "copy the model")
 	if err != nil {
 		return err
 	}

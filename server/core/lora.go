@@ -202,7 +202,7 @@ func (s *Service) LoadAdapter(ctx context.Context, model, ref, id string, scale 
 		return Adapter{}, err
 	}
 	// A catalog adapter's file moves with the models folder: its path would be stale.
-	done, err := s.guardModels("the load of the adapter "+ref, "load the adapter")
+	done, err := s.GuardModels("the load of the adapter "+ref, "load the adapter")
 	if err != nil {
 		return Adapter{}, err
 	}

@@ -59,31 +59,29 @@ func (g *moveGuard) begin(what, then string) (done func(), err error) {
 	}, nil
 }
 
-// loadGate is the manager's gate (models.Manager.SetLoadGate); it holds the manager's lock, so
-// it takes only the guard's.
-func (g *moveGuard) loadGate(string) error {
+// refusal is movingError(then) during a move, else nil.
+func (g *moveGuard) refusal(then string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.moving {
-		return movingError("load the model")
+		return movingError(then)
 	}
 	return nil
 }
 
-// guardModels counts a catalog operation (see moveGuard); a core without a catalog moves
-// nothing.
-func (s *Service) guardModels(what, then string) (done func(), err error) {
+// loadGate is the manager's gate (models.Manager.SetLoadGate); it holds the manager's lock, so
+// it takes only the guard's.
+func (g *moveGuard) loadGate(string) error { return g.refusal("load the model") }
+
+// GuardModels counts work on the catalog's files as what (a pull, a delete, a copy, an
+// adapter load; or a web pull's download and upload, which span more than one core call), so
+// that a move waits for it; during a move it is refused (then: what to do after it). A core
+// without a catalog moves nothing.
+func (s *Service) GuardModels(what, then string) (done func(), err error) {
 	if s.mgr == nil {
 		return func() {}, nil
 	}
 	return s.move.begin(what, then)
-}
-
-// GuardModels counts work on the catalog's files that spans more than one core call (a web
-// pull's download, then its upload to a storage) as what, so that a move waits for it; during
-// a move it is refused (then: what to do after it).
-func (s *Service) GuardModels(what, then string) (done func(), err error) {
-	return s.guardModels(what, then)
 }
 
 // BeginModelsMove marks a move of the models folder, so that every client's pull, delete,
@@ -166,12 +164,7 @@ func (s *Service) CheckModelsMove(then string) error {
 	if s.mgr == nil {
 		return nil
 	}
-	s.move.mu.Lock()
-	defer s.move.mu.Unlock()
-	if s.move.moving {
-		return movingError(then)
-	}
-	return nil
+	return s.move.refusal(then)
 }
 
 // closedChan is the end of no move.
